@@ -1,0 +1,50 @@
+//! Wire types of RCP/1, the Retrieval Context Protocol, plus the pure algorithms every peer
+//! needs: the metadata-filter builder and validator (§8), the `f32-base64` vector codec
+//! (§7.3.1), MMR diversification, and the fusion functions of federation (§16.3).
+//!
+//! This crate does no I/O. Types follow the spec's sections, one module per concern; field
+//! names are `camelCase` on the wire, optional fields are skipped when absent, unknown fields
+//! are ignored and `null` is treated as absent (§4.6).
+
+pub mod capabilities;
+pub mod catalog;
+pub mod content;
+pub mod embed;
+pub mod error;
+pub mod feedback;
+pub mod filter;
+pub mod fusion;
+pub mod graph;
+pub mod index;
+pub mod lifecycle;
+pub mod memory;
+pub mod message;
+pub mod methods;
+pub mod mmr;
+pub mod notifications;
+pub mod rerank;
+pub mod retrieve;
+pub mod transform;
+pub mod vectors;
+
+// pub use capabilities::Capabilities;
+pub use content::{Content, InputItem, QueryInput};
+pub use error::{ErrorCode, ErrorData, RcpError};
+pub use message::{Message, Notification, Request, RequestId, Response};
+pub use retrieve::{Hit, RetrieveParams, RetrieveResult, Usage};
+
+/// The `_meta` object (§4.4) and other free-form JSON objects.
+pub type Meta = serde_json::Map<String, serde_json::Value>;
+
+/// The highest protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Deserialises a field whose `null` means "absent" (§4.6) into its default value.
+pub fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    use serde::Deserialize;
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
