@@ -188,16 +188,23 @@ mod tests {
         assert_eq!(s.text(), "hi");
         let b: QueryInput = serde_json::from_value(json!({"type":"image","mimeType":"image/png","uri":"x"})).unwrap();
         assert_eq!(b.modality(), "image");
-        let m: QueryInput =
-            serde_json::from_value(json!([{"type":"text","text":"a"},{"type":"image","mimeType":"image/png","data":"AA=="}]))
-                .unwrap();
+        let m: QueryInput = serde_json::from_value(
+            json!([{"type":"text","text":"a"},{"type":"image","mimeType":"image/png","data":"AA=="}]),
+        )
+        .unwrap();
         assert_eq!(m.modality(), "multimodal");
     }
 
     #[test]
     fn block_rules() {
         assert!(Content::text("x").check().is_ok());
-        let both = Content { kind: "image".into(), text: None, mime_type: Some("image/png".into()), data: Some("A".into()), uri: Some("u".into()) };
+        let both = Content {
+            kind: "image".into(),
+            text: None,
+            mime_type: Some("image/png".into()),
+            data: Some("A".into()),
+            uri: Some("u".into()),
+        };
         assert!(both.check().is_err());
         let no_mime = Content { kind: "audio".into(), text: None, mime_type: None, data: Some("A".into()), uri: None };
         assert!(no_mime.check().is_err());

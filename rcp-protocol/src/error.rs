@@ -266,9 +266,7 @@ impl RcpError {
 
     /// `-32010`: a backend the request needs is unavailable.
     pub fn backend_unavailable(detail: impl Into<String>) -> Self {
-        Self::new(ErrorCode::BACKEND_UNAVAILABLE, "backend unavailable")
-            .with_detail(detail)
-            .with_retryable(true)
+        Self::new(ErrorCode::BACKEND_UNAVAILABLE, "backend unavailable").with_detail(detail).with_retryable(true)
     }
 
     /// `-32011`: load is being shed; retry after `retry_after_ms`.

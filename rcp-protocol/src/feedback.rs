@@ -1,1 +1,59 @@
-//! placeholder
+//! `feedback` (§7.16).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Meta;
+use crate::message::RequestId;
+
+/// One feedback signal about a hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signal {
+    /// The hit the signal is about.
+    pub hit_id: RequestId,
+    /// Placed in the final context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<bool>,
+    /// Cited in the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited: Option<bool>,
+    /// Relevance label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helpful: Option<bool>,
+    /// Scalar reward in `[-1,1]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
+    /// Integrity signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poison_suspected: Option<bool>,
+    /// Safety signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection_suspected: Option<bool>,
+}
+
+/// `feedback` params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedbackParams {
+    /// Trajectory handle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The query the hits answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The signals.
+    pub signals: Vec<Signal>,
+    /// Side-band data.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// `feedback` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackResult {
+    /// Signals recorded.
+    pub accepted: u64,
+    /// Side-band data.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}

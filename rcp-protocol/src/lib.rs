@@ -27,7 +27,7 @@ pub mod retrieve;
 pub mod transform;
 pub mod vectors;
 
-// pub use capabilities::Capabilities;
+pub use capabilities::{Capabilities, Capability};
 pub use content::{Content, InputItem, QueryInput};
 pub use error::{ErrorCode, ErrorData, RcpError};
 pub use message::{Message, Notification, Request, RequestId, Response};

@@ -6,8 +6,8 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::RcpError;
 use crate::Meta;
+use crate::error::RcpError;
 
 /// The `jsonrpc` member every frame carries (§4).
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -256,7 +256,10 @@ mod tests {
 
     #[test]
     fn classify_frames() {
-        assert!(matches!(Message::from_value(json!({"jsonrpc":"2.0","id":1,"method":"ping"})), Ok(Message::Request(_))));
+        assert!(matches!(
+            Message::from_value(json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
+            Ok(Message::Request(_))
+        ));
         assert!(matches!(Message::from_value(json!({"jsonrpc":"2.0","method":"x"})), Ok(Message::Notification(_))));
         assert!(matches!(Message::from_value(json!({"jsonrpc":"2.0","id":1,"result":{}})), Ok(Message::Response(_))));
         assert!(Message::from_value(json!([1])).is_err());

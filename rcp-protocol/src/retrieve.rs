@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Meta;
 use crate::content::{Content, QueryInput};
 use crate::message::RequestId;
-use crate::Meta;
 
 /// `retrieve.fusion` (§7.7): how a hybrid server fuses its dense and sparse lists.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,14 +1,70 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The server framework for RCP, the Retrieval Context Protocol.
+//!
+//! An engine implements one trait per capability it offers ([`Retrieve`], [`Embed`],
+//! [`Index`], ...) and registers the implementations on a [`ServerBuilder`]. The framework
+//! derives `initialize.capabilities` from what was registered, so a server cannot advertise a
+//! method it does not handle, and applies every rule of the protocol before a handler runs:
+//! lifecycle and version negotiation (§7.1, §13), gating (-32001/-32003/-32004), option
+//! values and the `strict` rule (-32005), params validation with `error.data.field` (-32602),
+//! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
+//! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
+//!
+//! ```no_run
+//! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+//! use rcp_protocol::capabilities::RetrieveCapability;
+//! use rcp_protocol::{Hit, RetrieveResult};
+//!
+//! struct Echo;
+//!
+//! impl Retrieve for Echo {
+//!     fn capability(&self) -> RetrieveCapability {
+//!         RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+//!     }
+//!
+//!     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+//!         let hit = Hit::new("doc-1", 1.0).with_text(req.params.query.text());
+//!         Ok(RetrieveResult::from_hits(vec![hit]))
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     rcp_server::init_tracing();
+//!     Server::builder("echo", "0.1.0").retrieve(Echo).build().serve_stdio().await
+//! }
+//! ```
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod context;
+mod dispatch;
+mod handler;
+mod outbound;
+pub mod profile;
+mod server;
+mod session;
+pub mod transport;
+mod validate;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
+pub use context::RequestContext;
+pub use dispatch::Processed;
+pub use handler::{
+    Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
+    Retrieve, RetrieveRequest, SparseEmbed, Transform,
+};
+pub use outbound::Outbound;
+pub use profile::Profile;
+pub use rcp_protocol as protocol;
+pub use server::{Server, ServerBuilder, ServerOptions};
+pub use session::Session;
+
+/// Sends `tracing` output to stderr (never stdout, which carries protocol frames only, §5.1),
+/// filtered by `RCP_LOG` (falling back to `RUST_LOG`, default `warn`).
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        std::env::var("RCP_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| "warn".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::new(filter))
+        .with_ansi(false)
+        .try_init();
 }

@@ -1,0 +1,160 @@
+//! The smallest complete engine: a dozen in-memory documents served over stdio.
+//!
+//! ```sh
+//! cargo run --example tiny_engine
+//! {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
+//! {"jsonrpc":"2.0","id":2,"method":"retrieve","params":{"query":"rust async","k":3}}
+//! ```
+//!
+//! Scoring is TF-IDF over lower-cased words. Two `_meta` switches exist to demonstrate what
+//! the framework does with slow and faulty handlers: `x-tiny-delayMs` simulates a slow
+//! backend (the handler stops early when cancelled) and `x-tiny-panic` makes it panic.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+use std::time::Duration;
+
+use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_protocol::filter::{FieldType, FilterCapability};
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_protocol::notifications::LogLevel;
+use rcp_protocol::retrieve::Citation;
+use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
+use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
+use serde_json::json;
+
+const DOCS: &[(&str, &str, &str, i64)] = &[
+    ("rust-1", "Rust async runtimes schedule futures on a pool of worker threads", "rust", 2021),
+    ("rust-2", "The borrow checker proves memory safety at compile time", "rust", 2018),
+    ("rust-3", "Tokio provides async IO, timers and channels for Rust", "rust", 2023),
+    ("ir-1", "BM25 ranks documents by term frequency and inverse document frequency", "ir", 2009),
+    ("ir-2", "Dense retrieval embeds queries and passages into one vector space", "ir", 2020),
+    ("ir-3", "Reciprocal rank fusion merges ranked lists from several engines", "ir", 2009),
+    ("ir-4", "Maximal marginal relevance trades relevance against diversity", "ir", 1998),
+    ("ml-1", "Transformers use attention to weigh every token against every other", "ml", 2017),
+    ("ml-2", "Sentence embeddings map text to vectors whose cosine reflects meaning", "ml", 2019),
+    ("ml-3", "Cross-encoders rerank candidates by reading query and passage together", "ml", 2020),
+    ("db-1", "A write-ahead log makes acknowledged writes durable across crashes", "db", 1992),
+    ("db-2", "Snapshots let readers see a consistent view while writers proceed", "db", 2005),
+];
+
+struct Tiny {
+    docs: RwLock<BTreeMap<String, (String, Meta)>>,
+}
+
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+impl Retrieve for Tiny {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability {
+            max_k: Some(50),
+            modes: Some(vec!["sparse".into()]),
+            score_scale: Some("unbounded".into()),
+            score_floor: Some(0.0),
+            deterministic: Some(true),
+            ..Default::default()
+        }
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        Some(FilterCapability::typed([("topic", FieldType::Keyword), ("year", FieldType::Int)]))
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    fn citations(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let meta = ctx.meta().cloned().unwrap_or_default();
+        if let Some(ms) = meta.get("x-tiny-delayMs").and_then(|v| v.as_u64()) {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                _ = ctx.cancellation().cancelled() => return Err(RcpError::cancelled(Some("stopped early"))),
+            }
+        }
+        assert!(meta.get("x-tiny-panic").is_none(), "x-tiny-panic requested");
+        let query: Vec<String> = words(&req.params.query.text()).collect();
+        let docs = self.docs.read().map_err(|_| RcpError::internal("index lock poisoned"))?;
+        let n = docs.len() as f64;
+        let df = |w: &String| docs.values().filter(|(t, _)| words(t).any(|x| &x == w)).count() as f64;
+        let idf: Vec<f64> = query.iter().map(|w| ((n + 1.0) / (df(w) + 0.5)).ln()).collect();
+        let mut hits: Vec<Hit> = docs
+            .iter()
+            .filter(|(_, (_, m))| req.filter.as_ref().is_none_or(|f| f.matches(m)))
+            .map(|(id, (text, m))| {
+                let score =
+                    query.iter().zip(&idf).map(|(w, idf)| words(text).filter(|x| x == w).count() as f64 * idf).sum();
+                let mut hit = Hit::new(id.as_str(), score);
+                hit.meta = Some(m.clone());
+                hit.citation =
+                    Some(Citation { source: Some("tiny".into()), title: Some(id.clone()), ..Default::default() });
+                if req.params.include_text != Some(false) {
+                    hit.text = Some(text.clone());
+                }
+                hit
+            })
+            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
+        ctx.progress(0.5, "retrieve", format!("scored {} documents", docs.len()));
+        ctx.log(LogLevel::Info, format!("{} matching documents", hits.len()));
+        let offset: usize = req
+            .params
+            .cursor
+            .as_deref()
+            .map_or(Ok(0), str::parse)
+            .map_err(|_| RcpError::invalid_params("cursor", "bad cursor"))?;
+        let total = hits.len();
+        let page: Vec<Hit> = hits.into_iter().skip(offset).take(req.k).collect();
+        let next = (offset + page.len() < total).then(|| (offset + page.len()).to_string());
+        Ok(RetrieveResult { hits: page, next_cursor: next, ..Default::default() })
+    }
+}
+
+impl Index for Tiny {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(&self, params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        let mut docs = self.docs.write().map_err(|_| RcpError::internal("index lock poisoned"))?;
+        let ids = params.documents.into_iter().map(|d| {
+            let id = d.id.unwrap_or_else(|| format!("doc-{}", docs.len() + 1));
+            docs.insert(id.clone(), (d.text, d.meta.unwrap_or_default()));
+            id
+        });
+        Ok(IndexAddResult { ids: ids.collect(), ..Default::default() })
+    }
+
+    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let mut docs = self.docs.write().map_err(|_| RcpError::internal("index lock poisoned"))?;
+        let deleted = params.ids.iter().filter(|id| docs.remove(*id).is_some()).count() as u64;
+        Ok(IndexDeleteResult { deleted, ..Default::default() })
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    rcp_server::init_tracing();
+    let docs = DOCS.iter().map(|(id, text, topic, year)| {
+        let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();
+        (id.to_string(), (text.to_string(), meta))
+    });
+    let tiny = std::sync::Arc::new(Tiny { docs: RwLock::new(docs.collect()) });
+    Server::builder("tiny-engine", env!("CARGO_PKG_VERSION"))
+        .retrieve(tiny.clone())
+        .index(tiny)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L1)
+        .build()
+        .serve_stdio()
+        .await
+}

@@ -1,0 +1,220 @@
+//! The per-request context handed to every handler.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rcp_protocol::capabilities::Capabilities;
+use rcp_protocol::notifications::{self, LogLevel, LogParams, Partial, ProgressParams};
+use rcp_protocol::{Hit, Meta, Notification, RequestId};
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::outbound::Outbound;
+use crate::profile::Profile;
+
+/// Everything a handler may need besides its params: cancellation, deadline, progress and
+/// log channels, the negotiated session, and the request's `_meta`.
+///
+/// Cheap to clone; clones share the same request.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    id: RequestId,
+    method: &'static str,
+    cancel: CancellationToken,
+    deadline: Instant,
+    progress: Option<(Value, Outbound)>,
+    log: Option<(LogLevel, Outbound)>,
+    profile: Profile,
+    capabilities: Arc<Capabilities>,
+    session_id: Option<String>,
+    meta: Option<Meta>,
+    notes: Mutex<Vec<String>>,
+}
+
+/// What the dispatcher knows when it builds a context.
+pub(crate) struct ContextParts {
+    pub id: RequestId,
+    pub method: &'static str,
+    pub cancel: CancellationToken,
+    pub deadline: Instant,
+    pub progress: Option<(Value, Outbound)>,
+    pub log: Option<(LogLevel, Outbound)>,
+    pub profile: Profile,
+    pub capabilities: Arc<Capabilities>,
+    pub session_id: Option<String>,
+    pub meta: Option<Meta>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(p: ContextParts) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                id: p.id,
+                method: p.method,
+                cancel: p.cancel,
+                deadline: p.deadline,
+                progress: p.progress,
+                log: p.log,
+                profile: p.profile,
+                capabilities: p.capabilities,
+                session_id: p.session_id,
+                meta: p.meta,
+                notes: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// A detached context for calling a handler directly (tests, benchmarks, embedding):
+    /// never cancelled, a one-hour deadline, no progress or log channel.
+    pub fn detached(capabilities: Capabilities) -> Self {
+        Self::new(ContextParts {
+            id: RequestId::from(0),
+            method: "",
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + Duration::from_secs(3600),
+            progress: None,
+            log: None,
+            profile: Profile::latest(),
+            capabilities: Arc::new(capabilities),
+            session_id: None,
+            meta: None,
+        })
+    }
+
+    /// The id of the request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// The method being served.
+    pub fn method(&self) -> &str {
+        self.inner.method
+    }
+
+    /// Fires when the client cancels the request (§7.14) or its deadline passes (§13.1).
+    ///
+    /// The framework already stops awaiting the handler and answers `-32006`/`-32014`; blocking
+    /// work (on `spawn_blocking` or a thread) should poll this to stop early.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the request was cancelled or timed out.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// When the framework will answer `-32014` if the handler has not finished.
+    pub fn deadline(&self) -> Instant {
+        self.inner.deadline
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.inner.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether progress frames will reach the client: it sent `_meta.progressToken` and the
+    /// server advertises `streaming` (§9).
+    pub fn wants_progress(&self) -> bool {
+        self.inner.progress.is_some()
+    }
+
+    /// Sends `notifications/progress` (§9); a no-op unless [`Self::wants_progress`].
+    /// `progress` is clamped to `[0,1]`.
+    pub fn progress(&self, progress: f64, stage: &str, message: impl Into<String>) {
+        self.send_progress(progress, stage, Some(message.into()), None);
+    }
+
+    /// Sends `notifications/progress` carrying incremental hits (`partial.hits`).
+    pub fn progress_partial(&self, progress: f64, stage: &str, hits: Vec<Hit>) {
+        self.send_progress(progress, stage, None, Some(Partial { hits: Some(hits) }));
+    }
+
+    fn send_progress(&self, progress: f64, stage: &str, message: Option<String>, partial: Option<Partial>) {
+        let Some((token, out)) = &self.inner.progress else { return };
+        let progress = if progress.is_finite() { progress.clamp(0.0, 1.0) } else { 0.0 };
+        let params = ProgressParams {
+            progress_token: token.clone(),
+            progress: Some(progress),
+            stage: Some(stage.to_owned()),
+            message,
+            partial,
+        };
+        send_notification(out, notifications::PROGRESS, &params);
+    }
+
+    /// Whether a log at `level` would reach the client (§17.1).
+    pub fn log_enabled(&self, level: LogLevel) -> bool {
+        matches!(&self.inner.log, Some((min, _)) if level >= *min)
+    }
+
+    /// Sends `notifications/log` (§17.1) when the client opted in (client `log` capability or
+    /// `_meta.logLevel`) and `level` is at or above its minimum; otherwise a no-op.
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        self.log_with(level, message, None);
+    }
+
+    /// Like [`Self::log`], with structured `data`.
+    pub fn log_with(&self, level: LogLevel, message: impl Into<String>, data: Option<Meta>) {
+        let Some((min, out)) = &self.inner.log else { return };
+        if level < *min {
+            return;
+        }
+        let meta = self.inner.progress.as_ref().map(|(token, _)| {
+            let mut m = Meta::new();
+            m.insert("progressToken".into(), token.clone());
+            m
+        });
+        let params =
+            LogParams { level, message: message.into(), logger: Some(self.inner.method.to_owned()), data, meta };
+        send_notification(out, notifications::LOG, &params);
+    }
+
+    /// The profile of the negotiated protocol revision.
+    pub fn profile(&self) -> Profile {
+        self.inner.profile
+    }
+
+    /// The session's capability set (fixed for the session, §13.2).
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.inner.capabilities
+    }
+
+    /// The transport session id (HTTP stateful sessions), if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    /// The request's `_meta` object.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.inner.meta.as_ref()
+    }
+
+    /// Records a note for `usage.notes` of the result (e.g. an option that was degraded).
+    pub fn note(&self, note: impl Into<String>) {
+        if let Ok(mut notes) = self.inner.notes.lock() {
+            notes.push(note.into());
+        }
+    }
+
+    pub(crate) fn take_notes(&self) -> Vec<String> {
+        self.inner.notes.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+    }
+}
+
+pub(crate) fn send_notification<P: serde::Serialize>(out: &Outbound, method: &str, params: &P) {
+    match serde_json::to_value(params) {
+        Ok(v) => match serde_json::to_vec(&Notification::new(method, v)) {
+            Ok(bytes) => out.send(bytes),
+            Err(e) => tracing::warn!(error = %e, "could not serialise a notification"),
+        },
+        Err(e) => tracing::warn!(error = %e, "could not serialise a notification"),
+    }
+}

@@ -1,0 +1,335 @@
+//! [`Server`] and its builder: capabilities are derived from the registered handlers.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rcp_protocol::Meta;
+use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability, SessionCapability};
+use rcp_protocol::index::IndexAddResult;
+use rcp_protocol::lifecycle::{ConformanceLevel, InitializeResult, PeerInfo};
+use serde_json::Value;
+
+use crate::handler::{
+    Catalog, Embed, Feedback, Graph, Handlers, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
+};
+use crate::profile::Profile;
+
+/// Tunable limits and defaults of a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Deadline applied to every request; `_meta.deadlineMs` may only shorten it (§13.1).
+    pub request_deadline: Duration,
+    /// Longest accepted stdio line; longer lines are answered with `-32013` and skipped.
+    pub max_line_bytes: usize,
+    /// Largest accepted JSON-RPC batch (§11); larger batches are answered with `-32013`.
+    pub max_batch: usize,
+    /// How many `_meta.idempotencyKey` results of `index/add` are remembered (§7.10).
+    pub idempotency_cache: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            request_deadline: Duration::from_secs(60),
+            max_line_bytes: 16 * 1024 * 1024,
+            max_batch: 1024,
+            idempotency_cache: 4096,
+        }
+    }
+}
+
+/// An RCP server: handlers, the capabilities they imply, identity and options.
+///
+/// Cheap to clone. Serve it with [`Server::serve_stdio`] or [`Server::serve`]
+/// (any async byte stream).
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub info: PeerInfo,
+    pub handlers: Handlers,
+    /// Everything the server enables, before any profile narrows it.
+    pub enabled: Capabilities,
+    pub conformance: ConformanceLevel,
+    pub options: ServerOptions,
+    /// `info` result before `initialize` (the latest profile's set).
+    pub default_info: Arc<[u8]>,
+    pub idempotency: Mutex<IdempotencyCache>,
+}
+
+impl Server {
+    /// Starts building a server with this identity.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// The capabilities the server enables (what `info` reports before `initialize`).
+    pub fn capabilities(&self) -> Capabilities {
+        Profile::latest().apply(&self.shared.enabled)
+    }
+
+    /// The server's identity.
+    pub fn info(&self) -> &PeerInfo {
+        &self.shared.info
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ServerOptions {
+        &self.shared.options
+    }
+
+    pub(crate) fn info_result(&self, profile: Profile, caps: &Capabilities) -> Vec<u8> {
+        let mut meta = Meta::new();
+        meta.insert("conformance".into(), Value::from(self.shared.conformance.as_str()));
+        let result = InitializeResult {
+            protocol_version: profile.version(),
+            server: self.shared.info.clone(),
+            capabilities: caps.clone(),
+            meta: Some(meta),
+        };
+        serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("info", &self.shared.info).field("capabilities", &self.shared.enabled).finish()
+    }
+}
+
+/// Builds a [`Server`]. Each `retrieve`/`embed`/... call registers a handler and, with it,
+/// its capability; switches such as [`ServerBuilder::streaming`] add flag capabilities.
+///
+/// An engine implementing several traits is registered once per trait, sharing one
+/// `Arc<Engine>` (every capability trait is implemented for `Arc<T>`).
+pub struct ServerBuilder {
+    info: PeerInfo,
+    handlers: Handlers,
+    caps: Capabilities,
+    conformance: ConformanceLevel,
+    options: ServerOptions,
+}
+
+impl ServerBuilder {
+    /// A builder for a server with this identity and no capabilities.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            info: PeerInfo::new(name, version),
+            handlers: Handlers::default(),
+            caps: Capabilities::default(),
+            conformance: ConformanceLevel::L0,
+            options: ServerOptions::default(),
+        }
+    }
+
+    /// Registers the `retrieve` handler; advertises `retrieve` and, as the handler declares,
+    /// `filter`, `pagination` and `citations`.
+    pub fn retrieve<T: Retrieve>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.retrieve = Some(h.capability());
+        self.caps.filter = h.filter();
+        self.caps.pagination = h.pagination().then(Flag::default);
+        self.caps.citations = h.citations().then(Flag::default);
+        self.handlers.retrieve = Some(h);
+        self
+    }
+
+    /// Registers the `embed` handler; advertises `embed` (with `encodings` always listing `json`).
+    pub fn embed<T: Embed>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        let mut cap = h.capability();
+        if let Some(enc) = cap.encodings.as_mut()
+            && !enc.iter().any(|e| e == "json")
+        {
+            enc.insert(0, "json".into());
+        }
+        self.caps.embed = Some(cap);
+        self.handlers.embed = Some(h);
+        self
+    }
+
+    /// Registers the `embed/sparse` handler; advertises `sparseEmbed`.
+    pub fn sparse_embed<T: SparseEmbed>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.sparse_embed = Some(h.capability());
+        self.handlers.sparse_embed = Some(h);
+        self
+    }
+
+    /// Registers the `embed/multi` handler; advertises `multiVector`.
+    pub fn multi_vector<T: MultiVector>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.multi_vector = Some(h.capability());
+        self.handlers.multi_vector = Some(h);
+        self
+    }
+
+    /// Registers the `rerank` handler; advertises `rerank`.
+    pub fn rerank<T: Rerank>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.rerank = Some(h.capability());
+        self.handlers.rerank = Some(h);
+        self
+    }
+
+    /// Registers the `query/transform` handler; advertises `transform`.
+    pub fn transform<T: Transform>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.transform = Some(h.capability());
+        self.handlers.transform = Some(h);
+        self
+    }
+
+    /// Registers the `graph` handler; advertises `graph`.
+    pub fn graph<T: Graph>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.graph = Some(h.capability());
+        self.handlers.graph = Some(h);
+        self
+    }
+
+    /// Registers the `index/add` + `index/delete` handler; advertises `index`.
+    pub fn index<T: Index>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.index = Some(h.capability());
+        self.handlers.index = Some(h);
+        self
+    }
+
+    /// Registers the `catalog/list` handler; advertises `catalog`.
+    pub fn catalog<T: Catalog>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.catalog = Some(h.capability());
+        self.handlers.catalog = Some(h);
+        self
+    }
+
+    /// Registers the `feedback` handler; advertises `feedback`.
+    pub fn feedback<T: Feedback>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.feedback = Some(h.capability());
+        self.handlers.feedback = Some(h);
+        self
+    }
+
+    /// Registers the `memory/*` handler; advertises `memory`.
+    pub fn memory<T: Memory>(mut self, handler: T) -> Self {
+        let h = Arc::new(handler);
+        self.caps.memory = Some(h.capability());
+        self.handlers.memory = Some(h);
+        self
+    }
+
+    /// Advertises `streaming`: handlers' progress frames reach clients that send
+    /// `_meta.progressToken` (§9).
+    pub fn streaming(mut self) -> Self {
+        self.caps.streaming = Some(Flag::default());
+        self
+    }
+
+    /// Advertises `log`: handlers' `ctx.log(...)` reaches clients that opted in (§17.1).
+    pub fn log(mut self) -> Self {
+        self.caps.log = Some(LogCapability {
+            levels: Some(["debug", "info", "notice", "warning", "error"].map(String::from).to_vec()),
+            ..LogCapability::default()
+        });
+        self
+    }
+
+    /// Advertises `session` (§7.7.3) with this metadata.
+    pub fn session(mut self, cap: SessionCapability) -> Self {
+        self.caps.session = Some(cap);
+        self
+    }
+
+    /// Adds a vendor capability key (§6.2). Only `x-` keys are allowed: a core key can only
+    /// come from a registered handler.
+    ///
+    /// # Panics
+    /// If `key` does not start with `x-`.
+    pub fn extension(mut self, key: &str, value: Value) -> Self {
+        assert!(key.starts_with("x-"), "extension capability keys must start with 'x-' (got '{key}')");
+        self.caps.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    /// Declares the conformance level reported in `_meta.conformance` (§14). Default `L0`.
+    pub fn conformance(mut self, level: ConformanceLevel) -> Self {
+        self.conformance = level;
+        self
+    }
+
+    /// Replaces the options.
+    pub fn options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the per-request deadline.
+    pub fn request_deadline(mut self, deadline: Duration) -> Self {
+        self.options.request_deadline = deadline;
+        self
+    }
+
+    /// Sets the longest accepted stdio line.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.options.max_line_bytes = bytes;
+        self
+    }
+
+    /// Finishes the server.
+    pub fn build(self) -> Server {
+        let profile = Profile::latest();
+        let caps = profile.apply(&self.caps);
+        let mut server = Server {
+            shared: Arc::new(Shared {
+                info: self.info,
+                handlers: self.handlers,
+                enabled: self.caps,
+                conformance: self.conformance,
+                idempotency: Mutex::new(IdempotencyCache::new(self.options.idempotency_cache)),
+                options: self.options,
+                default_info: Arc::from(Vec::new()),
+            }),
+        };
+        let info = Arc::from(server.info_result(profile, &caps));
+        if let Some(shared) = Arc::get_mut(&mut server.shared) {
+            shared.default_info = info;
+        }
+        server
+    }
+}
+
+/// Remembered `index/add` results by `_meta.idempotencyKey`, oldest evicted first.
+pub(crate) struct IdempotencyCache {
+    cap: usize,
+    order: VecDeque<String>,
+    map: HashMap<String, IndexAddResult>,
+}
+
+impl IdempotencyCache {
+    fn new(cap: usize) -> Self {
+        Self { cap, order: VecDeque::new(), map: HashMap::new() }
+    }
+
+    pub fn get(&self, key: &str) -> Option<IndexAddResult> {
+        self.map.get(key).cloned()
+    }
+
+    pub fn put(&mut self, key: String, result: IndexAddResult) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.map.insert(key.clone(), result).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > self.cap {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
+}

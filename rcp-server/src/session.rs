@@ -1,0 +1,124 @@
+//! Per-connection session state: the handshake outcome and the requests in flight (§13).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rcp_protocol::RequestId;
+use rcp_protocol::capabilities::Capabilities;
+use rcp_protocol::notifications::LogLevel;
+use tokio_util::sync::CancellationToken;
+
+use crate::profile::Profile;
+
+/// What a successful `initialize` fixed for the rest of the session (§13.2).
+#[derive(Debug)]
+pub(crate) struct Negotiated {
+    pub profile: Profile,
+    pub capabilities: Arc<Capabilities>,
+    /// Serialised `initialize`/`info` result for this session.
+    pub info: Arc<[u8]>,
+    /// Minimum log level the client asked for, when it advertised the `log` capability.
+    pub client_log: Option<LogLevel>,
+}
+
+/// One client's session: over stdio the whole connection, over HTTP one stateful session
+/// (or a fresh implicitly-initialised one per request in stateless mode).
+#[derive(Debug, Default)]
+pub struct Session {
+    negotiated: OnceLock<Negotiated>,
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    shutdown: AtomicBool,
+    id: Option<String>,
+}
+
+impl Session {
+    /// A new, uninitialised session.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new session carrying a transport-level session id (HTTP stateful mode).
+    pub fn with_id(id: impl Into<String>) -> Self {
+        Self { id: Some(id.into()), ..Self::default() }
+    }
+
+    /// The transport session id, if any.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// Whether a successful `initialize` happened.
+    pub fn is_initialized(&self) -> bool {
+        self.negotiated.get().is_some()
+    }
+
+    /// Whether `shutdown` was received.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn request_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.get()
+    }
+
+    /// Records a successful handshake; `Err` if one already happened.
+    pub(crate) fn set_negotiated(&self, n: Negotiated) -> Result<(), Negotiated> {
+        self.negotiated.set(n)
+    }
+
+    /// Registers a request in flight; `None` if the id is already in flight (§4.7).
+    pub(crate) fn begin(self: &Arc<Self>, id: &RequestId) -> Option<InFlight> {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if map.contains_key(id) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        map.insert(id.clone(), token.clone());
+        Some(InFlight { session: Arc::clone(self), id: id.clone(), token })
+    }
+
+    /// Cancels the request with this id, if it is in flight; unknown ids are a no-op (§7.14).
+    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
+        let map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match map.get(id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Cancels every request in flight (transport death).
+    pub fn cancel_all(&self) {
+        let map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        for token in map.values() {
+            token.cancel();
+        }
+    }
+}
+
+/// A registered in-flight request; unregisters itself when dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    session: Arc<Session>,
+    id: RequestId,
+    pub token: CancellationToken,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut map = self.session.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&self.id);
+    }
+}

@@ -1,0 +1,6 @@
+//! Transports: they only frame bytes. Every protocol rule lives in the dispatcher.
+
+mod lines;
+pub mod stdio;
+
+pub(crate) use lines::{Line, LineSplitter};
