@@ -88,11 +88,11 @@ fn check_query(
         QueryInput::Text(_) => {}
     }
     let modality = query.modality();
-    if !option_allowed(strict, notes, "modality", modality, modalities, "using the text part of the query")? {
-        if query.text().trim().is_empty() {
-            let list: Vec<&str> = modalities.iter().map(String::as_str).collect();
-            return Err(RcpError::option_unsupported("modality", modality, &list));
-        }
+    if !option_allowed(strict, notes, "modality", modality, modalities, "using the text part of the query")?
+        && query.text().trim().is_empty()
+    {
+        let list: Vec<&str> = modalities.iter().map(String::as_str).collect();
+        return Err(RcpError::option_unsupported("modality", modality, &list));
     }
     Ok(())
 }

@@ -1,0 +1,1 @@
+//! Benchmarks and retrieval-quality harness (see the binaries in src/bin).

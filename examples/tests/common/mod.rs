@@ -1,0 +1,243 @@
+//! Test harness: spawn an engine binary, talk NDJSON over real pipes, and validate every
+//! frame the server writes against the normative JSON Schema.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The schema path: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the workspace.
+pub fn schema_path() -> PathBuf {
+    if let Ok(p) = std::env::var("RCP_SCHEMA") {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json")
+}
+
+struct Schemas {
+    frame: jsonschema::Validator,
+    result_for: jsonschema::Validator,
+}
+
+fn schemas() -> &'static Schemas {
+    static S: OnceLock<Schemas> = OnceLock::new();
+    S.get_or_init(|| {
+        let path = schema_path();
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("the RCP JSON Schema is required at {} ({e})", path.display()));
+        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+        let frame = jsonschema::validator_for(&schema).expect("schema compiles");
+        let mut by_method = schema.clone();
+        let obj = by_method.as_object_mut().expect("schema is an object");
+        obj.remove("oneOf");
+        obj.insert("$ref".into(), json!("#/$defs/ResultFor"));
+        let result_for = jsonschema::validator_for(&by_method).expect("ResultFor compiles");
+        Schemas { frame, result_for }
+    })
+}
+
+/// Panics unless `frame` is a valid RCP/1 message (or batch).
+pub fn assert_valid_frame(frame: &Value) {
+    let errors: Vec<String> =
+        schemas().frame.iter_errors(frame).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "frame violates the schema: {errors:?}\n{frame}");
+}
+
+/// Panics unless `result` is a valid result of `method`.
+pub fn assert_valid_result(method: &str, result: &Value) {
+    let inst = json!({"method": method, "result": result});
+    let errors: Vec<String> =
+        schemas().result_for.iter_errors(&inst).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{method} result violates the schema: {errors:?}\n{result}");
+}
+
+/// Path of an example binary built beside the test executable.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("examples").join(name);
+    assert!(bin.exists(), "{} not built; run through `cargo test`, which builds examples", bin.display());
+    bin
+}
+
+/// A running engine process.
+pub struct Engine {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    pub notifications: Vec<Value>,
+    pending: Vec<Value>,
+    next_id: i64,
+}
+
+impl Engine {
+    /// Spawns `bin` with `args`.
+    pub fn spawn(bin: &std::path::Path, args: &[&str]) -> Self {
+        let mut child = Command::new(bin)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self { child, stdin, lines: rx, notifications: Vec::new(), pending: Vec::new(), next_id: 1000 }
+    }
+
+    /// Spawns the tiny example engine.
+    pub fn tiny() -> Self {
+        Self::spawn(&example_bin("tiny_engine"), &[])
+    }
+
+    /// Writes one raw line (a `\n` is appended).
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Writes one JSON message.
+    pub fn send(&mut self, msg: &Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    /// Closes stdin (EOF).
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Next frame from stdout within `timeout`, schema-validated; `None` on timeout or EOF.
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => {
+                assert!(!line.contains('\n'), "a frame must be one line");
+                let v: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"));
+                assert_valid_frame(&v);
+                Some(v)
+            }
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Next frame that is not a notification (notifications are kept in `self.notifications`).
+    pub fn recv_response(&mut self, timeout: Duration) -> Option<Value> {
+        if !self.pending.is_empty() {
+            return Some(self.pending.remove(0));
+        }
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let v = self.recv(left)?;
+            if v.get("method").is_some() && v.get("id").is_none() {
+                self.notifications.push(v);
+                continue;
+            }
+            return Some(v);
+        }
+    }
+
+    /// Waits for the response with this id (others are kept for later).
+    pub fn response_for(&mut self, id: &Value, timeout: Duration) -> Value {
+        if let Some(pos) = self.pending.iter().position(|r| r.get("id") == Some(id)) {
+            return self.pending.remove(pos);
+        }
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let v = self.recv(left).unwrap_or_else(|| panic!("no response for id {id} within {timeout:?}"));
+            if v.get("method").is_some() && v.get("id").is_none() {
+                self.notifications.push(v);
+            } else if v.get("id") == Some(id) {
+                return v;
+            } else {
+                self.pending.push(v);
+            }
+        }
+    }
+
+    /// Sends a request and returns its response; the result is checked against the schema.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let r = self.response_for(&id, Duration::from_secs(10));
+        if let Some(result) = r.get("result") {
+            assert_valid_result(method, result);
+        }
+        r
+    }
+
+    /// `call` that must succeed; returns the result.
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        r.get("result").cloned().unwrap_or_else(|| panic!("{method} failed: {r}"))
+    }
+
+    /// `call` that must fail; returns the error object.
+    pub fn err(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        r.get("error").cloned().unwrap_or_else(|| panic!("{method} unexpectedly succeeded: {r}"))
+    }
+
+    /// Runs the handshake (advertising `log` when asked).
+    pub fn initialize(&mut self) -> Value {
+        self.ok("initialize", json!({"protocolVersion": 1, "client": {"name": "tests", "version": "0"}}))
+    }
+
+    /// Asserts nothing arrives on stdout for `dur`.
+    pub fn expect_silence(&mut self, dur: Duration) {
+        if let Some(v) = self.recv(dur) {
+            panic!("expected no output, got {v}");
+        }
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < end, "engine did not exit within {timeout:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The error code of an error object.
+pub fn code(err: &Value) -> i64 {
+    err["code"].as_i64().unwrap_or_else(|| panic!("no code in {err}"))
+}
+
+/// Shared handle so tests can assert on the engine from several threads if needed.
+pub type Shared = Arc<std::sync::Mutex<Engine>>;
