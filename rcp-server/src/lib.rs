@@ -68,3 +68,8 @@ pub fn init_tracing() {
         .with_ansi(false)
         .try_init();
 }
+
+/// The README's code samples, compiled as doctests so they cannot rot.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
