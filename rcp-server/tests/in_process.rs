@@ -103,3 +103,82 @@ async fn results_are_truncated_deduplicated_sanitised_and_strict_false_drops_bad
     assert_eq!(r["result"]["hits"][1]["meta"]["filtered"], false);
     assert!(r["result"]["usage"]["notes"].to_string().contains("filter dropped"), "{r}");
 }
+
+struct Vecs;
+
+impl rcp_server::Embed for Vecs {
+    fn capability(&self) -> rcp_protocol::capabilities::EmbedCapability {
+        rcp_protocol::capabilities::EmbedCapability {
+            dimension: 3,
+            identity: "test/len-3".into(),
+            batch_limit: Some(2),
+            encodings: Some(vec!["f32-base64".into()]),
+            ..Default::default()
+        }
+    }
+
+    async fn embed(&self, req: rcp_server::EmbedRequest, _ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        Ok(req.inputs.iter().map(|i| vec![i.text().len() as f32, 0.5, -1.0]).collect())
+    }
+}
+
+impl rcp_server::Rerank for Vecs {
+    fn capability(&self) -> rcp_protocol::capabilities::RerankCapability {
+        rcp_protocol::capabilities::RerankCapability { methods: vec!["cross-encoder".into()], ..Default::default() }
+    }
+
+    async fn rerank(&self, req: rcp_server::RerankRequest, _ctx: RequestContext) -> HandlerResult<Vec<f64>> {
+        Ok(req.passages.iter().map(|p| p.text().len() as f64).collect())
+    }
+}
+
+#[tokio::test]
+async fn embed_encodings_limits_and_rerank_order_are_handled_by_the_framework() {
+    let server = Server::builder("vecs", "0").embed(Vecs).rerank(Vecs).build();
+    assert_eq!(server.capabilities().embed.as_ref().and_then(|e| e.encodings.clone()).unwrap(), ["json", "f32-base64"]);
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    let (read, mut w) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    send(&mut w, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})).await;
+    next(&mut lines).await;
+
+    send(&mut w, &json!({"jsonrpc":"2.0","id":1,"method":"embed","params":{"texts":["ab","abcd"]}})).await;
+    let json_vectors = next(&mut lines).await["result"]["vectors"].clone();
+    assert_eq!(json_vectors, json!([[2.0, 0.5, -1.0], [4.0, 0.5, -1.0]]));
+
+    let p = json!({"inputs":["ab","abcd"],"encoding":"f32-base64"});
+    send(&mut w, &json!({"jsonrpc":"2.0","id":2,"method":"embed","params": p})).await;
+    let r = next(&mut lines).await["result"].clone();
+    assert_eq!(r["encoding"], "f32-base64");
+    assert_eq!(r["dimension"], 3);
+    for (blob, expected) in r["vectors"].as_array().unwrap().iter().zip(json_vectors.as_array().unwrap()) {
+        let decoded = rcp_protocol::vectors::decode_f32_base64(blob.as_str().unwrap(), 3).unwrap();
+        let expected: Vec<f32> = serde_json::from_value(expected.clone()).unwrap();
+        assert_eq!(decoded, expected);
+    }
+
+    send(&mut w, &json!({"jsonrpc":"2.0","id":3,"method":"embed","params":{"inputs":["a","b","c"]}})).await;
+    let r = next(&mut lines).await;
+    assert_eq!((r["error"]["code"].clone(), r["error"]["data"]["field"].clone()), (json!(-32602), json!("inputs")));
+
+    let p = json!({"inputs":["a"],"encoding":"f16-base64"});
+    send(&mut w, &json!({"jsonrpc":"2.0","id":4,"method":"embed","params": p})).await;
+    let r = next(&mut lines).await;
+    assert_eq!((r["error"]["code"].clone(), r["error"]["data"]["option"].clone()), (json!(-32005), json!("encoding")));
+    let p = json!({"inputs":["a"],"encoding":"f16-base64","strict":false});
+    send(&mut w, &json!({"jsonrpc":"2.0","id":5,"method":"embed","params": p})).await;
+    let r = next(&mut lines).await["result"].clone();
+    assert!(r.get("encoding").is_none() && r["vectors"][0].is_array(), "{r}");
+
+    let p = json!({"query":"q","documents":["xx","x","xxx"],"topN":2});
+    send(&mut w, &json!({"jsonrpc":"2.0","id":6,"method":"rerank","params": p})).await;
+    let r = next(&mut lines).await["result"].clone();
+    assert_eq!(r["scores"], json!([2.0, 1.0, 3.0]));
+    assert_eq!(r["order"], json!([2, 0]));
+    assert_eq!(r["results"], json!([{"index": 2, "score": 3.0}, {"index": 0, "score": 2.0}]));
+    let p = json!({"query":"q","passages":["x"],"method":"colbert"});
+    send(&mut w, &json!({"jsonrpc":"2.0","id":7,"method":"rerank","params": p})).await;
+    assert_eq!(next(&mut lines).await["error"]["code"], -32005);
+}
