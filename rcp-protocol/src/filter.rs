@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 
 use crate::Meta;
 use crate::error::{ErrorData, RcpError};
+use crate::message::json_type;
 
 /// The deepest filter tree [`validate`] accepts (§8, §15.5): every node on the path from the
 /// root to a leaf counts, so 31 nested `not`s around a leaf is the limit.
@@ -589,17 +590,6 @@ struct Validator<'a> {
 
 fn present<'v>(obj: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
     obj.get(key).filter(|v| !v.is_null())
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 fn is_scalar(v: &Value) -> bool {
