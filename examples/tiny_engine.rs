@@ -39,8 +39,19 @@ const DOCS: &[(&str, &str, &str, i64)] = &[
     ("db-2", "Snapshots let readers see a consistent view while writers proceed", "db", 2005),
 ];
 
+/// A document with its words split once, so queries never re-tokenize the corpus.
+struct Doc {
+    text: String,
+    meta: Meta,
+    words: Vec<String>,
+}
+
+fn doc(text: String, meta: Meta) -> Doc {
+    Doc { words: words(&text).collect(), text, meta }
+}
+
 struct Tiny {
-    docs: RwLock<BTreeMap<String, (String, Meta)>>,
+    docs: RwLock<BTreeMap<String, Doc>>,
 }
 
 fn words(s: &str) -> impl Iterator<Item = String> + '_ {
@@ -83,24 +94,22 @@ impl Retrieve for Tiny {
         let query: Vec<String> = words(&req.params.query.text()).collect();
         let docs = self.docs.read().map_err(|_| RcpError::internal("index lock poisoned"))?;
         let n = docs.len() as f64;
-        let df = |w: &String| docs.values().filter(|(t, _)| words(t).any(|x| &x == w)).count() as f64;
+        let df = |w: &String| docs.values().filter(|d| d.words.contains(w)).count() as f64;
         let idf: Vec<f64> = query.iter().map(|w| ((n + 1.0) / (df(w) + 0.5)).ln()).collect();
+        let tf = |d: &Doc, w: &String| d.words.iter().filter(|x| *x == w).count() as f64;
         let mut hits: Vec<Hit> = docs
             .iter()
-            .filter(|(_, (_, m))| req.filter.as_ref().is_none_or(|f| f.matches(m)))
-            .map(|(id, (text, m))| {
-                let score =
-                    query.iter().zip(&idf).map(|(w, idf)| words(text).filter(|x| x == w).count() as f64 * idf).sum();
+            .filter(|(_, d)| req.filter.as_ref().is_none_or(|f| f.matches(&d.meta)))
+            .map(|(id, d)| (id, d, query.iter().zip(&idf).map(|(w, idf)| tf(d, w) * idf).sum::<f64>()))
+            .filter(|(_, _, score)| *score > 0.0 && req.params.min_score.is_none_or(|m| *score >= m))
+            .map(|(id, d, score)| {
                 let mut hit = Hit::new(id.as_str(), score);
-                hit.meta = Some(m.clone());
+                hit.meta = Some(d.meta.clone());
                 hit.citation =
                     Some(Citation { source: Some("tiny".into()), title: Some(id.clone()), ..Default::default() });
-                if req.params.include_text != Some(false) {
-                    hit.text = Some(text.clone());
-                }
+                hit.text = (req.params.include_text != Some(false)).then(|| d.text.clone());
                 hit
             })
-            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
         ctx.progress(0.5, "retrieve", format!("scored {} documents", docs.len()));
@@ -127,7 +136,7 @@ impl Index for Tiny {
         let mut docs = self.docs.write().map_err(|_| RcpError::internal("index lock poisoned"))?;
         let ids = params.documents.into_iter().map(|d| {
             let id = d.id.unwrap_or_else(|| format!("doc-{}", docs.len() + 1));
-            docs.insert(id.clone(), (d.text, d.meta.unwrap_or_default()));
+            docs.insert(id.clone(), doc(d.text, d.meta.unwrap_or_default()));
             id
         });
         Ok(IndexAddResult { ids: ids.collect(), ..Default::default() })
@@ -145,7 +154,7 @@ async fn main() -> std::io::Result<()> {
     rcp_server::init_tracing();
     let docs = DOCS.iter().map(|(id, text, topic, year)| {
         let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();
-        (id.to_string(), (text.to_string(), meta))
+        (id.to_string(), doc(text.to_string(), meta))
     });
     let tiny = std::sync::Arc::new(Tiny { docs: RwLock::new(docs.collect()) });
     Server::builder("tiny-engine", env!("CARGO_PKG_VERSION"))

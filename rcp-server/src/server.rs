@@ -26,6 +26,10 @@ pub struct ServerOptions {
     pub max_batch: usize,
     /// How many `_meta.idempotencyKey` results of `index/add` are remembered (§7.10).
     pub idempotency_cache: usize,
+    /// Most requests served at once on one stdio session. When reached, the transport stops
+    /// reading until one finishes, so a flood of slow requests pushes back on the sender
+    /// instead of growing memory without bound.
+    pub max_in_flight: usize,
 }
 
 impl Default for ServerOptions {
@@ -35,6 +39,7 @@ impl Default for ServerOptions {
             max_line_bytes: 16 * 1024 * 1024,
             max_batch: 1024,
             idempotency_cache: 4096,
+            max_in_flight: 4096,
         }
     }
 }

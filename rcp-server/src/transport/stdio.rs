@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rcp_protocol::RcpError;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::task::TaskTracker;
 
 use super::{Line, LineSplitter};
@@ -177,6 +177,7 @@ impl Server {
     /// pending requests, stop on EOF or `shutdown`, then drain and answer `shutdown` last.
     async fn run(&self, session: Arc<Session>, mut lines: mpsc::Receiver<Vec<Line>>, out: Outbound) {
         let tracker = TaskTracker::new();
+        let permits = Arc::new(Semaphore::new(self.shared.options.max_in_flight.max(1)));
         let mut shutdown_answer = None;
         'read: while let Some(batch) = lines.recv().await {
             for line in batch {
@@ -194,11 +195,13 @@ impl Server {
                     Processed::Nothing => {}
                     Processed::Ready(frame) => out.send(frame),
                     Processed::Pending(fut) => {
+                        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { break 'read };
                         let out = out.clone();
                         tracker.spawn(async move {
                             if let Some(frame) = fut.await {
                                 out.send(frame);
                             }
+                            drop(permit);
                         });
                     }
                     Processed::Shutdown(frame) => {
