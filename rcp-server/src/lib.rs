@@ -34,7 +34,9 @@
 //! }
 //! ```
 
+pub mod cli;
 mod context;
+pub mod corpus;
 mod dispatch;
 mod handler;
 mod outbound;

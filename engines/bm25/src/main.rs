@@ -1,0 +1,3 @@
+//! rcp-bm25 engine (work in progress).
+
+fn main() {}

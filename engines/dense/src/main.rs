@@ -1,0 +1,3 @@
+//! rcp-dense engine (work in progress).
+
+fn main() {}
