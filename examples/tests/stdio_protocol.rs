@@ -1,11 +1,9 @@
 //! The framework's protocol rules (§4–§13), driven over real stdio pipes against the tiny
 //! example engine. Every frame the server writes is validated against the JSON Schema.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Engine, code};
+use rcp_testkit::{Engine, code};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(10);
@@ -19,7 +17,7 @@ fn req(id: Value, method: &str, params: Value) -> Value {
 
 #[test]
 fn info_and_ping_work_before_initialize_and_ping_echoes_nonce() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     let info = e.ok("info", json!({}));
     assert_eq!(info["server"]["name"], "tiny-engine");
     assert!(info["capabilities"]["retrieve"].is_object());
@@ -34,14 +32,14 @@ fn info_and_ping_work_before_initialize_and_ping_echoes_nonce() {
 
 #[test]
 fn requests_before_initialize_are_rejected_with_not_initialized() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     assert_eq!(code(&e.err("retrieve", json!({"query": "rust", "k": 1}))), -32001);
     assert_eq!(code(&e.err("index/delete", json!({"ids": ["a"]}))), -32001);
 }
 
 #[test]
 fn failed_initialize_leaves_the_session_locked_and_can_be_retried() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     let err = e.err("initialize", json!({"protocolVersion": 0}));
     assert_eq!(code(&err), -32002);
     assert_eq!(code(&e.err("retrieve", json!({"query": "rust", "k": 1}))), -32001);
@@ -55,7 +53,7 @@ fn failed_initialize_leaves_the_session_locked_and_can_be_retried() {
 
 #[test]
 fn version_negotiation_is_the_minimum_and_repeat_initialize_is_rejected() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     let res = e.ok("initialize", json!({"protocolVersion": 9, "capabilities": {"x-future": {}}}));
     assert_eq!(res["protocolVersion"], 1);
     let err = e.err("initialize", json!({"protocolVersion": 1}));
@@ -66,7 +64,7 @@ fn version_negotiation_is_the_minimum_and_repeat_initialize_is_rejected() {
 
 #[test]
 fn capability_gating_prefers_unknown_method_over_capability_missing() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     assert_eq!(code(&e.err("embed", json!({"inputs": ["x"]}))), -32003);
     assert_eq!(code(&e.err("rerank", json!({"query": "q", "passages": ["a"]}))), -32003);
@@ -81,7 +79,7 @@ fn capability_gating_prefers_unknown_method_over_capability_missing() {
 
 #[test]
 fn ids_are_echoed_with_the_same_json_type_and_value() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     for id in [json!("str-id-1"), json!(7), json!(-3), json!(0), json!(1.5), json!(9007199254740991i64), json!("")] {
         e.send(&req(id.clone(), "ping", json!({})));
         let r = e.recv_response(T).expect("answer");
@@ -93,7 +91,7 @@ fn ids_are_echoed_with_the_same_json_type_and_value() {
 
 #[test]
 fn notifications_are_never_answered() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&json!({"jsonrpc": "2.0", "method": "retrieve", "params": {"query": "rust", "k": 1}}));
     e.send(&json!({"jsonrpc": "2.0", "method": "embed", "params": {"inputs": ["x"]}}));
@@ -108,7 +106,7 @@ fn notifications_are_never_answered() {
 
 #[test]
 fn malformed_frames_get_precise_errors_and_the_server_stays_up() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.send_raw("{not json");
     let r = e.recv_response(T).unwrap();
     assert_eq!(r["id"], Value::Null);
@@ -144,7 +142,7 @@ fn malformed_frames_get_precise_errors_and_the_server_stays_up() {
 
 #[test]
 fn blank_lines_are_ignored_and_compact_envelope_is_accepted() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.send_raw("");
     e.send_raw("   ");
     e.send_raw(r#"{"id":"c1","method":"ping","params":{"nonce":"n"}}"#);
@@ -155,7 +153,7 @@ fn blank_lines_are_ignored_and_compact_envelope_is_accepted() {
 
 #[test]
 fn a_100kb_garbage_line_is_answered_and_the_next_request_still_is() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     let garbage = "x".repeat(100 * 1024);
     e.send_raw(&garbage);
     e.send(&req(json!("after"), "ping", json!({})));
@@ -168,7 +166,7 @@ fn a_100kb_garbage_line_is_answered_and_the_next_request_still_is() {
 
 #[test]
 fn batches_follow_section_11() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     // Empty array: one -32600, not an array.
     e.send_raw("[]");
@@ -202,7 +200,7 @@ fn batches_follow_section_11() {
 
 #[test]
 fn option_values_outside_the_advertised_set_are_option_unsupported_unless_not_strict() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let err = e.err("retrieve", json!({"query": "rust", "k": 3, "mode": "dense"}));
     assert_eq!(code(&err), -32005);
@@ -224,7 +222,7 @@ fn option_values_outside_the_advertised_set_are_option_unsupported_unless_not_st
 
 #[test]
 fn malformed_params_name_the_offending_field() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let cases = [
         (json!({"k": 3}), "query"),
@@ -256,7 +254,7 @@ fn malformed_params_name_the_offending_field() {
 
 #[test]
 fn unknown_fields_x_keys_and_meta_are_tolerated_and_null_is_absent() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.ok(
         "initialize",
         json!({"protocolVersion": 1, "x-vendor": {"a": 1}, "_meta": {"trace": "t"},
@@ -272,7 +270,7 @@ fn unknown_fields_x_keys_and_meta_are_tolerated_and_null_is_absent() {
 
 #[test]
 fn k_above_max_k_is_clamped_and_the_funnel_is_enforced() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let res = e.ok("retrieve", json!({"query": "rust async tokio", "k": 100000}));
     assert!(res["hits"].as_array().unwrap().len() <= 50);
@@ -285,7 +283,7 @@ fn k_above_max_k_is_clamped_and_the_funnel_is_enforced() {
 
 #[test]
 fn filters_are_applied_and_operators_validated() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let res = e.ok("retrieve", json!({"query": "rust async tokio borrow", "k": 10,
         "filter": {"and": [{"field": "topic", "op": "eq", "value": "rust"}, {"field": "year", "op": "gte", "value": 2020}]}}));
@@ -303,7 +301,7 @@ fn filters_are_applied_and_operators_validated() {
 
 #[test]
 fn pagination_covers_the_ranking_exactly_once() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let params = json!({"query": "rust async tokio borrow the of", "k": 50});
     let full: Vec<Value> =
@@ -328,7 +326,7 @@ fn pagination_covers_the_ranking_exactly_once() {
 
 #[test]
 fn index_add_rejects_duplicate_ids_upserts_and_deletes_idempotently() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let err = e.err("index/add", json!({"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}));
     assert_eq!((code(&err), err["data"]["field"].clone()), (-32602, json!("documents[1].id")));
@@ -353,7 +351,7 @@ fn index_add_rejects_duplicate_ids_upserts_and_deletes_idempotently() {
 
 #[test]
 fn pipelined_requests_are_answered_as_they_finish() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!("slow"), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 1500}})));
     for i in 0..50 {
@@ -368,7 +366,7 @@ fn pipelined_requests_are_answered_as_they_finish() {
 
 #[test]
 fn cancel_answers_the_request_exactly_once_with_cancelled() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!(77), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 20000}})));
     std::thread::sleep(Duration::from_millis(100));
@@ -386,7 +384,7 @@ fn cancel_answers_the_request_exactly_once_with_cancelled() {
 
 #[test]
 fn duplicate_in_flight_ids_are_rejected() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!("dup"), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 800}})));
     e.send(&req(json!("dup"), "retrieve", json!({"query": "rust", "k": 1})));
@@ -398,7 +396,7 @@ fn duplicate_in_flight_ids_are_rejected() {
 
 #[test]
 fn deadlines_answer_timeout() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     let started = Instant::now();
     let err =
@@ -409,7 +407,7 @@ fn deadlines_answer_timeout() {
 
 #[test]
 fn a_panicking_handler_fails_only_its_own_request() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!("slow"), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 300}})));
     let err = e.err("retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-panic": true}}));
@@ -422,7 +420,7 @@ fn a_panicking_handler_fails_only_its_own_request() {
 
 #[test]
 fn progress_only_with_a_token_and_echoing_it() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.ok("retrieve", json!({"query": "rust", "k": 1}));
     assert!(e.notifications.is_empty(), "no token, no progress: {:?}", e.notifications);
@@ -437,11 +435,11 @@ fn progress_only_with_a_token_and_echoing_it() {
 
 #[test]
 fn logs_only_when_the_client_opted_in() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.ok("retrieve", json!({"query": "rust", "k": 1}));
     assert!(!e.notifications.iter().any(|n| n["method"] == "notifications/log"));
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.ok("initialize", json!({"protocolVersion": 1, "capabilities": {"log": {}}}));
     e.ok("retrieve", json!({"query": "rust", "k": 1}));
     assert!(e.notifications.iter().any(|n| n["method"] == "notifications/log" && n["params"]["level"] == "info"));
@@ -454,7 +452,7 @@ fn logs_only_when_the_client_opted_in() {
 
 #[test]
 fn eof_drains_in_flight_requests_and_exits_zero() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!("last"), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 400}})));
     e.close_stdin();
@@ -464,7 +462,7 @@ fn eof_drains_in_flight_requests_and_exits_zero() {
 
 #[test]
 fn shutdown_drains_answers_last_and_processes_nothing_after() {
-    let mut e = Engine::tiny();
+    let mut e = Engine::example("tiny_engine");
     e.initialize();
     e.send(&req(json!("slow"), "retrieve", json!({"query": "rust", "k": 1, "_meta": {"x-tiny-delayMs": 400}})));
     e.send(&req(json!("bye"), "shutdown", json!({})));

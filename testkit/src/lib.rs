@@ -1,13 +1,11 @@
-//! Test harness: spawn an engine binary, talk NDJSON over real pipes, and validate every
+//! Test harness for RCP servers: spawn an engine binary, talk NDJSON over real pipes, and validate every
 //! frame the server writes against the normative JSON Schema.
-
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -71,6 +69,7 @@ pub struct Engine {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    /// Notifications received while waiting for responses, in arrival order.
     pub notifications: Vec<Value>,
     pending: Vec<Value>,
     next_id: i64,
@@ -79,13 +78,19 @@ pub struct Engine {
 impl Engine {
     /// Spawns `bin` with `args`.
     pub fn spawn(bin: &std::path::Path, args: &[&str]) -> Self {
-        let mut child = Command::new(bin)
-            .args(args)
+        let mut cmd = Command::new(bin);
+        cmd.args(args);
+        Self::from_command(cmd)
+    }
+
+    /// Spawns a prepared command with piped stdin/stdout (stderr inherited).
+    pub fn from_command(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -100,9 +105,16 @@ impl Engine {
         Self { child, stdin, lines: rx, notifications: Vec::new(), pending: Vec::new(), next_id: 1000 }
     }
 
-    /// Spawns the tiny example engine.
-    pub fn tiny() -> Self {
-        Self::spawn(&example_bin("tiny_engine"), &[])
+    /// Spawns an example binary of the calling package (see [`example_bin`]).
+    pub fn example(name: &str) -> Self {
+        Self::spawn(&example_bin(name), &[])
+    }
+
+    /// Spawns `bin` with `args` and extra environment variables.
+    pub fn spawn_env(bin: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(bin);
+        cmd.args(args).envs(env.iter().copied());
+        Self::from_command(cmd)
     }
 
     /// Writes one raw line (a `\n` is appended).
@@ -239,5 +251,8 @@ pub fn code(err: &Value) -> i64 {
     err["code"].as_i64().unwrap_or_else(|| panic!("no code in {err}"))
 }
 
-/// Shared handle so tests can assert on the engine from several threads if needed.
-pub type Shared = Arc<std::sync::Mutex<Engine>>;
+/// Kills the engine with SIGKILL (no chance to flush or clean up) and reaps it.
+pub fn kill9(engine: &mut Engine) {
+    let _ = engine.child.kill();
+    let _ = engine.child.wait();
+}
