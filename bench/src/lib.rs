@@ -1,1 +1,9 @@
-//! Benchmarks and retrieval-quality harness (see the binaries in src/bin).
+//! Benchmarks and the retrieval-quality harness (binaries in `src/bin`).
+//!
+//! The library part is what several binaries share: loading a BEIR-layout test collection
+//! (Cranfield in `../shared/data/cranfield`), the metrics reported everywhere (nDCG@k with gain
+//! `2^g - 1` and a log2 discount, Recall@k, MRR@k), latency percentiles, and a minimal blocking
+//! stdio client for measuring through the full RCP path.
+
+pub mod quality;
+pub mod stdio;

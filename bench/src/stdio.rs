@@ -1,0 +1,69 @@
+//! A minimal blocking RCP client over a child's stdio, for measuring the full protocol path.
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A spawned RCP server, initialised and ready for sequential calls.
+pub struct StdioServer {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    /// Spawns `cmd` (stderr inherited) and runs `initialize`.
+    pub fn spawn(mut cmd: Command) -> Result<Self, String> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("spawn {cmd:?}: {e}"))?;
+        let stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut s = Self { child, stdin, stdout, next_id: 0 };
+        s.call("initialize", json!({"protocolVersion": 1, "client": {"name": "rcp-bench"}}))?;
+        Ok(s)
+    }
+
+    /// Sends one request and waits for its answer (notifications are skipped). Returns the
+    /// `result`, or the `error` object as `Err`.
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{frame}").and_then(|_| self.stdin.flush()).map_err(|e| format!("write: {e}"))?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdout.read_line(&mut line).map_err(|e| format!("read: {e}"))? == 0 {
+                return Err("server closed stdout".into());
+            }
+            let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad frame ({e}): {line}"))?;
+            if v.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            return match (v.get("result"), v.get("error")) {
+                (Some(r), _) => Ok(r.clone()),
+                (_, Some(e)) => Err(e.to_string()),
+                _ => Err(format!("malformed response: {v}")),
+            };
+        }
+    }
+
+    /// Sends `shutdown` and waits for the process to exit.
+    pub fn shutdown(mut self) -> Result<(), String> {
+        let _ = self.call("shutdown", json!({}));
+        self.child.wait().map_err(|e| e.to_string()).map(|_| ())
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
