@@ -407,7 +407,7 @@ impl Server {
                     Err(RcpError::timeout(budget_ms))
                 }
             };
-            drop(in_flight);
+            in_flight.answered();
             let elapsed = started.elapsed();
             match &outcome {
                 Ok(_) => tracing::debug!(method = m.name(), id = %id, latency_us = elapsed.as_micros() as u64, "ok"),
@@ -424,6 +424,21 @@ impl Server {
 
     fn initialize(&self, session: &Session, id: &str, params: Option<&RawValue>) -> Result<Vec<u8>, RcpError> {
         let p: InitializeParams = validate::parse(params)?;
+        if session.is_stateless() {
+            // Stateless HTTP: every request is served at the advertised set; initialize only
+            // negotiates and reports it, idempotently (§5.2).
+            let negotiated = p.protocol_version.min(i64::from(MAX_PROTOCOL_VERSION));
+            let profile = u32::try_from(negotiated).ok().filter(|v| *v >= MIN_PROTOCOL_VERSION).ok_or_else(|| {
+                RcpError::version_mismatch(p.protocol_version, MIN_PROTOCOL_VERSION, MAX_PROTOCOL_VERSION)
+            })?;
+            let info = session.negotiated().map_or(&self.shared.default_info, |n| &n.info);
+            return Ok(if profile == MAX_PROTOCOL_VERSION {
+                ok_frame(id, info)
+            } else {
+                let profile = Profile::for_version(profile).ok_or_else(|| RcpError::internal("no profile"))?;
+                ok_frame(id, &self.info_result(profile, &profile.apply(&self.shared.enabled), None))
+            });
+        }
         if session.is_initialized() {
             return Err(RcpError::invalid_request("already initialized; re-negotiation is not permitted mid-session"));
         }
@@ -440,7 +455,7 @@ impl Server {
             p.meta.as_ref().and_then(|m| m.get("logLevel")).and_then(Value::as_str).and_then(LogLevel::parse);
         let client_wants_log = p.capabilities.as_ref().is_some_and(|c| c.log.is_some());
         let client_log = if client_wants_log { Some(meta_level.unwrap_or(LogLevel::Info)) } else { meta_level };
-        let info: Arc<[u8]> = Arc::from(self.info_result(profile, &caps));
+        let info: Arc<[u8]> = Arc::from(self.info_result(profile, &caps, session.id()));
         let n = Negotiated { profile, capabilities: Arc::new(caps), info: Arc::clone(&info), client_log };
         session.set_negotiated(n).map_err(|_| {
             RcpError::invalid_request("already initialized; re-negotiation is not permitted mid-session")

@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     pub options: ServerOptions,
     /// `info` result before `initialize` (the latest profile's set).
     pub default_info: Arc<[u8]>,
+    /// The latest profile's capability set (what stateless sessions are served at).
+    pub default_caps: Arc<Capabilities>,
     pub idempotency: Mutex<IdempotencyCache>,
 }
 
@@ -86,9 +88,12 @@ impl Server {
         &self.shared.options
     }
 
-    pub(crate) fn info_result(&self, profile: Profile, caps: &Capabilities) -> Vec<u8> {
+    pub(crate) fn info_result(&self, profile: Profile, caps: &Capabilities, session: Option<&str>) -> Vec<u8> {
         let mut meta = Meta::new();
         meta.insert("conformance".into(), Value::from(self.shared.conformance.as_str()));
+        if let Some(id) = session {
+            meta.insert("session".into(), Value::from(id));
+        }
         let result = InitializeResult {
             protocol_version: profile.version(),
             server: self.shared.info.clone(),
@@ -96,6 +101,19 @@ impl Server {
             meta: Some(meta),
         };
         serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+impl Server {
+    /// A session that is already initialised at the advertised capabilities, for transports
+    /// that serve each request on its own (stateless HTTP, §5.2).
+    pub fn stateless_session(&self) -> crate::Session {
+        crate::Session::stateless(crate::session::Negotiated {
+            profile: Profile::latest(),
+            capabilities: Arc::clone(&self.shared.default_caps),
+            info: Arc::clone(&self.shared.default_info),
+            client_log: None,
+        })
     }
 }
 
@@ -298,9 +316,10 @@ impl ServerBuilder {
                 idempotency: Mutex::new(IdempotencyCache::new(self.options.idempotency_cache)),
                 options: self.options,
                 default_info: Arc::from(Vec::new()),
+                default_caps: Arc::new(caps.clone()),
             }),
         };
-        let info = Arc::from(server.info_result(profile, &caps));
+        let info = Arc::from(server.info_result(profile, &caps, None));
         if let Some(shared) = Arc::get_mut(&mut server.shared) {
             shared.default_info = info;
         }

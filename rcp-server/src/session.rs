@@ -30,6 +30,8 @@ pub struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     shutdown: AtomicBool,
     id: Option<String>,
+    /// Stateless HTTP: implicitly initialised; `initialize` answers idempotently (§5.2).
+    stateless: bool,
 }
 
 impl Session {
@@ -41,6 +43,19 @@ impl Session {
     /// A new session carrying a transport-level session id (HTTP stateful mode).
     pub fn with_id(id: impl Into<String>) -> Self {
         Self { id: Some(id.into()), ..Self::default() }
+    }
+
+    /// A stateless session (HTTP): already initialised at the server's advertised
+    /// capabilities, where `initialize` answers idempotently instead of locking (§5.2).
+    pub(crate) fn stateless(n: Negotiated) -> Self {
+        let s = Self { stateless: true, ..Self::default() };
+        let _ = s.negotiated.set(n);
+        s
+    }
+
+    /// Whether this is a stateless (implicitly initialised) session.
+    pub fn is_stateless(&self) -> bool {
+        self.stateless
     }
 
     /// The transport session id, if any.
@@ -79,7 +94,7 @@ impl Session {
         }
         let token = CancellationToken::new();
         map.insert(id.clone(), token.clone());
-        Some(InFlight { session: Arc::clone(self), id: id.clone(), token })
+        Some(InFlight { session: Arc::clone(self), id: id.clone(), token, answered: false })
     }
 
     /// Cancels the request with this id, if it is in flight; unknown ids are a no-op (§7.14).
@@ -114,10 +129,23 @@ pub(crate) struct InFlight {
     session: Arc<Session>,
     id: RequestId,
     pub token: CancellationToken,
+    answered: bool,
+}
+
+impl InFlight {
+    /// Marks the request answered; dropping it then only unregisters it.
+    pub fn answered(mut self) {
+        self.answered = true;
+    }
 }
 
 impl Drop for InFlight {
+    /// Unregisters the request. If it was never answered (its future was dropped, e.g. an HTTP
+    /// client went away), fires its cancellation so work started off the async runtime stops.
     fn drop(&mut self) {
+        if !self.answered {
+            self.token.cancel();
+        }
         let mut map = self.session.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         map.remove(&self.id);
     }

@@ -1,5 +1,6 @@
 //! Transports: they only frame bytes. Every protocol rule lives in the dispatcher.
 
+pub mod http;
 mod lines;
 pub mod stdio;
 
