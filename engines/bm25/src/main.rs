@@ -1,3 +1,224 @@
-//! rcp-bm25 engine (work in progress).
+//! `rcp-bm25`: build a BM25 index from JSONL and serve it over RCP.
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rcp_bm25::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
+use rcp_bm25::schema::{self, FieldSpec};
+use rcp_bm25::{Bm25, ServiceOptions};
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_server::Server;
+use rcp_server::cli::ServeArgs;
+use rcp_server::corpus;
+
+/// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
+///
+/// Build an index from a JSONL corpus with `index`, then `serve` it over stdio (NDJSON) or
+/// HTTP. Without `--data-dir`, `serve` answers from a built-in 30-document demo corpus, so
+/// it runs with zero set-up.
+#[derive(Debug, Parser)]
+#[command(name = "rcp-bm25", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXAMPLES: &str = "Examples:
+  rcp-bm25 index --data-dir ./idx --field year:int --field lang:keyword corpus.jsonl
+  rcp-bm25 serve --data-dir ./idx            # NDJSON on stdin/stdout
+  rcp-bm25 serve --data-dir ./idx --http 127.0.0.1:8080
+  rcp-bm25 serve                             # built-in demo corpus (topic:keyword, year:int)";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build or extend an index from a JSONL corpus.
+    ///
+    /// One JSON object per line: `_id` or `id` (string or number; minted when absent),
+    /// `title`, `text` (required); every other key, and the keys of a `metadata` object,
+    /// become metadata, returned in `hit.meta`. Metadata keys declared with `--field` or
+    /// `--fields` are also filterable (§8). Re-indexing an id replaces the document.
+    ///
+    /// Unusable lines (invalid UTF-8, invalid JSON, no `text`, a metadata value of the wrong
+    /// type) are reported as FILE:LINE on stderr and skipped; with `--strict` the first one
+    /// aborts the run and nothing of it is committed. All documents of one run become
+    /// visible in one commit at the end.
+    Index(IndexArgs),
+    /// Serve an index over RCP (stdio by default).
+    ///
+    /// `retrieve` ranks by BM25 over title and body with an English analyzer; filters,
+    /// pagination cursors, snapshots (`indexVersion`), streaming, logs and citations are
+    /// advertised. `index/add` upserts (durable when answered) and `index/delete` removes
+    /// documents; both serialise on one writer while reads continue on the last snapshot.
+    /// A missing data directory is created empty with the declared fields.
+    Serve(ServeCmd),
+}
+
+#[derive(Debug, Clone, Args)]
+struct FieldArgs {
+    /// A filterable metadata field, NAME:TYPE with TYPE one of keyword, text, int, float,
+    /// bool, date (RFC 3339 or epoch ms). Repeatable. Fixed when the index is created.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = FieldSpec::parse)]
+    fields: Vec<FieldSpec>,
+
+    /// A JSON file mapping field name to type, e.g. {"year": "int", "lang": "keyword"}.
+    #[arg(long = "fields", value_name = "FILE")]
+    fields_file: Option<PathBuf>,
+}
+
+impl FieldArgs {
+    fn resolve(&self) -> Result<Vec<FieldSpec>, String> {
+        let mut all = self.fields.clone();
+        if let Some(path) = &self.fields_file {
+            all.extend(schema::read_fields_file(path)?);
+        }
+        schema::merge_fields(all)
+    }
+}
+
+#[derive(Debug, Args)]
+struct IndexArgs {
+    /// Directory holding the index (created if missing).
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+
+    /// The JSONL corpus.
+    #[arg(value_name = "CORPUS.jsonl")]
+    corpus: PathBuf,
+
+    #[command(flatten)]
+    fields: FieldArgs,
+
+    /// Trust level recorded for these documents (`hit.trust.level`).
+    #[arg(long, value_enum, default_value = "trusted")]
+    trust: TrustLevel,
+
+    /// Citation source label (`hit.citation.source`); defaults to the corpus file name.
+    #[arg(long, value_name = "LABEL")]
+    source: Option<String>,
+
+    /// Abort at the first unusable line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+
+    /// Indexing memory budget in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    heap_mb: usize,
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    /// Directory holding the index; without it the built-in demo corpus is served from memory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    fields: FieldArgs,
+
+    /// `retrieve.maxK`: larger `k`/`candidateK` are clamped.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    max_k: u64,
+
+    /// Weight of title matches relative to body matches (0: body only).
+    #[arg(long, value_name = "W", default_value_t = DEFAULT_TITLE_BOOST)]
+    title_boost: f32,
+
+    /// Past snapshots kept pinnable with `indexVersion`, besides the current one.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    keep_snapshots: usize,
+
+    /// Trust level of documents written with `index/add` (never `trusted`).
+    #[arg(long, value_enum, default_value = "community")]
+    added_trust: TrustLevel,
+
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Index(args) => run_index(args),
+        Command::Serve(args) => run_serve(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rcp-bm25: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_index(args: IndexArgs) -> Result<(), String> {
+    let declared = args.fields.resolve()?;
+    let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
+    let engine = Engine::open(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
+    let total = corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
+    let docs = corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
+    let source = args.source.clone().unwrap_or_else(|| {
+        args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
+    });
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} docs {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let started = Instant::now();
+    let stats = engine
+        .load(docs, args.trust, &source, args.strict, |problem| {
+            bar.inc(1);
+            if let Some(p) = problem {
+                bar.suspend(|| eprintln!("warning: {p}"));
+            }
+        })
+        .map_err(|e| e.to_string());
+    bar.finish_and_clear();
+    let stats = stats?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "indexed {} documents ({} skipped) in {secs:.2} s, {:.0} docs/s; {} now holds {} documents (indexVersion {})",
+        stats.indexed,
+        stats.skipped,
+        stats.indexed as f64 / secs.max(1e-9),
+        args.data_dir.display(),
+        stats.total,
+        stats.index_version
+    );
+    Ok(())
+}
+
+fn run_serve(args: ServeCmd) -> Result<(), String> {
+    rcp_server::init_tracing();
+    let declared = args.fields.resolve()?;
+    let options =
+        EngineOptions { title_boost: args.title_boost, keep_snapshots: args.keep_snapshots, ..Default::default() };
+    let engine = match &args.data_dir {
+        Some(dir) => Engine::open(dir, declared, options).map_err(|e| e.to_string())?,
+        None => {
+            let fields = if declared.is_empty() { rcp_bm25::builtin_fields() } else { declared };
+            let engine = Engine::in_ram(fields, options).map_err(|e| e.to_string())?;
+            let docs = corpus::builtin().into_iter().map(Ok::<_, String>);
+            engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {}).map_err(|e| e.to_string())?;
+            engine
+        }
+    };
+    let service = Arc::new(Bm25::new(
+        Arc::new(engine),
+        ServiceOptions { max_k: args.max_k, added_trust: args.added_trust, ..Default::default() },
+    ));
+    let server = args
+        .serve
+        .configure(Server::builder("rcp-bm25", env!("CARGO_PKG_VERSION")))
+        .retrieve(Arc::clone(&service))
+        .index(service)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L2)
+        .build();
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(args.serve.serve(server)).map_err(|e| e.to_string())
+}

@@ -1,0 +1,53 @@
+//! Engine failures, mapped to protocol errors (§12) at the edge.
+
+use rcp_protocol::{ErrorCode, RcpError};
+
+/// Everything that can go wrong inside the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// tantivy failed (I/O, corrupted index, ...).
+    #[error("index error: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// The data directory's configuration is unreadable or inconsistent.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A params value is unusable; `field` is the params path (§12.1).
+    #[error("{field}: {detail}")]
+    InvalidParams {
+        /// The offending params path.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A pinned `indexVersion` is not (or no longer) held (§7.7.1).
+    #[error("{0}")]
+    SnapshotGone(String),
+    /// A `cursor` names a snapshot that is no longer held (§10, §12: expired cursor).
+    #[error("{0}")]
+    CursorExpired(String),
+    /// The request was cancelled or its deadline passed.
+    #[error("cancelled")]
+    Cancelled,
+    /// A blocking task failed to complete (panic or runtime shutdown).
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// An invalid-params error at `field`.
+    pub fn invalid(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::InvalidParams { field: field.into(), detail: detail.into() }
+    }
+}
+
+impl From<EngineError> for RcpError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::InvalidParams { field, detail } => RcpError::invalid_params(field, detail),
+            EngineError::SnapshotGone(msg) => RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, msg),
+            EngineError::CursorExpired(msg) => RcpError::new(ErrorCode::NOT_FOUND, msg),
+            EngineError::Cancelled => RcpError::cancelled(Some("stopped early")),
+            other => RcpError::internal(other.to_string()),
+        }
+    }
+}

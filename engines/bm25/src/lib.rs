@@ -1,0 +1,45 @@
+//! `rcp-bm25`: a BM25 retrieval engine on tantivy, served over RCP (the Retrieval Context
+//! Protocol) by the `rcp-server` framework.
+//!
+//! - [`analyzer`]: the English analyzer (lowercase, stopwords, Snowball stemming) used for
+//!   both documents and queries; queries are tokenized, never parsed as syntax (§15.4).
+//! - [`schema`]: the data-directory layout, the persisted filter-field schema and the tantivy
+//!   schema derived from it.
+//! - [`filter`]: §8 filter trees compiled to typed tantivy queries.
+//! - [`engine`]: the index, its snapshots (§7.7.1), search with pagination cursors (§10) and
+//!   the durable write paths (§7.10, §7.11).
+//! - [`service`]: the `Retrieve` and `Index` handlers.
+//!
+//! The engine is usable in-process without the protocol:
+//!
+//! ```
+//! use rcp_bm25::engine::{Engine, EngineOptions, SearchRequest, TrustLevel, Hooks};
+//! use rcp_server::corpus::builtin;
+//!
+//! let engine = Engine::in_ram(rcp_bm25::builtin_fields(), EngineOptions::default()).unwrap();
+//! let docs = builtin().into_iter().map(Ok::<_, String>);
+//! engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {}).unwrap();
+//! let page = engine.search(&SearchRequest::new("inverted index", 3), &Hooks::default()).unwrap();
+//! assert_eq!(page.hits[0].key(), "bm25-2");
+//! ```
+
+pub mod analyzer;
+pub mod engine;
+pub mod error;
+pub mod filter;
+pub mod schema;
+pub mod service;
+
+use rcp_protocol::filter::FieldType;
+
+pub use engine::{Engine, EngineOptions};
+pub use error::EngineError;
+pub use service::{Bm25, ServiceOptions};
+
+/// The filter fields of the built-in demo corpus: `topic` (keyword) and `year` (int).
+pub fn builtin_fields() -> Vec<schema::FieldSpec> {
+    vec![
+        schema::FieldSpec { name: "topic".into(), ty: FieldType::Keyword },
+        schema::FieldSpec { name: "year".into(), ty: FieldType::Int },
+    ]
+}

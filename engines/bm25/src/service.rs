@@ -1,0 +1,229 @@
+//! The engine on the framework: `retrieve` (§7.7) and `index/add`/`index/delete` (§7.10,
+//! §7.11). Handlers only translate between the protocol and [`Engine`]; blocking tantivy
+//! work runs on `spawn_blocking`, writes hold the writer lock, reads never do.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_protocol::filter::{FilterCapability, Op};
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::notifications::LogLevel;
+use rcp_protocol::retrieve::Usage;
+use rcp_protocol::{ErrorCode, Hit, RcpError, RetrieveResult};
+use rcp_server::corpus::CorpusDoc;
+use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
+
+use crate::engine::{Engine, Hooks, RecencySpec, SearchRequest, TrustLevel};
+use crate::error::EngineError;
+
+/// Default half-life of `recency` when the client gives none.
+pub const DEFAULT_HALF_LIFE_DAYS: f64 = 30.0;
+
+/// How the engine is exposed over RCP.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// `retrieve.maxK`.
+    pub max_k: u64,
+    /// Trust level given to documents written through `index/add` (never `trusted`).
+    pub added_trust: TrustLevel,
+    /// Citation source label of documents written through `index/add`.
+    pub added_source: String,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        Self { max_k: 1000, added_trust: TrustLevel::Community, added_source: "index/add".into() }
+    }
+}
+
+/// The RCP face of an [`Engine`]; register one `Arc<Bm25>` for both `retrieve` and `index`.
+#[derive(Debug)]
+pub struct Bm25 {
+    engine: Arc<Engine>,
+    options: ServiceOptions,
+}
+
+impl Bm25 {
+    /// Wraps an engine. `index/add` documents are never `trusted`: a `trusted` setting is
+    /// lowered to `community`.
+    pub fn new(engine: Arc<Engine>, mut options: ServiceOptions) -> Self {
+        if options.added_trust == TrustLevel::Trusted {
+            options.added_trust = TrustLevel::Community;
+        }
+        Self { engine, options }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+fn join_error(e: tokio::task::JoinError) -> RcpError {
+    RcpError::internal(format!("engine task failed: {e}"))
+}
+
+fn to_rcp(e: EngineError) -> RcpError {
+    match e {
+        EngineError::SnapshotGone(msg) => RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, msg).with_retryable(false),
+        other => other.into(),
+    }
+}
+
+impl Retrieve for Bm25 {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability {
+            max_k: Some(self.options.max_k),
+            modes: Some(vec!["sparse".into()]),
+            default_mode: Some("sparse".into()),
+            units: Some(vec!["document".into()]),
+            deterministic: Some(true),
+            snapshots: Some(true),
+            score_scale: Some("bm25".into()),
+            score_floor: Some(0.0),
+            ..Default::default()
+        }
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
+        Some(
+            FilterCapability::typed(self.engine.field_specs().iter().map(|f| (f.name.clone(), f.ty.clone())))
+                .with_operators(ops),
+        )
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    fn citations(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let p = &req.params;
+        let search = SearchRequest {
+            query: p.query.text(),
+            k: req.k,
+            candidate_k: req.candidate_k,
+            filter: req.filter.clone(),
+            min_score: p.min_score,
+            recency: p.recency.as_ref().map(|r| RecencySpec {
+                field: r.field.clone(),
+                half_life_days: r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS),
+            }),
+            include_text: p.include_text != Some(false),
+            index_version: p.index_version.clone(),
+            cursor: p.cursor.clone(),
+        };
+        if p.recency.as_ref().is_some_and(|r| r.half_life_days.is_none()) {
+            ctx.note(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
+        }
+        let engine = Arc::clone(&self.engine);
+        let task_ctx = ctx.clone();
+        let page = tokio::task::spawn_blocking(move || {
+            let cancelled = || task_ctx.is_cancelled();
+            let streaming = task_ctx.wants_progress();
+            let progress = |p: f64, message: String, hits: Vec<Hit>| {
+                if hits.is_empty() {
+                    task_ctx.progress(p, "recall", message);
+                } else {
+                    task_ctx.progress_partial(p, "recall", hits);
+                }
+            };
+            let hooks = Hooks { cancelled: Some(&cancelled), progress: if streaming { Some(&progress) } else { None } };
+            engine.search(&search, &hooks)
+        })
+        .await
+        .map_err(join_error)?
+        .map_err(to_rcp)?;
+        if ctx.log_enabled(LogLevel::Debug) {
+            ctx.log(
+                LogLevel::Debug,
+                format!(
+                    "{} query terms; {} documents matched; {} hits on snapshot {}",
+                    page.terms,
+                    page.matched,
+                    page.hits.len(),
+                    page.index_version
+                ),
+            );
+        }
+        Ok(RetrieveResult {
+            hits: page.hits,
+            next_cursor: page.next_cursor,
+            index_version: Some(page.index_version),
+            usage: Some(Usage { candidates: Some(page.candidates), notes: page.notes, ..Default::default() }),
+            ..Default::default()
+        })
+    }
+}
+
+impl Index for Bm25 {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        if params.chunk == Some(true) {
+            return Err(RcpError::option_unsupported("chunk", "true", &[]));
+        }
+        // Validate and convert every document before touching the index: a bad one rejects
+        // the whole batch and nothing is written. Minted ids are random (UUID v4) and checked
+        // against the live index and the batch.
+        let trust = self.options.added_trust;
+        let source = self.options.added_source.as_str();
+        let mut taken: HashSet<String> = params.documents.iter().filter_map(|d| d.id.clone()).collect();
+        let mut ids = Vec::with_capacity(params.documents.len());
+        let mut batch = Vec::with_capacity(params.documents.len());
+        for (i, d) in params.documents.iter().enumerate() {
+            let id = match &d.id {
+                Some(id) => id.clone(),
+                None => {
+                    let minted = self.engine.mint_id(&taken).map_err(to_rcp)?;
+                    taken.insert(minted.clone());
+                    minted
+                }
+            };
+            let doc = self.engine.prepare(&CorpusDoc::from_document(d), &id, trust, source).map_err(|e| match e {
+                EngineError::InvalidParams { field, detail } => {
+                    RcpError::invalid_params(format!("documents[{i}].{field}"), detail)
+                }
+                other => to_rcp(other),
+            })?;
+            ids.push(id.clone());
+            batch.push((id, doc));
+        }
+        let engine = Arc::clone(&self.engine);
+        let writer = engine.writer().lock_owned().await;
+        let task_ctx = ctx.clone();
+        let version = tokio::task::spawn_blocking(move || {
+            let mut writer = writer;
+            engine.write(&mut writer, batch, &|| task_ctx.is_cancelled())
+        })
+        .await
+        .map_err(join_error)?
+        .map_err(to_rcp)?;
+        ctx.log(LogLevel::Info, format!("indexed {} documents; snapshot {version}", ids.len()));
+        Ok(IndexAddResult { ids, ..Default::default() })
+    }
+
+    async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let engine = Arc::clone(&self.engine);
+        let writer = engine.writer().lock_owned().await;
+        if ctx.is_cancelled() {
+            return Err(RcpError::cancelled(Some("stopped before deleting")));
+        }
+        let deleted = tokio::task::spawn_blocking(move || {
+            let mut writer = writer;
+            engine.delete(&mut writer, &params.ids)
+        })
+        .await
+        .map_err(join_error)?
+        .map_err(to_rcp)?;
+        ctx.log(LogLevel::Info, format!("deleted {deleted} documents"));
+        Ok(IndexDeleteResult { deleted, ..Default::default() })
+    }
+}
