@@ -130,7 +130,7 @@ impl ErrorData {
 /// Construct it with the per-code constructors ([`RcpError::invalid_params`],
 /// [`RcpError::option_unsupported`], ...) so the code and its data always agree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("{message} [{code}]")]
+#[error("{message} [{code}]{}", self.detail_suffix())]
 pub struct RcpError {
     /// The error code.
     pub code: ErrorCode,
@@ -146,6 +146,13 @@ fn data_is_empty(d: &Option<ErrorData>) -> bool {
 }
 
 impl RcpError {
+    fn detail_suffix(&self) -> String {
+        match self.data.as_ref().and_then(|d| d.detail.as_deref()) {
+            Some(d) if !self.message.contains(d) => format!(": {d}"),
+            _ => String::new(),
+        }
+    }
+
     /// An error with a code and message and no data.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into(), data: None }

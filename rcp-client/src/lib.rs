@@ -1,0 +1,17 @@
+//! The async client for RCP, the Retrieval Context Protocol: one [`Client`] per engine,
+//! a [`Selector`] that picks the best live engine for a job, and a [`Federation`] that fans a
+//! query out to every engine in an `rcp.json` [`Registry`] and fuses the ranked lists (§16).
+
+mod client;
+mod error;
+pub mod federation;
+mod gate;
+pub mod registry;
+pub mod retry;
+pub mod selector;
+
+pub use client::{Client, ClientOptions, Streaming};
+pub use error::ClientError;
+pub use federation::{Federation, FederationOptions};
+pub use registry::{EngineSpec, Registry, Transport};
+pub use selector::Selector;

@@ -1,0 +1,105 @@
+//! [`Selector`]: pick the best live engine that can do a job (§16).
+//!
+//! Lazy: nothing connects until a `select*` call, and then engines are tried in priority order
+//! (higher first) and the search stops at the first one that is live (answers `ping` within
+//! the probe timeout) and has what is asked for. Connections are cached and re-probed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rcp_protocol::capabilities::Capability;
+use tokio::sync::Mutex;
+
+use crate::client::{Client, ClientOptions};
+use crate::error::ClientError;
+use crate::registry::{EngineSpec, Registry, Transport};
+
+/// Picks engines from a registry.
+pub struct Selector {
+    registry: Registry,
+    options: ClientOptions,
+    probe_timeout: Duration,
+    clients: Mutex<HashMap<String, Client>>,
+    connects: AtomicUsize,
+}
+
+impl Selector {
+    /// A selector over `registry`; no connection is made yet.
+    pub fn new(registry: Registry, options: ClientOptions) -> Self {
+        Self {
+            registry,
+            options,
+            probe_timeout: Duration::from_millis(1500),
+            clients: Mutex::new(HashMap::new()),
+            connects: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sets the liveness-probe (`ping`) timeout.
+    pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// How many connections this selector has opened (spawns, for stdio engines).
+    pub fn connections_opened(&self) -> usize {
+        self.connects.load(Ordering::Relaxed)
+    }
+
+    /// The engine with this id, connected and live.
+    pub async fn select(&self, id: &str) -> Result<Client, ClientError> {
+        let spec = self.registry.get(id).ok_or_else(|| {
+            let known: Vec<&str> = self.registry.engines.iter().map(|e| e.id.as_str()).collect();
+            ClientError::Connect(format!("unknown engine id '{id}'; the registry has: {}", known.join(", ")))
+        })?;
+        self.live(spec).await
+    }
+
+    /// The highest-priority live engine.
+    pub async fn select_primary(&self) -> Result<Client, ClientError> {
+        self.first_live(|_| true, "any engine").await
+    }
+
+    /// The highest-priority live engine advertising `cap`.
+    pub async fn select_capable(&self, cap: Capability) -> Result<Client, ClientError> {
+        self.first_live(|c| c.supports(cap), &format!("an engine advertising '{cap}'")).await
+    }
+
+    async fn first_live(&self, wanted: impl Fn(&Client) -> bool, what: &str) -> Result<Client, ClientError> {
+        let mut tried = Vec::new();
+        for spec in self.registry.by_priority() {
+            match self.live(spec).await {
+                Ok(c) if wanted(&c) => return Ok(c),
+                Ok(_) => tried.push(format!("{}: lacks the capability", spec.id)),
+                Err(e) => tried.push(format!("{}: {e}", spec.id)),
+            }
+        }
+        Err(ClientError::Connect(format!("no live engine found for {what} ({})", tried.join("; "))))
+    }
+
+    async fn live(&self, spec: &EngineSpec) -> Result<Client, ClientError> {
+        let mut clients = self.clients.lock().await;
+        if let Some(c) = clients.get(&spec.id) {
+            if c.ping(self.probe_timeout).await.is_ok() {
+                return Ok(c.clone());
+            }
+            clients.remove(&spec.id);
+        }
+        let c = connect(spec, &self.options).await;
+        self.connects.fetch_add(1, Ordering::Relaxed);
+        let c = c?;
+        c.ping(self.probe_timeout).await?;
+        clients.insert(spec.id.clone(), c.clone());
+        Ok(c)
+    }
+}
+
+/// Connects to a registry entry.
+pub async fn connect(spec: &EngineSpec, options: &ClientOptions) -> Result<Client, ClientError> {
+    let options = ClientOptions { label: spec.id.clone(), ..options.clone() };
+    match &spec.transport {
+        Transport::Stdio { command } => Client::connect_stdio(command, options).await,
+        Transport::Http { url } => Client::connect_http(url, options).await,
+    }
+}
