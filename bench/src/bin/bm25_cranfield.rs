@@ -88,7 +88,7 @@ fn main() -> Result<(), String> {
     let mut sweep = Vec::new();
     if args.sweep {
         drop(engine);
-        for boost in [0.0f32, 0.25, 0.5, 1.0, 2.0] {
+        for boost in [0.0f32, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 2.0] {
             let e = Engine::open(&data, Vec::new(), EngineOptions { title_boost: boost, ..options.clone() })
                 .map_err(|e| e.to_string())?;
             sweep.push((boost, quality(&e, &collection)?));
