@@ -255,10 +255,16 @@ impl Engine {
     fn start(index: Index, fields: Fields, config: Config, options: EngineOptions) -> Result<Self, EngineError> {
         index.tokenizers().register(ANALYZER, analyzer::english());
         let writer = if options.writer_threads == 0 {
-            index.writer(options.writer_heap)?
+            index.writer(options.writer_heap)
         } else {
-            index.writer_with_num_threads(options.writer_threads, options.writer_heap)?
+            index.writer_with_num_threads(options.writer_threads, options.writer_heap)
         };
+        let writer = writer.map_err(|e| match e {
+            tantivy::TantivyError::LockFailure(..) => EngineError::Config(
+                "the index is open for writing by another process (a running `rcp-bm25 serve` or `index`?)".into(),
+            ),
+            other => other.into(),
+        })?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let opstamp = index.load_metas()?.opstamp;
         let current = Arc::new(Snapshot { opstamp, searcher: reader.searcher() });

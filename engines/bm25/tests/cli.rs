@@ -62,15 +62,34 @@ fn bad_lines_are_reported_and_skipped_or_abort_with_strict() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot change"));
 
+    // The same schema from a fields file is accepted; a different one is refused.
+    let fields = dir.path().join("fields.json");
+    std::fs::write(&fields, r#"{"year": "int", "lang": "keyword"}"#).unwrap();
+    assert!(
+        index(&["--data-dir", d, "--fields", fields.to_str().unwrap(), "--trust", "untrusted", c]).status.success()
+    );
+    std::fs::write(&fields, r#"{"year": "geo"}"#).unwrap();
+    let out = index(&["--data-dir", d, "--fields", fields.to_str().unwrap(), c]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not supported"));
+
     // serve reads the persisted schema and the stored trust level.
     let mut e = serve_dir(&data, &[]);
     let info = e.ok("info", json!({}));
     assert_eq!(info["capabilities"]["filter"]["fields"], json!({"lang": "keyword", "year": "int"}));
+    // While it serves, the index is locked for writing by that process.
+    let out = index(&["--data-dir", d, c]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another process"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r =
         e.ok("retrieve", json!({"query": "lemon", "k": 10, "filter": {"field": "year", "op": "eq", "value": 2001}}));
     assert_eq!(ids(&r), ["a"]);
     assert_eq!(r["hits"][0]["trust"]["level"], "untrusted");
     assert_eq!(r["hits"][0]["citation"]["title"], "Alpha");
     let all = e.ok("retrieve", json!({"query": "lemon", "k": 10}));
-    assert_eq!(ids(&all).len(), 2, "the id-less document got a minted id");
+    // Ids are upserted; the id-less document got a fresh id on each of the two runs.
+    assert_eq!(ids(&all).len(), 3);
 }
