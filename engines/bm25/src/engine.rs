@@ -80,6 +80,9 @@ impl Default for EngineOptions {
 /// costs 0.02 nDCG@10; see the `bm25_cranfield` benchmark's `--sweep`.
 pub const DEFAULT_TITLE_BOOST: f32 = 0.5;
 
+/// The deepest rank a page may start at (§15.5): a cursor cannot make a search collect more.
+pub const MAX_OFFSET: usize = 100_000;
+
 /// How many hits are materialised between cancellation checks and partial-hit frames.
 const CHUNK: usize = 32;
 
@@ -87,6 +90,9 @@ const CHUNK: usize = 32;
 struct Snapshot {
     opstamp: Opstamp,
     searcher: Searcher,
+    /// When it was published: the clock `recency` decays against, so a pinned snapshot
+    /// gives identical scores on every call (§7.7.1).
+    published_ms: i64,
 }
 
 struct Snapshots {
@@ -117,7 +123,8 @@ pub struct SearchRequest {
     pub filter: Option<Filter>,
     /// Drop hits scoring below this.
     pub min_score: Option<f64>,
-    /// Recency decay.
+    /// Recency decay: the score is multiplied by `0.5^(age / half-life)`, age measured from
+    /// the snapshot's publication; a document without the date field scores 0.
     pub recency: Option<RecencySpec>,
     /// Whether hits carry their text.
     pub include_text: bool,
@@ -267,7 +274,7 @@ impl Engine {
         })?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let opstamp = index.load_metas()?.opstamp;
-        let current = Arc::new(Snapshot { opstamp, searcher: reader.searcher() });
+        let current = Arc::new(Snapshot { opstamp, searcher: reader.searcher(), published_ms: now_millis() });
         Ok(Self {
             index,
             reader,
@@ -343,7 +350,7 @@ impl Engine {
     /// writer lock held, so snapshots are published in commit order.
     fn publish(&self, opstamp: Opstamp) -> Result<(), EngineError> {
         self.reader.reload()?;
-        let snap = Arc::new(Snapshot { opstamp, searcher: self.reader.searcher() });
+        let snap = Arc::new(Snapshot { opstamp, searcher: self.reader.searcher(), published_ms: now_millis() });
         let mut snaps = self.snapshots.write().map_err(|_| EngineError::Internal("snapshot lock poisoned".into()))?;
         let old = std::mem::replace(&mut snaps.current, snap);
         if old.opstamp != opstamp {
@@ -584,6 +591,12 @@ impl Engine {
         let (snap, offset, now_ms) = match &req.cursor {
             Some(c) => {
                 let cur = Cursor::decode(c)?;
+                if cur.offset > MAX_OFFSET {
+                    return Err(EngineError::invalid(
+                        "cursor",
+                        format!("pages may start at rank {MAX_OFFSET} at most; narrow the query or filter"),
+                    ));
+                }
                 if cur.fingerprint != fp {
                     return Err(EngineError::invalid(
                         "cursor",
@@ -611,7 +624,8 @@ impl Engine {
                     Some(v) => self.pinned(v)?,
                     None => self.current(),
                 };
-                (snap, 0, now_millis())
+                let now = snap.published_ms;
+                (snap, 0, now)
             }
         };
         let version = self.token(snap.opstamp);

@@ -87,6 +87,9 @@ impl Retrieve for Bm25 {
     }
 
     fn filter(&self) -> Option<FilterCapability> {
+        if self.engine.field_specs().is_empty() {
+            return None;
+        }
         let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
         Some(
             FilterCapability::typed(self.engine.field_specs().iter().map(|f| (f.name.clone(), f.ty.clone())))

@@ -131,6 +131,16 @@ fn pagination_covers_the_ranking_exactly_once() {
     assert_eq!((code(&err), err["data"]["field"].as_str()), (-32602, Some("cursor")));
     let err = e.err("retrieve", json!({"query": "alpha", "k": 10, "cursor": "garbage"}));
     assert_eq!(code(&err), -32602);
+    let mut parts: Vec<&str> = c.split('.').collect();
+    parts[1] = "99999999999";
+    let deep = parts.join(".");
+    let err = e.err("retrieve", json!({"query": "alpha beta", "k": 10, "cursor": deep}));
+    assert_eq!(code(&err), -32602, "a forged deep cursor cannot make the engine collect millions of hits");
+
+    // No declared fields: no filter capability, so a filter is an unsupported option.
+    assert!(e.ok("info", json!({}))["capabilities"].get("filter").is_none());
+    let err = e.err("retrieve", json!({"query": "alpha", "k": 3, "filter": {"field": "x", "op": "exists"}}));
+    assert_eq!(code(&err), -32005);
 }
 
 #[test]
@@ -219,6 +229,10 @@ fn recency_prefers_recent_documents() {
     assert_eq!(ids(&r), ["new", "old", "undated"]);
     let hit = &r["hits"][0];
     assert!(hit["score"].as_f64().unwrap() < hit["scores"]["sparse"].as_f64().unwrap());
+    std::thread::sleep(Duration::from_millis(20));
+    let again =
+        e.ok("retrieve", json!({"query": "solar", "k": 10, "recency": {"field": "published", "halfLifeDays": 3650}}));
+    assert_eq!(again["hits"], r["hits"], "recency decays against the snapshot's clock: same snapshot, same scores");
     let err = e.err("retrieve", json!({"query": "solar", "k": 10, "recency": {"field": "nope"}}));
     assert_eq!(code(&err), -32602);
 }
