@@ -1,0 +1,200 @@
+//! A deliberately broken RCP server, the fixture that proves the conformance checks can fail.
+//!
+//! ```sh
+//! cargo run -p rcp-conformance --example broken_engine -- <mode>
+//! ```
+//!
+//! A correct server built on `rcp-server` runs in-process behind a stdio proxy that breaks the
+//! protocol in one chosen way. Modes:
+//!
+//! - `none`: a transparent proxy (a correct L1 server; the control case)
+//! - `answer-notifications`: answers every notification with `{"id": null, "result": {}}`
+//! - `string-ids`: echoes numeric request ids as strings
+//! - `too-many-hits`: returns k + 1 hits
+//! - `unsorted`: returns hits in ascending score order
+//! - `no-nonce`: drops the nonce from ping results
+//! - `log-spam`: sends `notifications/log` after every response although nobody opted in
+//! - `overclaim`: declares `_meta.conformance: "L2"` while returning k + 1 hits (fails L1)
+//! - `overclaim-only`: an embed-only server (no retrieve, so no L1) declaring L2; no check fails
+
+use std::collections::HashMap;
+
+use rcp_protocol::capabilities::{EmbedCapability, RetrieveCapability};
+use rcp_protocol::filter::{FieldType, FilterCapability};
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_protocol::{Hit, RetrieveResult};
+use rcp_server::{Embed, EmbedRequest, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+const DOCS: &[(&str, &str, &str)] = &[
+    ("a", "rust async runtimes and futures", "rust"),
+    ("b", "the borrow checker and memory safety", "rust"),
+    ("c", "bm25 ranks documents by term frequency", "ir"),
+    ("d", "dense retrieval embeds queries and passages", "ir"),
+    ("e", "reciprocal rank fusion of ranked lists", "ir"),
+    ("f", "transformers use attention over tokens", "ml"),
+];
+
+/// Word-overlap retrieval over `DOCS`.
+struct Words;
+
+impl Retrieve for Words {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability { max_k: Some(20), modes: Some(vec!["sparse".into()]), ..Default::default() }
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        Some(FilterCapability::typed([("topic", FieldType::Keyword)]))
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let query = req.params.query.text().to_lowercase();
+        let q: Vec<&str> = query.split_whitespace().collect();
+        let mut hits: Vec<Hit> = DOCS
+            .iter()
+            .map(|(id, text, topic)| {
+                let score = text.split_whitespace().filter(|w| q.contains(w)).count() as f64;
+                let mut h = Hit::new(*id, score).with_text(*text);
+                h.meta = json!({"topic": topic}).as_object().cloned();
+                h
+            })
+            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .filter(|h| req.filter.as_ref().is_none_or(|f| f.matches(h.meta.as_ref().unwrap_or(&Default::default()))))
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
+        hits.truncate(req.k);
+        Ok(RetrieveResult::from_hits(hits))
+    }
+}
+
+/// A 4-dimensional toy embedding.
+struct Toy;
+
+impl Embed for Toy {
+    fn capability(&self) -> EmbedCapability {
+        EmbedCapability { dimension: 4, identity: "toy-4".into(), ..Default::default() }
+    }
+
+    async fn embed(&self, req: EmbedRequest, _ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        Ok(req.inputs.iter().map(|i| format!("{i:?}")).map(|s| vec![s.len() as f32, 1.0, 0.0, 0.5]).collect())
+    }
+}
+
+fn server(mode: &str) -> Server {
+    if mode == "overclaim-only" {
+        return Server::builder("broken-engine", "0").embed(Toy).conformance(ConformanceLevel::L2).build();
+    }
+    Server::builder("broken-engine", "0").retrieve(Words).conformance(ConformanceLevel::L1).build()
+}
+
+/// Rewrites one outbound response according to the mode.
+fn mutate_response(mode: &str, v: &mut Value, ks: &HashMap<String, usize>) {
+    let id_key = v.get("id").map(Value::to_string).unwrap_or_default();
+    if mode == "string-ids"
+        && let Some(n) = v.get("id").filter(|i| i.is_number()).cloned()
+    {
+        v["id"] = Value::String(n.to_string());
+    }
+    let Some(result) = v.get_mut("result").and_then(Value::as_object_mut) else { return };
+    if mode == "overclaim"
+        && let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut)
+    {
+        meta.insert("conformance".into(), json!("L2"));
+    }
+    if mode == "no-nonce" {
+        result.remove("nonce");
+    }
+    if let Some(hits) = result.get_mut("hits").and_then(Value::as_array_mut) {
+        match mode {
+            "unsorted" => hits.reverse(),
+            "too-many-hits" | "overclaim" => {
+                let k = ks.get(&id_key).copied().unwrap_or(hits.len());
+                let mut i = 0;
+                while hits.len() <= k {
+                    hits.push(json!({"id": format!("extra-{i}"), "score": -1000.0 - f64::from(i)}));
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "none".into());
+    let (client, inner) = tokio::io::duplex(1 << 20);
+    let (inner_r, inner_w) = tokio::io::split(inner);
+    let srv = server(&mode);
+    tokio::spawn(async move { srv.serve(inner_r, inner_w).await });
+    let (from_server, mut to_server) = tokio::io::split(client);
+
+    // One writer owns stdout.
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.recv().await {
+            if stdout.write_all(format!("{line}\n").as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+
+    let ks = std::sync::Arc::new(std::sync::Mutex::new(HashMap::<String, usize>::new()));
+
+    // stdin → server, remembering k per request id and answering notifications in that mode.
+    let inbound = {
+        let (ks, out_tx, mode) = (ks.clone(), out_tx.clone(), mode.clone());
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let members = if let Value::Array(a) = &v { a.clone() } else { vec![v] };
+                    for m in members {
+                        if let (Some(id), Some(k)) =
+                            (m.get("id"), m.get("params").and_then(|p| p.get("k")).and_then(Value::as_u64))
+                            && let Ok(mut map) = ks.lock()
+                        {
+                            map.insert(id.to_string(), k as usize);
+                        }
+                        if mode == "answer-notifications" && m.get("method").is_some() && m.get("id").is_none() {
+                            let _ = out_tx.send(json!({"jsonrpc": "2.0", "id": null, "result": {}}).to_string());
+                        }
+                    }
+                }
+                if to_server.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+            let _ = to_server.shutdown().await;
+        })
+    };
+
+    // server → stdout, mutated.
+    let mut lines = BufReader::new(from_server).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(mut v) = serde_json::from_str::<Value>(&line) else {
+            let _ = out_tx.send(line);
+            continue;
+        };
+        let is_response = v.get("method").is_none();
+        if let Ok(map) = ks.lock() {
+            match &mut v {
+                Value::Array(members) => members.iter_mut().for_each(|m| mutate_response(&mode, m, &map)),
+                other if is_response => mutate_response(&mode, other, &map),
+                _ => {}
+            }
+        }
+        let _ = out_tx.send(v.to_string());
+        if mode == "log-spam" && is_response {
+            let _ = out_tx.send(json!({"jsonrpc": "2.0", "method": "notifications/log", "params": {"level": "info", "message": "spam"}}).to_string());
+        }
+    }
+    inbound.abort();
+    drop(out_tx);
+    let _ = writer.await;
+    // The blocking stdin reader cannot be cancelled; leave without waiting for it.
+    std::process::exit(0)
+}

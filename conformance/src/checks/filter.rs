@@ -1,0 +1,170 @@
+//! Metadata filtering (§8): advertised fields and operators, value typing, combinators, and that
+//! the hits of a valid filter satisfy it.
+
+use serde_json::{Value, json};
+
+use super::{
+    Main, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note,
+    show, skip,
+};
+
+const OPERATORS: [&str; 10] = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "exists"];
+
+/// The advertised filter: fields with their types (when typed) and operators (`None`: all).
+struct FilterCap {
+    fields: Vec<(String, Option<String>)>,
+    operators: Option<Vec<String>>,
+}
+
+impl FilterCap {
+    fn of(m: &Main) -> Option<FilterCap> {
+        if !m.caps.has("filter") || !m.caps.has("retrieve") {
+            return None;
+        }
+        let fields = match m.caps.at(&["filter", "fields"]) {
+            Some(Value::Object(o)) => o.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned))).collect(),
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|s| (s.to_owned(), None)).collect(),
+            _ => Vec::new(),
+        };
+        Some(FilterCap { fields, operators: m.caps.strings(&["filter", "operators"]) })
+    }
+
+    fn allows(&self, op: &str) -> bool {
+        self.operators.as_ref().is_none_or(|ops| ops.iter().any(|o| o == op))
+    }
+
+    /// An advertised operator usable on any field type, preferring `eq`.
+    fn any_type_op(&self) -> Option<&'static str> {
+        ["eq", "in", "ne", "nin", "exists"].into_iter().find(|o| self.allows(o))
+    }
+}
+
+/// A value of the right JSON type for a field type and operator.
+fn value_for(ftype: Option<&str>, op: &str) -> Option<Value> {
+    let scalar = match ftype {
+        None | Some("keyword") | Some("text") => json!("conformance"),
+        Some("int") => json!(1),
+        Some("float") => json!(1.5),
+        Some("bool") => json!(true),
+        Some("date") => json!("2020-01-01T00:00:00Z"),
+        _ => return None,
+    };
+    Some(match op {
+        "exists" => json!(true),
+        "in" | "nin" => json!([scalar]),
+        _ => scalar,
+    })
+}
+
+async fn filtered(m: &mut Main, filter: Value) -> Result<crate::conn::Resp, String> {
+    let k = m.k(10);
+    m.broad_hits(k, json!({"filter": filter})).await
+}
+
+const NO_FILTER: &str = "filter not advertised";
+
+pub(crate) async fn unadvertised_field(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
+    let field = "x-conformance-undeclared-field";
+    let Some(value) = value_for(None, op) else { return skip("no value") };
+    let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
+    expect_invalid_params(&r, &[field, "filter"])
+}
+
+pub(crate) async fn unadvertised_operator(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    let Some(ops) = &fc.operators else { return skip("filter.operators absent: every operator is allowed") };
+    if OPERATORS.iter().all(|o| ops.iter().any(|a| a == o)) {
+        return skip("all ten operators are advertised");
+    }
+    // Pick a missing operator that applies to the field's type, so -32005 is the only right answer.
+    for (field, ftype) in &fc.fields {
+        let numeric = matches!(ftype.as_deref(), Some("int" | "float" | "date"));
+        let candidates: Vec<&str> = OPERATORS
+            .into_iter()
+            .filter(|o| !fc.allows(o))
+            .filter(|o| ["eq", "ne", "in", "nin", "exists"].contains(o) || (numeric && o.starts_with(['g', 'l'])))
+            .collect();
+        if let Some(op) = candidates.first()
+            && let Some(value) = value_for(ftype.as_deref(), op)
+        {
+            let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
+            return expect_option_unsupported(&r);
+        }
+    }
+    skip("no unadvertised operator applies unambiguously to an advertised field")
+}
+
+async fn empty(m: &mut Main, combinator: &str) -> Res {
+    if FilterCap::of(m).is_none() {
+        return skip(NO_FILTER);
+    }
+    let r = filtered(m, json!({combinator: []})).await?;
+    expect_code(&r, -32602)?;
+    pass()
+}
+
+pub(crate) async fn empty_and(m: &mut Main) -> Res {
+    empty(m, "and").await
+}
+
+pub(crate) async fn empty_or(m: &mut Main) -> Res {
+    empty(m, "or").await
+}
+
+pub(crate) async fn type_mismatch(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    if !fc.allows("eq") {
+        return skip("eq not advertised");
+    }
+    let pick = ["int", "float", "bool", "keyword", "text"]
+        .into_iter()
+        .find_map(|t| fc.fields.iter().find(|(_, ft)| ft.as_deref() == Some(t)).map(|(f, _)| (f.clone(), t)));
+    let Some((field, ftype)) = pick else { return skip("filter.fields carries no types (§8 SHOULD)") };
+    let wrong = match ftype {
+        "int" | "float" => json!("not-a-number"),
+        "bool" => json!("yes"),
+        _ => json!({"not": "a scalar"}),
+    };
+    let r = filtered(m, json!({"field": field, "op": "eq", "value": wrong})).await?;
+    expect_invalid_params(&r, &[&field, "filter"])
+}
+
+pub(crate) async fn valid(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    // Prefer a field value some baseline hit actually carries, so the filter selects real hits.
+    let typed_exact = |t: &Option<String>| matches!(t.as_deref(), None | Some("keyword" | "int" | "bool"));
+    let found = fc.fields.iter().find_map(|(f, t)| {
+        m.baseline.iter().find_map(|h| {
+            let v = h.get("meta")?.get(f)?;
+            (v.is_string() || v.is_number() || v.is_boolean()).then(|| (f.clone(), t.clone(), v.clone(), hit_key(h)))
+        })
+    });
+    if let (true, Some((field, ftype, value, from))) = (fc.allows("eq"), found) {
+        let r = filtered(m, json!({"field": field, "op": "eq", "value": value})).await?;
+        let hs = hits(&r)?;
+        if let Some(bad) = hs.iter().find(|h| h.get("meta").and_then(|x| x.get(&field)).is_some_and(|v| *v != value)) {
+            return fail(format!(
+                "filter {field} eq {value} returned hit {} with {field}={}",
+                hit_key(bad),
+                show(&bad["meta"][&field])
+            ));
+        }
+        if hs.is_empty() && typed_exact(&ftype) {
+            return fail(format!(
+                "filter {field} eq {value} returned no hits although hit {from} carries {field}={value}"
+            ));
+        }
+        return pass_note(format!("{field} eq {value}: {} hits", hs.len()));
+    }
+    // No hit carries advertised meta: the filter must at least be accepted.
+    let Some((field, ftype)) = fc.fields.first().cloned() else { return skip("filter.fields is empty") };
+    let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
+    let Some(value) = value_for(ftype.as_deref(), op) else {
+        return skip(format!("cannot form a value for field type {ftype:?}"));
+    };
+    let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
+    let hs = hits(&r)?;
+    pass_note(format!("{field} {op} {value} accepted ({} hits; no hit carried the field to verify)", hs.len()))
+}

@@ -1,0 +1,574 @@
+//! One client connection to the server under test. Every frame received is validated the moment
+//! it arrives (envelope rules, the JSON Schema, `$defs/ResultFor` for the method that was asked)
+//! and every protocol rule a frame can break on its own — an answered notification, an id echoed
+//! with another type, a second response, progress without a token, logs nobody opted into — is
+//! recorded as a violation of the check that is running.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::Target;
+use crate::report::truncate;
+use crate::schema::{Schemas, envelope_errors};
+use crate::transport::{HttpTransport, Incoming, RecvError, Send, StdioTransport, Transport};
+
+/// Violations collected while a check runs; the runner turns them into a FAIL of that check.
+pub(crate) type Sink = Arc<Mutex<Vec<String>>>;
+
+/// What every connection of a run shares.
+#[derive(Clone)]
+pub(crate) struct Env {
+    pub target: Target,
+    pub timeout: Duration,
+    pub schemas: Option<Arc<Schemas>>,
+    pub sink: Sink,
+}
+
+impl Env {
+    /// Records a violation against the running check.
+    pub fn violation(&self, msg: impl Into<String>) {
+        if let Ok(mut s) = self.sink.lock() {
+            s.push(msg.into());
+        }
+    }
+}
+
+/// A response frame (or a batch response array).
+#[derive(Debug, Clone)]
+pub(crate) struct Resp(pub Value);
+
+impl Resp {
+    /// `result`, when the response is a success.
+    pub fn result(&self) -> Option<&Value> {
+        self.0.get("result")
+    }
+
+    /// `error.code`, when the response is an error.
+    pub fn code(&self) -> Option<i64> {
+        self.0.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64)
+    }
+
+    /// `error.data.<key>` as a string.
+    pub fn data_str(&self, key: &str) -> Option<&str> {
+        self.0.get("error").and_then(|e| e.get("data")).and_then(|d| d.get(key)).and_then(Value::as_str)
+    }
+
+    /// The `id` of the response.
+    pub fn id(&self) -> Option<&Value> {
+        self.0.get("id")
+    }
+
+    /// A short description for failure messages.
+    pub fn brief(&self) -> String {
+        if let Some(e) = self.0.get("error") {
+            let code = e.get("code").map_or("?".into(), Value::to_string);
+            let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
+            return format!("error {code} '{}'", truncate(msg, 100));
+        }
+        match self.result() {
+            Some(r) => format!("result {}", truncate(&r.to_string(), 160)),
+            None => truncate(&self.0.to_string(), 160),
+        }
+    }
+
+    /// `Ok(result)` or `Err(description of the error)`.
+    pub fn ok(&self) -> Result<&Value, String> {
+        self.result().ok_or_else(|| format!("expected a result, got {}", self.brief()))
+    }
+}
+
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Whether two ids are "the same" when their JSON types are ignored (`5` vs `"5"`).
+fn loose_eq(a: &Value, b: &Value) -> bool {
+    let plain = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    a == b || (!a.is_null() && !b.is_null() && plain(a) == plain(b))
+}
+
+/// A client connection (one stdio process, or one HTTP session).
+pub(crate) struct Conn {
+    t: Transport,
+    env: Env,
+    next_id: i64,
+    /// Requests sent and not yet answered: id key → (id, method).
+    outstanding: HashMap<String, (Value, String)>,
+    answered: HashSet<String>,
+    /// Validated frames received but not consumed yet.
+    pending: VecDeque<Value>,
+    /// progressToken key → id key of the request that carried it.
+    tokens: HashMap<String, String>,
+    /// Every server notification received, in order.
+    pub notifications: Vec<Value>,
+    /// Whether the client opted into `notifications/log` (§7.1, §17.1).
+    pub log_opt_in: bool,
+    /// HTTP statuses other than 2xx, in order.
+    pub statuses: Vec<(u16, String)>,
+    /// Frames received whose `jsonrpc` was not `"2.0"`.
+    pub bad_jsonrpc: usize,
+    /// stdout lines that were not JSON (stdio).
+    pub non_json: usize,
+    /// Notifications the client never opted into.
+    pub unsolicited: usize,
+    /// Frames received in total.
+    pub frames: usize,
+    /// Whether a response with `id: null` is expected (malformed input was sent).
+    pub null_id_ok: bool,
+}
+
+impl Conn {
+    /// Opens a fresh connection: spawns a new server process (stdio) or starts a new, token-less
+    /// HTTP client session.
+    pub async fn open(env: &Env) -> Result<Conn, String> {
+        let t = match &env.target {
+            Target::Stdio { program, args } => Transport::Stdio(
+                StdioTransport::spawn(program, args).map_err(|e| format!("cannot start `{program}`: {e}"))?,
+            ),
+            Target::Http { base, headers } => Transport::Http(HttpTransport::new(base, headers, env.timeout)?),
+        };
+        Ok(Conn {
+            t,
+            env: env.clone(),
+            next_id: 1,
+            outstanding: HashMap::new(),
+            answered: HashSet::new(),
+            pending: VecDeque::new(),
+            tokens: HashMap::new(),
+            notifications: Vec::new(),
+            log_opt_in: false,
+            statuses: Vec::new(),
+            bad_jsonrpc: 0,
+            non_json: 0,
+            unsolicited: 0,
+            frames: 0,
+            null_id_ok: false,
+        })
+    }
+
+    /// The per-response timeout.
+    pub fn timeout(&self) -> Duration {
+        self.env.timeout
+    }
+
+    /// Whether this connection is over stdio.
+    pub fn is_stdio(&self) -> bool {
+        self.t.is_stdio()
+    }
+
+    /// The stdio transport, when that is the transport.
+    pub fn stdio(&mut self) -> Option<&mut StdioTransport> {
+        match &mut self.t {
+            Transport::Stdio(s) => Some(s),
+            Transport::Http(_) => None,
+        }
+    }
+
+    /// The HTTP session token in use, if any.
+    pub fn http_session(&self) -> Option<&str> {
+        match &self.t {
+            Transport::Http(h) => h.session.as_deref(),
+            Transport::Stdio(_) => None,
+        }
+    }
+
+    /// Records a violation against the running check.
+    pub fn violation(&self, msg: impl Into<String>) {
+        self.env.violation(msg);
+    }
+
+    /// A fresh integer id.
+    pub fn fresh_id(&mut self) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        json!(id)
+    }
+
+    fn register(&mut self, msg: &Value) {
+        let Some(method) = msg.get("method").and_then(Value::as_str) else { return };
+        let meta = msg.get("params").and_then(|p| p.get("_meta"));
+        if meta.and_then(|m| m.get("logLevel")).is_some()
+            || (method == "initialize"
+                && msg.get("params").and_then(|p| p.get("capabilities")).and_then(|c| c.get("log")).is_some())
+        {
+            self.log_opt_in = true;
+        }
+        let Some(id) = msg.get("id") else { return };
+        self.outstanding.insert(key(id), (id.clone(), method.to_owned()));
+        self.answered.remove(&key(id));
+        if let Some(tok) = meta.and_then(|m| m.get("progressToken")) {
+            self.tokens.insert(key(tok), key(id));
+        }
+    }
+
+    /// Registers an id sent inside a raw frame, so its response is expected.
+    pub fn expect_id(&mut self, id: Value, label: &str) {
+        self.answered.remove(&key(&id));
+        self.outstanding.insert(key(&id), (id, label.to_owned()));
+    }
+
+    /// Sends a message (or batch) given as JSON, registering the ids and opt-ins it carries.
+    pub async fn send_value(&mut self, msg: &Value, how: Send) -> Result<(), String> {
+        match msg {
+            Value::Array(members) => members.iter().for_each(|m| self.register(m)),
+            _ => self.register(msg),
+        }
+        let mut how = how;
+        if how.method.is_none() && !msg.is_array() {
+            how.method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        }
+        self.t.send(&msg.to_string(), &how).await
+    }
+
+    /// Sends raw text as one frame (for malformed input). HTTP posts it to the base URL.
+    pub async fn send_raw(&mut self, text: &str) -> Result<(), String> {
+        self.t.send(text, &Send { allow_4xx: true, ..Send::default() }).await
+    }
+
+    /// Sends a request with this id.
+    pub async fn send_request(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<(), String> {
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        self.send_value(&msg, Send::default()).await
+    }
+
+    /// Sends a notification (no id).
+    pub async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), String> {
+        let mut msg = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        self.send_value(&msg, Send::default()).await
+    }
+
+    /// Sends a request with this id and waits for its response.
+    pub async fn call_id(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<Resp, String> {
+        self.send_request(id.clone(), method, params).await?;
+        let r = self.wait_for(&id, self.env.timeout).await?;
+        self.after_response(method, &r);
+        Ok(r)
+    }
+
+    /// Sends a request with a fresh id and waits for its response.
+    pub async fn call(&mut self, method: &str, params: Value) -> Result<Resp, String> {
+        let id = self.fresh_id();
+        self.call_id(id, method, Some(params)).await
+    }
+
+    /// Like [`Conn::call`], asking HTTP servers for Server-Sent Events (§5.2) so progress frames
+    /// can arrive; identical to `call` over stdio.
+    pub async fn call_streaming(&mut self, method: &str, params: Value) -> Result<Resp, String> {
+        let id = self.fresh_id();
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_value(&msg, Send { sse: true, ..Send::default() }).await?;
+        self.wait_for(&id, self.env.timeout).await
+    }
+
+    /// Sends a request without waiting for the HTTP exchange to finish (so a notification can
+    /// race it); over stdio this is a plain send.
+    pub async fn send_background(&mut self, id: Value, method: &str, params: Value) -> Result<(), String> {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_value(&msg, Send { background: true, ..Send::default() }).await
+    }
+
+    fn after_response(&mut self, method: &str, r: &Resp) {
+        if method != "initialize" {
+            return;
+        }
+        if let (Transport::Http(h), Some(tok)) = (
+            &mut self.t,
+            r.result().and_then(|res| res.get("_meta")).and_then(|m| m.get("session")).and_then(Value::as_str),
+        ) {
+            h.session = Some(tok.to_owned());
+        }
+    }
+
+    /// The next frame (response, batch or notification), validated.
+    pub async fn recv(&mut self, timeout: Duration) -> Result<Value, RecvError> {
+        if let Some(v) = self.pending.pop_front() {
+            return Ok(v);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.t.recv(deadline).await? {
+                Incoming::Violation(v) => self.violation(v),
+                Incoming::Status(status, body) => self.statuses.push((status, body)),
+                Incoming::Text(text) => {
+                    if text.trim().is_empty() {
+                        if self.is_stdio() {
+                            self.violation("server wrote a blank line to stdout");
+                        }
+                        continue;
+                    }
+                    match serde_json::from_str::<Value>(&text) {
+                        Ok(v) => {
+                            self.inspect(&v);
+                            return Ok(v);
+                        }
+                        Err(e) => {
+                            self.non_json += 1;
+                            self.violation(format!(
+                                "server wrote a frame that is not JSON ({e}): {} (§5.1: stdout is protocol-only)",
+                                truncate(&text, 120)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next response (or batch response), skipping server notifications.
+    pub async fn recv_response(&mut self, timeout: Duration) -> Result<Value, RecvError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.recv(left).await?;
+            if !is_notification(&v) {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Waits for the response to `id` (matched loosely, so a response echoing the id with another
+    /// JSON type is still found — and recorded as a violation by `inspect`). Other responses are
+    /// kept for later.
+    pub async fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Resp, String> {
+        let deadline = Instant::now() + timeout;
+        let mut kept = Vec::new();
+        let found = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.recv(left).await {
+                Ok(v) if is_notification(&v) => {}
+                Ok(v) if v.get("id").is_some_and(|got| loose_eq(got, id)) => break Ok(Resp(v)),
+                Ok(v) => kept.push(v),
+                Err(e) => break Err(self.describe_recv_error(e, id)),
+            }
+        };
+        for v in kept.into_iter().rev() {
+            self.pending.push_front(v);
+        }
+        found
+    }
+
+    fn describe_recv_error(&mut self, e: RecvError, id: &Value) -> String {
+        match e {
+            RecvError::Timeout => {
+                format!("no response to request id {id} within {} ms", self.env.timeout.as_millis())
+            }
+            RecvError::Closed => {
+                let mut msg = format!("the server closed the connection before answering request id {id}");
+                if let Some(s) = self.stdio() {
+                    let status = if s.exited() { " (process exited)" } else { "" };
+                    let tail = s.stderr_tail();
+                    msg.push_str(status);
+                    if !tail.is_empty() {
+                        msg.push_str(&format!("; stderr: {}", truncate(&tail, 300)));
+                    }
+                }
+                msg
+            }
+        }
+    }
+
+    /// Sends a `ping` and requires the next response to be its answer: proves that nothing sent
+    /// before it (notifications, all-notification batches) was answered (§4.5, §11).
+    pub async fn expect_silence(&mut self) -> Result<(), String> {
+        let id = json!(format!("silence-probe-{}", self.next_id));
+        self.next_id += 1;
+        let nonce = json!(format!("n-{}", self.next_id));
+        self.send_request(id.clone(), "ping", Some(json!({"nonce": nonce}))).await?;
+        let v = self.recv_response(self.env.timeout).await.map_err(|e| self.describe_recv_error(e, &id))?;
+        if v.get("id") != Some(&id) {
+            return Err(format!(
+                "the server answered something that must not be answered: {}",
+                truncate(&v.to_string(), 200)
+            ));
+        }
+        // A server answering concurrently may put its stray answer after the ping's.
+        for late in self.drain(Duration::from_millis(30)).await {
+            if !is_notification(&late) {
+                return Err(format!(
+                    "the server answered something that must not be answered: {}",
+                    truncate(&late.to_string(), 200)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects frames for `window` (for "nothing else arrives" checks).
+    pub async fn drain(&mut self, window: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + window;
+        let mut out = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() && self.pending.is_empty() {
+                break;
+            }
+            match self.recv(left).await {
+                Ok(v) => out.push(v),
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    /// Validates a frame and applies the rules a single frame can break.
+    fn inspect(&mut self, v: &Value) {
+        self.frames += 1;
+        for e in envelope_errors(v) {
+            if e.contains("jsonrpc") {
+                self.bad_jsonrpc += 1;
+            }
+            self.violation(format!("malformed frame: {e}: {}", truncate(&v.to_string(), 160)));
+        }
+        if let Some(s) = self.env.schemas.clone() {
+            for e in s.frame_errors(v) {
+                self.violation(format!("schema: {e}"));
+            }
+        }
+        match v {
+            Value::Array(members) => {
+                for m in members {
+                    self.inspect_response(m);
+                }
+            }
+            _ if is_notification(v) => self.inspect_notification(v),
+            _ if v.get("method").is_some() => {}
+            _ => self.inspect_response(v),
+        }
+    }
+
+    fn inspect_response(&mut self, v: &Value) {
+        let Some(id) = v.get("id") else { return };
+        if id.is_null() {
+            if !self.null_id_ok {
+                self.violation(format!(
+                    "a response with id null although every frame sent was a well-formed request or notification (an answered notification? §4.5): {}",
+                    truncate(&v.to_string(), 160)
+                ));
+            }
+            return;
+        }
+        let k = key(id);
+        let entry = match self.outstanding.remove(&k) {
+            Some(e) => Some(e),
+            None => {
+                let loose = self.outstanding.iter().find(|(_, (sent, _))| loose_eq(sent, id)).map(|(k, _)| k.clone());
+                match loose.and_then(|k| self.outstanding.remove(&k)) {
+                    Some((sent, method)) => {
+                        self.violation(format!(
+                            "response id {id} does not echo the request id {sent} unchanged (same JSON type and value, §4.7)"
+                        ));
+                        Some((sent, method))
+                    }
+                    None if self.answered.contains(&k) => {
+                        self.violation(format!(
+                            "a second response for request id {id} (every request is answered exactly once, §13.1)"
+                        ));
+                        None
+                    }
+                    None => {
+                        self.violation(format!(
+                            "a response with id {id}, which no request carried (an answered notification? §4.5): {}",
+                            truncate(&v.to_string(), 160)
+                        ));
+                        None
+                    }
+                }
+            }
+        };
+        let Some((sent, method)) = entry else { return };
+        self.answered.insert(key(&sent));
+        if let (Some(s), Some(result)) = (self.env.schemas.clone(), v.get("result"))
+            && known_method(&method)
+        {
+            for e in s.result_errors(&method, result) {
+                self.violation(format!("schema ({method} result): {e}"));
+            }
+        }
+    }
+
+    fn inspect_notification(&mut self, v: &Value) {
+        self.notifications.push(v.clone());
+        let method = v.get("method").and_then(Value::as_str).unwrap_or("");
+        match method {
+            "notifications/progress" => {
+                let Some(tok) = v.get("params").and_then(|p| p.get("progressToken")) else {
+                    self.unsolicited += 1;
+                    self.violation("notifications/progress without a progressToken (§9)");
+                    return;
+                };
+                match self.tokens.get(&key(tok)) {
+                    None => {
+                        self.unsolicited += 1;
+                        self.violation(format!(
+                            "notifications/progress with token {tok}, which no request carried (§9: MUST NOT emit progress for a request that carried none)"
+                        ));
+                    }
+                    Some(id_key) if self.answered.contains(id_key) => self.violation(format!(
+                        "notifications/progress for token {tok} after the final response to its request (§9)"
+                    )),
+                    Some(_) => {}
+                }
+            }
+            "notifications/log" if !self.log_opt_in => {
+                self.unsolicited += 1;
+                self.violation(
+                    "notifications/log although the client never opted in (§7.1: MUST NOT emit a notification the client did not opt into)",
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether a frame is a notification (a method and no id).
+pub(crate) fn is_notification(v: &Value) -> bool {
+    v.get("method").is_some() && v.get("id").is_none()
+}
+
+fn known_method(m: &str) -> bool {
+    matches!(
+        m,
+        "initialize"
+            | "info"
+            | "ping"
+            | "embed"
+            | "embed/sparse"
+            | "embed/multi"
+            | "rerank"
+            | "retrieve"
+            | "query/transform"
+            | "graph"
+            | "index/add"
+            | "index/delete"
+            | "catalog/list"
+            | "feedback"
+            | "memory/build"
+            | "memory/recall"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loose_ids() {
+        assert!(loose_eq(&json!(5), &json!("5")));
+        assert!(loose_eq(&json!("a"), &json!("a")));
+        assert!(!loose_eq(&json!(5), &json!(6)));
+        assert!(!loose_eq(&json!(null), &json!("null")));
+    }
+}

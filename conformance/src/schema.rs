@@ -1,0 +1,143 @@
+//! Frame validation: the normative JSON Schema when one is given (`--schema`), and the built-in
+//! structural rules of the JSON-RPC 2.0 envelope (§4) that apply to every frame regardless.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// The two validators built from the normative schema: the root (any frame or batch) and
+/// `$defs/ResultFor` (a `{method, result}` pair, since a bare response does not name its method).
+pub struct Schemas {
+    frame: jsonschema::Validator,
+    result_for: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Schemas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Schemas")
+    }
+}
+
+impl Schemas {
+    /// Reads and compiles the schema at `path`.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read schema {}: {e}", path.display()))?;
+        let schema: Value =
+            serde_json::from_str(&text).map_err(|e| format!("schema {} is not JSON: {e}", path.display()))?;
+        Self::from_value(&schema)
+    }
+
+    /// Compiles an already-parsed schema document.
+    pub fn from_value(schema: &Value) -> Result<Self, String> {
+        let frame = jsonschema::validator_for(schema).map_err(|e| format!("schema does not compile: {e}"))?;
+        let mut by_method = schema.clone();
+        let obj = by_method.as_object_mut().ok_or("schema root is not an object")?;
+        if obj.get("$defs").is_none_or(|d| d.get("ResultFor").is_none()) {
+            return Err("schema has no $defs/ResultFor".into());
+        }
+        for key in ["oneOf", "anyOf", "allOf", "type", "properties", "required", "items"] {
+            obj.remove(key);
+        }
+        obj.insert("$ref".into(), json!("#/$defs/ResultFor"));
+        let result_for =
+            jsonschema::validator_for(&by_method).map_err(|e| format!("$defs/ResultFor does not compile: {e}"))?;
+        Ok(Self { frame, result_for })
+    }
+
+    /// Schema violations of one received frame (message or batch).
+    pub fn frame_errors(&self, frame: &Value) -> Vec<String> {
+        self.frame.iter_errors(frame).map(|e| describe(&e.to_string(), &e.instance_path().to_string())).collect()
+    }
+
+    /// Schema violations of `result` as the result of `method`.
+    pub fn result_errors(&self, method: &str, result: &Value) -> Vec<String> {
+        let inst = json!({"method": method, "result": result});
+        self.result_for.iter_errors(&inst).map(|e| describe(&e.to_string(), &e.instance_path().to_string())).collect()
+    }
+}
+
+fn describe(msg: &str, path: &str) -> String {
+    let msg = crate::report::truncate(msg, 160);
+    if path.is_empty() { msg } else { format!("{msg} at {path}") }
+}
+
+/// The built-in envelope rules for a frame received from a server: `jsonrpc: "2.0"`, responses
+/// with an `id` and exactly one of `result`/`error`, error objects with an integer `code` and a
+/// string `message` (§4.2, §4.3, §12).
+pub fn envelope_errors(frame: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    match frame {
+        Value::Array(members) => {
+            if members.is_empty() {
+                errs.push("empty batch response array (JSON-RPC forbids it)".to_owned());
+            }
+            for (i, m) in members.iter().enumerate() {
+                if m.get("method").is_some() {
+                    errs.push(format!("batch response member {i} is not a response"));
+                }
+                errs.extend(message_errors(m).into_iter().map(|e| format!("batch member {i}: {e}")));
+            }
+        }
+        _ => errs.extend(message_errors(frame)),
+    }
+    errs
+}
+
+fn message_errors(m: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    let Some(obj) = m.as_object() else {
+        return vec![format!("frame is not a JSON object: {}", crate::report::truncate(&m.to_string(), 80))];
+    };
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        errs.push(format!(
+            "jsonrpc is {} instead of \"2.0\"",
+            obj.get("jsonrpc").map_or("absent".into(), |v| v.to_string())
+        ));
+    }
+    if let Some(method) = obj.get("method") {
+        if !method.is_string() {
+            errs.push("method is not a string".to_owned());
+        }
+        if let Some(p) = obj.get("params")
+            && !p.is_object()
+        {
+            errs.push("notification params is not an object".to_owned());
+        }
+        return errs;
+    }
+    match obj.get("id") {
+        None => errs.push("response has no id".to_owned()),
+        Some(Value::String(_) | Value::Number(_) | Value::Null) => {}
+        Some(other) => errs.push(format!("response id {other} is not a string, number or null")),
+    }
+    match (obj.get("result"), obj.get("error")) {
+        (Some(_), Some(_)) => errs.push("response carries both result and error".to_owned()),
+        (None, None) => errs.push("response carries neither result nor error".to_owned()),
+        (None, Some(e)) => {
+            if !e.get("code").is_some_and(|c| c.is_i64()) {
+                errs.push("error.code is not an integer".to_owned());
+            }
+            if !e.get("message").is_some_and(Value::is_string) {
+                errs.push("error.message is not a string".to_owned());
+            }
+        }
+        (Some(_), None) => {}
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_rules() {
+        assert!(envelope_errors(&json!({"jsonrpc":"2.0","id":1,"result":{}})).is_empty());
+        assert!(envelope_errors(&json!({"jsonrpc":"2.0","method":"notifications/log","params":{}})).is_empty());
+        assert_eq!(envelope_errors(&json!({"jsonrpc":"1.0","id":1,"result":{}})).len(), 1);
+        assert_eq!(envelope_errors(&json!({"jsonrpc":"2.0","id":1})).len(), 1);
+        assert_eq!(envelope_errors(&json!({"jsonrpc":"2.0","id":1,"error":{"code":"x"}})).len(), 2);
+        assert_eq!(envelope_errors(&json!([])).len(), 1);
+        assert_eq!(envelope_errors(&json!([{"jsonrpc":"2.0","id":[1],"result":{}}])).len(), 1);
+    }
+}

@@ -1,0 +1,133 @@
+//! Deliberately broken servers (the `broken_engine` example): each defect must be reported as a
+//! FAIL of the check that owns it (or as an overclaim) and make the run exit non-zero. The
+//! transparent mode is the control: the same engine, unbroken, passes.
+
+mod common;
+
+use rcp_conformance::{Config, Level, Report, run};
+
+async fn against(mode: &str) -> Report {
+    let bin = common::own_example("broken_engine");
+    let cfg = Config::stdio(bin.to_string_lossy(), [mode]).with_schema(common::schema());
+    let report = run(&cfg).await.expect("the suite runs");
+    println!("--- {mode}\n{}", report.render_text());
+    report
+}
+
+async fn expect_failures(mode: &str, must_fail: &[&str]) -> Report {
+    let report = against(mode).await;
+    let failed = common::failed(&report);
+    for id in must_fail {
+        assert!(failed.contains(id), "{mode}: expected {id} to fail; failed: {failed:?}");
+    }
+    assert_ne!(report.exit_code(), 0, "{mode}: the run must exit non-zero");
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unbroken_proxy_passes() {
+    let report = against("none").await;
+    assert_eq!(common::failed(&report), Vec::<&str>::new());
+    assert_eq!(report.certified(), Some(Level::L1));
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answering_notifications_fails() {
+    let report = expect_failures(
+        "answer-notifications",
+        &[
+            "notify.gated",
+            "notify.open",
+            "notify.unknown-method",
+            "notify.cancel-unknown",
+            "notify.unknown-namespace",
+            "batch.notifications-only",
+        ],
+    )
+    .await;
+    assert_eq!(report.certified(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_echoed_as_strings_fail() {
+    let report = expect_failures("string-ids", &["id.integer", "id.negative", "id.large"]).await;
+    assert_eq!(report.check("id.string").map(|c| c.status), Some(rcp_conformance::Status::Pass));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_than_k_hits_fail() {
+    let report = expect_failures("too-many-hits", &["retrieve.k-ceiling", "retrieve.maxk-clamp"]).await;
+    assert_eq!(report.certified(), Some(Level::L0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsorted_hits_fail() {
+    expect_failures("unsorted", &["retrieve.scores-descending"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_nonce_fails() {
+    expect_failures("no-nonce", &["ping.pre-init.string", "ping.pre-init.number", "ping.post-init"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsolicited_logs_fail() {
+    expect_failures("log-spam", &["notify.no-unsolicited"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declaring_l2_while_failing_l1_is_an_overclaim() {
+    let report = expect_failures("overclaim", &["retrieve.k-ceiling"]).await;
+    assert_eq!(report.declared.as_deref(), Some("L2"));
+    assert_eq!(report.certified(), Some(Level::L0));
+    assert_eq!(report.declaration_honest(), Some(false));
+    assert!(report.render_text().contains("OVERCLAIM"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overclaim_fails_even_when_every_check_passes() {
+    let report = against("overclaim-only").await;
+    assert_eq!(common::failed(&report), Vec::<&str>::new());
+    assert_eq!(report.certified(), Some(Level::L0), "embed only: no retrieval behaviour, so no L1");
+    assert_eq!(report.declaration_honest(), Some(false));
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// The binary itself: text report, the counts line CI parses, and the exit code.
+#[test]
+fn the_cli_prints_the_summary_and_exits_non_zero_on_failure() {
+    let bin = common::own_example("broken_engine");
+    let run = |mode: &str, json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rcp-conformance"));
+        cmd.arg("--schema").arg(common::schema()).args(["--timeout-ms", "5000"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.arg("--").arg(&bin).arg(mode).output().expect("run rcp-conformance")
+    };
+    let out = run("too-many-hits", false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("[L1] FAIL  never more than k hits")), "{text}");
+    let counts = text.lines().find(|l| l.ends_with(" skipped")).expect("counts line");
+    let words: Vec<&str> = counts.split(' ').collect();
+    assert_eq!((words[1], words[3], words[5]), ("passed,", "failed,", "skipped"), "{counts}");
+    assert!(text.contains("\nCERTIFIED LEVEL: L0\n"), "{text}");
+
+    let out = run("none", true);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(v["certifiedLevel"], "L1");
+    assert_eq!(v["declaredLevel"], "L1");
+    assert_eq!(v["declarationHonest"], true);
+    assert_eq!(v["counts"]["failed"], 0);
+    let check = &v["checks"][0];
+    for key in ["id", "level", "name", "section", "status", "detail"] {
+        assert!(check.get(key).is_some(), "check lacks {key}: {check}");
+    }
+
+    // Bad usage is exit status 2.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rcp-conformance")).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: the schema (required) and binaries built beside the
+//! test executable.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The normative schema: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the
+/// workspace. Panics when it is absent: the suite is only meaningful with it.
+pub fn schema() -> PathBuf {
+    let path = std::env::var_os("RCP_SCHEMA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json"));
+    assert!(path.is_file(), "the RCP JSON Schema is required at {} (set RCP_SCHEMA)", path.display());
+    path
+}
+
+/// `target/<profile>`, the directory holding `deps/<this test>`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf()
+}
+
+/// An example of this package (cargo builds them before running integration tests).
+pub fn own_example(name: &str) -> PathBuf {
+    let bin = profile_dir().join("examples").join(name);
+    assert!(bin.is_file(), "{} is not built; run through `cargo test -p rcp-conformance`", bin.display());
+    bin
+}
+
+/// The workspace's `tiny_engine` example, built on demand with the cargo that runs the tests.
+pub fn tiny_engine() -> PathBuf {
+    let dir = profile_dir();
+    let bin = dir.join("examples").join("tiny_engine");
+    if bin.is_file() {
+        return bin;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_owned();
+    let target_dir = dir.parent().expect("target dir").to_path_buf();
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", "rcp-examples", "--example", "tiny_engine", "--target-dir"]).arg(&target_dir);
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().expect("run cargo build");
+    assert!(status.success(), "building tiny_engine failed");
+    assert!(bin.is_file(), "{} still missing after building it", bin.display());
+    bin
+}
+
+/// The failed checks' ids.
+pub fn failed(report: &rcp_conformance::Report) -> Vec<&'static str> {
+    report.checks.iter().filter(|c| c.status == rcp_conformance::Status::Fail).map(|c| c.id).collect()
+}

@@ -1,0 +1,180 @@
+//! The suite over HTTP against an in-process `rcp-server` endpoint on 127.0.0.1 (ephemeral
+//! port), once stateless and once with stateful sessions (§5.2).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use rcp_conformance::{Config, Level, run};
+use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_protocol::filter::{FieldType, FilterCapability};
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_protocol::notifications::LogLevel;
+use rcp_protocol::retrieve::Citation;
+use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
+use rcp_server::transport::http::{HttpOptions, SessionMode};
+use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
+use serde_json::json;
+
+/// Documents by id: text and metadata.
+struct Shelf {
+    docs: RwLock<BTreeMap<String, (String, Meta)>>,
+    minted: std::sync::atomic::AtomicU64,
+}
+
+impl Shelf {
+    fn new() -> Self {
+        let docs = [
+            ("p1", "rust async runtimes schedule futures", "rust"),
+            ("p2", "the borrow checker proves memory safety", "rust"),
+            ("p3", "bm25 ranks documents by term frequency", "ir"),
+            ("p4", "dense retrieval embeds queries and passages", "ir"),
+            ("p5", "rank fusion merges lists from several engines", "ir"),
+            ("p6", "attention weighs every token against every other", "ml"),
+        ]
+        .into_iter()
+        .map(|(id, text, topic)| {
+            (id.to_owned(), (text.to_owned(), json!({"topic": topic}).as_object().cloned().unwrap_or_default()))
+        })
+        .collect();
+        Self { docs: RwLock::new(docs), minted: 0.into() }
+    }
+}
+
+impl Retrieve for Shelf {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability { max_k: Some(25), modes: Some(vec!["sparse".into()]), ..Default::default() }
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        Some(FilterCapability::typed([("topic", FieldType::Keyword)]))
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    fn citations(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let q = req.params.query.text().to_lowercase();
+        let words: Vec<&str> = q.split_whitespace().collect();
+        let docs = self.docs.read().map_err(|_| RcpError::internal("poisoned"))?;
+        ctx.progress(0.5, "retrieve", "scoring");
+        ctx.log(LogLevel::Info, "scored");
+        let mut hits: Vec<Hit> = docs
+            .iter()
+            .filter(|(_, (_, meta))| req.filter.as_ref().is_none_or(|f| f.matches(meta)))
+            .map(|(id, (text, meta))| {
+                let score = text.split_whitespace().filter(|w| words.contains(w)).count() as f64;
+                let mut h = Hit::new(id.as_str(), score).with_text(text.clone());
+                h.meta = Some(meta.clone());
+                h.citation = Some(Citation { source: Some("shelf".into()), ..Default::default() });
+                h
+            })
+            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
+        let offset: usize = req
+            .params
+            .cursor
+            .as_deref()
+            .map_or(Ok(0), str::parse)
+            .map_err(|_| RcpError::invalid_params("cursor", "bad cursor"))?;
+        let total = hits.len();
+        let page: Vec<Hit> = hits.into_iter().skip(offset).take(req.k).collect();
+        let next = (offset + page.len() < total).then(|| (offset + page.len()).to_string());
+        Ok(RetrieveResult { hits: page, next_cursor: next, ..Default::default() })
+    }
+}
+
+impl Index for Shelf {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(&self, params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        let mut docs = self.docs.write().map_err(|_| RcpError::internal("poisoned"))?;
+        let ids = params.documents.into_iter().map(|d| {
+            let id = d
+                .id
+                .unwrap_or_else(|| format!("minted-{}", self.minted.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
+            docs.insert(id.clone(), (d.text, d.meta.unwrap_or_default()));
+            id
+        });
+        Ok(IndexAddResult { ids: ids.collect(), ..Default::default() })
+    }
+
+    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let mut docs = self.docs.write().map_err(|_| RcpError::internal("poisoned"))?;
+        let deleted = params.ids.iter().filter(|id| docs.remove(*id).is_some()).count() as u64;
+        Ok(IndexDeleteResult { deleted, ..Default::default() })
+    }
+}
+
+/// Serves a fresh engine on 127.0.0.1:0 until the returned sender is dropped.
+async fn start(opts: HttpOptions) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let shelf = std::sync::Arc::new(Shelf::new());
+    let server = Server::builder("shelf", "0")
+        .retrieve(shelf.clone())
+        .index(shelf)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L1)
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = server
+            .serve_http_on(listener, opts, async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    (format!("http://{addr}/rcp"), stop)
+}
+
+async fn certify(opts: HttpOptions) -> rcp_conformance::Report {
+    let (base, _stop) = start(opts).await;
+    let cfg = Config::http(base).with_schema(common::schema());
+    let report = run(&cfg).await.expect("the suite runs");
+    println!("{}", report.render_text());
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_http_server_passes_with_session_checks_skipped() {
+    let report = certify(HttpOptions::default()).await;
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{}", report.render_text());
+    assert!(report.certified() >= Some(Level::L1));
+    assert_eq!(report.declaration_honest(), Some(true));
+    for id in ["lifecycle.pre-init-gated", "lifecycle.failed-init-locked", "initialize.repeat-rejected"] {
+        let c = report.check(id).expect(id);
+        assert_eq!(c.status, rcp_conformance::Status::Skip, "{id}: {c:?}");
+        assert!(c.detail.contains("stateless"), "{id}: {}", c.detail);
+    }
+    assert_eq!(report.check("http.path-mismatch").map(|c| c.status), Some(rcp_conformance::Status::Pass));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateful_http_server_follows_the_session_token() {
+    let opts = HttpOptions {
+        sessions: SessionMode::Stateful { ttl: std::time::Duration::from_secs(60) },
+        bearer_tokens: vec!["s3cret".into()],
+        ..HttpOptions::default()
+    };
+    let (base, _stop) = start(opts).await;
+    let cfg = Config::http(base).with_schema(common::schema()).with_header("Authorization", "Bearer s3cret");
+    let report = run(&cfg).await.expect("the suite runs");
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{text}");
+    assert!(report.certified() >= Some(Level::L1), "{text}");
+    for id in ["lifecycle.pre-init-gated", "lifecycle.failed-init-locked", "initialize.repeat-rejected", "log.opt-in"] {
+        assert_eq!(report.check(id).map(|c| c.status), Some(rcp_conformance::Status::Pass), "{id}\n{text}");
+    }
+}
