@@ -171,6 +171,11 @@ impl Conn {
         }
     }
 
+    /// Whether HTTP credentials are configured.
+    pub fn http_has_auth(&self) -> bool {
+        matches!(&self.t, Transport::Http(h) if h.has_auth())
+    }
+
     /// The HTTP session token in use, if any.
     pub fn http_session(&self) -> Option<&str> {
         match &self.t {

@@ -44,6 +44,8 @@ pub(crate) struct Send {
     pub background: bool,
     /// HTTP: a 4xx answer is acceptable (unparseable or non-request bodies, §5.2).
     pub allow_4xx: bool,
+    /// HTTP: leave out the configured headers (credentials), to probe authentication.
+    pub no_auth: bool,
 }
 
 /// A spawned server speaking NDJSON over its stdin/stdout (§5.1).
@@ -164,6 +166,11 @@ impl HttpTransport {
         Ok(Self { client, base, headers: headers.to_vec(), session: None, tx, rx })
     }
 
+    /// Whether a configured header carries credentials (`Authorization`).
+    pub fn has_auth(&self) -> bool {
+        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    }
+
     /// Posts one body; the response is queued for `recv`.
     pub async fn send(&mut self, body: String, how: &Send) {
         let url = match &how.method {
@@ -171,8 +178,10 @@ impl HttpTransport {
             None => self.base.clone(),
         };
         let mut req = self.client.post(url).header("content-type", "application/json").body(body);
-        for (k, v) in &self.headers {
-            req = req.header(k.as_str(), v.as_str());
+        if !how.no_auth {
+            for (k, v) in &self.headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
         }
         if let Some(s) = &self.session {
             req = req.header("RCP-Session", s.as_str());

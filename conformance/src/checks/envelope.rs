@@ -205,3 +205,12 @@ pub(crate) async fn jsonrpc_everywhere(m: &mut Main) -> Res {
     let (bad, total) = (m.conn.bad_jsonrpc, m.conn.frames);
     verdict(bad == 0, || format!("{bad} of {total} frames on the main session lacked jsonrpc \"2.0\""))
 }
+
+pub(crate) async fn cancel_with_id(m: &mut Main) -> Res {
+    let id = json!("cancel-with-id-1");
+    let r = m.conn.call_id(id, "notifications/cancel", Some(json!({"id": "never-sent-99"}))).await?;
+    match r.code() {
+        Some(-32600 | -32602) => pass(),
+        _ => fail(format!("notifications/cancel carrying an id is malformed and must be rejected, got {}", r.brief())),
+    }
+}

@@ -329,6 +329,44 @@ pub(crate) async fn catalog_list(m: &mut Main) -> Res {
     verdict(res.get("engines").is_some_and(Value::is_array), || format!("no engines array: {}", show(res)))
 }
 
+pub(crate) async fn embed_modality_unadvertised(m: &mut Main) -> Res {
+    if !m.caps.has("embed") {
+        return skip("embed not advertised");
+    }
+    let modalities = m.caps.strings(&["embed", "modalities"]).unwrap_or_else(|| vec!["text".into()]);
+    if modalities.iter().any(|x| x == "image" || x == "multimodal") {
+        return skip("embed.modalities includes images");
+    }
+    let r = m.conn.call("embed", json!({"inputs": [super::retrieve::image_block()]})).await?;
+    match r.code() {
+        Some(-32005) => pass(),
+        Some(-32602) => pass_note("-32602: a text-only server may accept only strings (§4.8)"),
+        _ => fail(format!("an image input outside embed.modalities must be rejected with -32005, got {}", r.brief())),
+    }
+}
+
+pub(crate) async fn rerank_max_candidates(m: &mut Main) -> Res {
+    if !m.caps.has("rerank") {
+        return skip("rerank not advertised");
+    }
+    let Some(max) = m.caps.u64_at(&["rerank", "maxCandidates"]) else {
+        return skip("rerank.maxCandidates not advertised");
+    };
+    if max > 10_000 {
+        return skip(format!("rerank.maxCandidates {max} is too large to probe"));
+    }
+    let passages: Vec<String> = (0..=max).map(|i| format!("passage {i}")).collect();
+    let r = m.conn.call("rerank", json!({"query": "alpha", "passages": passages})).await?;
+    match r.code() {
+        Some(-32602 | -32011 | -32013) => pass(),
+        _ => fail(format!(
+            "{} passages exceed rerank.maxCandidates {max} and must be rejected, got {}",
+            max + 1,
+            r.brief()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::base64_decode;

@@ -168,3 +168,32 @@ pub(crate) async fn valid(m: &mut Main) -> Res {
     let hs = hits(&r)?;
     pass_note(format!("{field} {op} {value} accepted ({} hits; no hit carried the field to verify)", hs.len()))
 }
+
+pub(crate) async fn operator_type(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    let Some(op) = ["gt", "gte", "lt", "lte"].into_iter().find(|o| fc.allows(o)) else {
+        return skip("no ordered operator advertised");
+    };
+    let Some((field, ftype)) =
+        fc.fields.iter().find(|(_, t)| matches!(t.as_deref(), Some("keyword" | "text" | "bool"))).cloned()
+    else {
+        return skip("no typed keyword/text/bool field advertised");
+    };
+    let value = if ftype.as_deref() == Some("bool") { json!(true) } else { json!("m") };
+    let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
+    expect_invalid_params(&r, &[&field, "filter"])
+}
+
+pub(crate) async fn nested(m: &mut Main) -> Res {
+    let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
+    let Some((field, ftype)) = fc.fields.first().cloned() else { return skip("filter.fields is empty") };
+    let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
+    let Some(value) = value_for(ftype.as_deref(), op) else {
+        return skip(format!("no value for field type {ftype:?}"));
+    };
+    let leaf = json!({"field": field, "op": op, "value": value});
+    let tree = json!({"or": [{"and": [leaf, {"not": leaf}]}, {"not": {"not": leaf}}]});
+    let r = filtered(m, tree).await?;
+    hits(&r).map_err(|_| format!("a nested and/or/not filter was rejected: {}", r.brief()))?;
+    pass()
+}

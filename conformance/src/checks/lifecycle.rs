@@ -198,3 +198,11 @@ pub(crate) async fn nothing_after_shutdown(m: &mut Main) -> Res {
     let late = m.conn.drain(Duration::from_millis(300)).await;
     verdict(late.is_empty(), || format!("the server answered after its shutdown response: {}", show(&late[0])))
 }
+
+pub(crate) async fn minimal_init(env: &Env, slot: &mut Option<Conn>) -> Res {
+    let c = fresh(env, slot).await?;
+    let r = c.call("initialize", json!({"protocolVersion": 1})).await?;
+    let res = r.ok()?;
+    let problems = result_shape(res);
+    verdict(problems.is_empty(), || format!("initialize result lacks {}", problems.join(", ")))
+}

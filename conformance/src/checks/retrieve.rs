@@ -370,3 +370,57 @@ pub(crate) async fn fusion_served(m: &mut Main) -> Res {
     }
     pass_note(format!("fusion: {}", methods.join(", ")))
 }
+
+pub(crate) async fn candidate_k_clamp(m: &mut Main) -> Res {
+    if !m.caps.has("retrieve") {
+        return skip(NO_RETRIEVE);
+    }
+    let Some(max_k) = m.caps.u64_at(&["retrieve", "maxK"]) else {
+        return skip("retrieve.maxK not advertised");
+    };
+    let k = m.k(3);
+    let r = m.broad_hits(k, json!({"candidateK": max_k.saturating_mul(10)})).await?;
+    match hits(&r) {
+        Ok(hs) => verdict(hs.len() as u64 <= k, || format!("{} hits for k={k}", hs.len())),
+        Err(_) => fail(format!("candidateK above maxK must be clamped, not rejected: {}", r.brief())),
+    }
+}
+
+const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==";
+
+/// An image block, for modality checks (§4.8).
+pub(crate) fn image_block() -> Value {
+    json!({"type": "image", "mimeType": "image/png", "data": IMAGE})
+}
+
+pub(crate) async fn modality_unadvertised(m: &mut Main) -> Res {
+    if !m.caps.has("retrieve") {
+        return skip(NO_RETRIEVE);
+    }
+    let modalities = m.caps.strings(&["retrieve", "modalities"]).unwrap_or_else(|| vec!["text".into()]);
+    if modalities.iter().any(|x| x == "image" || x == "multimodal") {
+        return skip("retrieve.modalities includes images");
+    }
+    let r = m.retrieve(json!({"query": image_block(), "k": 1})).await?;
+    match r.code() {
+        Some(-32005) => pass(),
+        Some(-32602) => pass_note("-32602: a text-only server may accept only the string form (§4.8)"),
+        _ => {
+            fail(format!("an image query outside retrieve.modalities must be rejected with -32005, got {}", r.brief()))
+        }
+    }
+}
+
+pub(crate) async fn k_integral_number(m: &mut Main) -> Res {
+    if !m.caps.has("retrieve") {
+        return skip(NO_RETRIEVE);
+    }
+    let r = m.broad_hits(1, json!({"k": 3.0})).await?;
+    match hits(&r) {
+        Ok(hs) => verdict(hs.len() <= 3, || format!("{} hits for k=3.0", hs.len())),
+        Err(_) => skip(format!(
+            "k = 3.0 was rejected ({}), although the schema's integer type admits it and §12 reserves -32602 for non-integers (interop probe)",
+            r.brief()
+        )),
+    }
+}

@@ -106,3 +106,32 @@ pub(crate) async fn stdout_clean(m: &mut Main) -> Res {
     let n = m.conn.non_json;
     verdict(n == 0, || format!("{n} stdout line(s) on the main session were not JSON-RPC frames"))
 }
+
+pub(crate) async fn http_unauthorized(m: &mut Main) -> Res {
+    if m.conn.is_stdio() {
+        return skip(HTTP_ONLY);
+    }
+    if !m.conn.http_has_auth() {
+        return skip("no Authorization header configured (--header)");
+    }
+    let id = json!("unauthenticated-1");
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "info", "params": {}});
+    let before = m.conn.statuses.len();
+    m.conn.null_id_ok = true;
+    let sent = m.conn.send_value(&msg, Send { allow_4xx: true, no_auth: true, ..Send::default() }).await;
+    let r = match sent {
+        Ok(()) => m.conn.wait_for(&id, m.conn.timeout()).await,
+        Err(e) => Err(e),
+    };
+    m.conn.null_id_ok = false;
+    match r {
+        Ok(r) if r.code() == Some(-32012) => pass(),
+        Ok(r) => fail(format!("a request without credentials was answered with {}", r.brief())),
+        Err(_) => match m.conn.statuses.get(before) {
+            Some((status, _)) => {
+                fail(format!("HTTP {status} without a -32012 JSON-RPC error (§15.6: not a bare transport error)"))
+            }
+            None => fail("a request without credentials was not answered"),
+        },
+    }
+}
