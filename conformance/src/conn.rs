@@ -122,7 +122,15 @@ pub(crate) struct Conn {
     pub frames: usize,
     /// Whether a response with `id: null` is expected (malformed input was sent).
     pub null_id_ok: bool,
+    /// Expected responses that timed out in a row; after two, waits are cut short so a hung
+    /// server does not cost a full timeout per check.
+    stalled: u32,
 }
+
+/// Consecutive timeouts after which the server is considered hung.
+const STALL_LIMIT: u32 = 2;
+/// How long to wait for a response once the server is considered hung.
+const STALLED_WAIT: Duration = Duration::from_millis(100);
 
 impl Conn {
     /// Opens a fresh connection: spawns a new server process (stdio) or starts a new, token-less
@@ -150,6 +158,7 @@ impl Conn {
             unsolicited: 0,
             frames: 0,
             null_id_ok: false,
+            stalled: 0,
         })
     }
 
@@ -334,13 +343,30 @@ impl Conn {
 
     /// The next response (or batch response), skipping server notifications.
     pub async fn recv_response(&mut self, timeout: Duration) -> Result<Value, RecvError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + self.wait(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let v = self.recv(left).await?;
-            if !is_notification(&v) {
-                return Ok(v);
+            match self.recv(left).await {
+                Ok(v) if is_notification(&v) => {}
+                Ok(v) => {
+                    self.stalled = 0;
+                    return Ok(v);
+                }
+                Err(e) => {
+                    self.note_stall(e);
+                    return Err(e);
+                }
             }
+        }
+    }
+
+    fn wait(&self, timeout: Duration) -> Duration {
+        if self.stalled >= STALL_LIMIT { timeout.min(STALLED_WAIT) } else { timeout }
+    }
+
+    fn note_stall(&mut self, e: RecvError) {
+        if e == RecvError::Timeout {
+            self.stalled += 1;
         }
     }
 
@@ -348,15 +374,22 @@ impl Conn {
     /// JSON type is still found — and recorded as a violation by `inspect`). Other responses are
     /// kept for later.
     pub async fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Resp, String> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + self.wait(timeout);
         let mut kept = Vec::new();
         let found = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.recv(left).await {
                 Ok(v) if is_notification(&v) => {}
-                Ok(v) if v.get("id").is_some_and(|got| loose_eq(got, id)) => break Ok(Resp(v)),
+                Ok(v) if v.get("id").is_some_and(|got| loose_eq(got, id)) => {
+                    self.stalled = 0;
+                    break Ok(Resp(v));
+                }
                 Ok(v) => kept.push(v),
-                Err(e) => break Err(self.describe_recv_error(e, id)),
+                Err(e) => {
+                    let msg = self.describe_recv_error(e, id);
+                    self.note_stall(e);
+                    break Err(msg);
+                }
             }
         };
         for v in kept.into_iter().rev() {
@@ -367,6 +400,9 @@ impl Conn {
 
     fn describe_recv_error(&mut self, e: RecvError, id: &Value) -> String {
         match e {
+            RecvError::Timeout if self.stalled >= STALL_LIMIT => {
+                format!("no response to request id {id} (the server stopped answering; not waiting the full timeout)")
+            }
             RecvError::Timeout => {
                 format!("no response to request id {id} within {} ms", self.env.timeout.as_millis())
             }
