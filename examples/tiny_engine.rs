@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
@@ -52,6 +53,7 @@ fn doc(text: String, meta: Meta) -> Doc {
 
 struct Tiny {
     docs: RwLock<BTreeMap<String, Doc>>,
+    minted: AtomicU64,
 }
 
 fn words(s: &str) -> impl Iterator<Item = String> + '_ {
@@ -135,7 +137,8 @@ impl Index for Tiny {
     async fn add(&self, params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
         let mut docs = self.docs.write().map_err(|_| RcpError::internal("index lock poisoned"))?;
         let ids = params.documents.into_iter().map(|d| {
-            let id = d.id.unwrap_or_else(|| format!("doc-{}", docs.len() + 1));
+            let mint = || (0..).map(|_| format!("doc-{}", self.minted.fetch_add(1, Ordering::Relaxed)));
+            let id = d.id.unwrap_or_else(|| mint().find(|id| !docs.contains_key(id)).unwrap_or_default());
             docs.insert(id.clone(), doc(d.text, d.meta.unwrap_or_default()));
             id
         });
@@ -156,7 +159,7 @@ async fn main() -> std::io::Result<()> {
         let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();
         (id.to_string(), doc(text.to_string(), meta))
     });
-    let tiny = std::sync::Arc::new(Tiny { docs: RwLock::new(docs.collect()) });
+    let tiny = std::sync::Arc::new(Tiny { docs: RwLock::new(docs.collect()), minted: AtomicU64::new(1) });
     Server::builder("tiny-engine", env!("CARGO_PKG_VERSION"))
         .retrieve(tiny.clone())
         .index(tiny)

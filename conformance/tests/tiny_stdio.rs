@@ -10,7 +10,7 @@ use rcp_conformance::{Config, Level, Status, run};
 ///
 /// `index.minted-ids-fresh`: tiny_engine mints ids as `doc-{len+1}`, so after a delete a new
 /// id-less document can take the id of an existing one and silently replace it (§7.10).
-const KNOWN_TINY_ENGINE_BUGS: &[&str] = &["index.minted-ids-fresh"];
+const KNOWN_TINY_ENGINE_BUGS: &[&str] = &[];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiny_engine_over_stdio_passes_and_certifies_its_declared_level() {

@@ -17,16 +17,16 @@ pub struct GraphParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
     /// Result count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub k: Option<u64>,
     /// Entry nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_ids: Option<Vec<String>>,
     /// Expansion depth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub hops: Option<u32>,
     /// Community level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub level: Option<u32>,
     /// Trajectory handle (§7.7.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]

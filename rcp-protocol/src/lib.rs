@@ -16,6 +16,7 @@ pub mod filter;
 pub mod fusion;
 pub mod graph;
 pub mod index;
+pub mod int;
 pub mod lifecycle;
 pub mod memory;
 pub mod message;

@@ -31,6 +31,7 @@ impl PeerInfo {
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
     /// The highest version the client supports.
+    #[serde(deserialize_with = "crate::int::i64")]
     pub protocol_version: i64,
     /// The client's identity.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,7 +51,7 @@ pub struct MemoryRecallParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// How many clues.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub n: Option<u32>,
     /// Side-band data.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -22,7 +22,7 @@ pub struct RerankParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Truncate `order` to the best `topN`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub top_n: Option<u64>,
     /// Reject (`true`, default) or fall back (`false`) on an unadvertised method.
     #[serde(default, skip_serializing_if = "Option::is_none")]

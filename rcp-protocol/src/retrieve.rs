@@ -20,7 +20,7 @@ pub struct FusionParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<BTreeMap<String, f64>>,
     /// The RRF constant (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub rrf_k: Option<u32>,
     /// Convex mixing weight of the dense list, in `[0,1]` (default 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,7 +38,7 @@ pub struct RerankStage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// How many candidates the reranker rescores.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub top_n: Option<u64>,
 }
 
@@ -92,6 +92,7 @@ pub struct RetrieveParams {
     /// The query: a string, a block, or blocks.
     pub query: QueryInput,
     /// Final result count (clamped to `maxK` by the server).
+    #[serde(deserialize_with = "crate::int::u64")]
     pub k: u64,
     /// `dense`, `sparse` or `hybrid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,7 +101,7 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modality: Option<String>,
     /// Recall-stage candidate count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub candidate_k: Option<u64>,
     /// Fusion of the hybrid lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,10 +128,10 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
     /// Abstraction level in a hierarchical corpus.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub level: Option<u32>,
     /// Token budget for packing hits (§7.7.2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub token_budget: Option<u64>,
     /// Agentic trajectory handle (§7.7.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,7 +146,7 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
     /// Determinism seed (§7.7.1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_i64")]
     pub seed: Option<i64>,
     /// Pinned corpus snapshot (§7.7.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ pub struct TransformParams {
     /// `rewrite`, `hyde`, `multi-query`, `decompose` or `step-back`.
     pub method: String,
     /// How many queries to produce.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u32")]
     pub n: Option<u32>,
     /// Side-band data.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
