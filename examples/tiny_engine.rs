@@ -62,14 +62,8 @@ fn words(s: &str) -> impl Iterator<Item = String> + '_ {
 
 impl Retrieve for Tiny {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability {
-            max_k: Some(50),
-            modes: Some(vec!["sparse".into()]),
-            score_scale: Some("unbounded".into()),
-            score_floor: Some(0.0),
-            deterministic: Some(true),
-            ..Default::default()
-        }
+        let (modes, scale) = (Some(vec!["sparse".into()]), Some("unbounded".into()));
+        RetrieveCapability { max_k: Some(50), modes, score_scale: scale, score_floor: Some(0.0), ..Default::default() }
     }
 
     fn filter(&self) -> Option<FilterCapability> {
