@@ -85,9 +85,9 @@ fn main() -> Result<(), String> {
 
     // Quality.
     let scores = quality(&engine, &collection)?;
+    drop(engine); // releases the writer lock before the index is reopened
     let mut sweep = Vec::new();
     if args.sweep {
-        drop(engine);
         for boost in [0.0f32, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 2.0] {
             let e = Engine::open(&data, Vec::new(), EngineOptions { title_boost: boost, ..options.clone() })
                 .map_err(|e| e.to_string())?;
