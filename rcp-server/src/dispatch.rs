@@ -641,14 +641,8 @@ impl Server {
                 }
                 let key =
                     p.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
-                if let Some(k) = &key
-                    && let Some(prev) = self.shared.idempotency.lock().ok().and_then(|c| c.get(k))
-                {
-                    return Ok(Box::pin(async move { to_json(&prev) }));
-                }
                 let expected: Vec<Option<String>> = p.documents.iter().map(|d| d.id.clone()).collect();
-                let server = self.clone();
-                Box::pin(async move {
+                let add = async move {
                     let res = handler.add(p, ctx).await?;
                     if res.ids.len() != expected.len() {
                         return Err(RcpError::internal(format!(
@@ -665,13 +659,22 @@ impl Server {
                             res.ids[i]
                         )));
                     }
-                    if let Some(k) = key
-                        && let Ok(mut cache) = server.shared.idempotency.lock()
-                    {
-                        cache.put(k, res.clone());
+                    Ok(res)
+                };
+                match key {
+                    // One write per key: concurrent repeats wait for the first and share its
+                    // result; a failed write leaves the key free for a retry (§7.10).
+                    Some(k) => {
+                        let cell = self
+                            .shared
+                            .idempotency
+                            .lock()
+                            .map_err(|_| RcpError::internal("idempotency cache poisoned"))?
+                            .cell(k);
+                        Box::pin(async move { to_json(cell.get_or_try_init(|| add).await?) })
                     }
-                    to_json(&res)
-                })
+                    None => Box::pin(async move { to_json(&add.await?) }),
+                }
             }
             Method::IndexDelete => {
                 let handler = h.index.clone().ok_or_else(missing)?;

@@ -327,11 +327,12 @@ impl ServerBuilder {
     }
 }
 
-/// Remembered `index/add` results by `_meta.idempotencyKey`, oldest evicted first.
+/// `index/add` results by `_meta.idempotencyKey`, oldest evicted first. Each key owns a cell
+/// that the first write fills; repeats (concurrent or later) read it instead of writing again.
 pub(crate) struct IdempotencyCache {
     cap: usize,
     order: VecDeque<String>,
-    map: HashMap<String, IndexAddResult>,
+    map: HashMap<String, Arc<tokio::sync::OnceCell<IndexAddResult>>>,
 }
 
 impl IdempotencyCache {
@@ -339,15 +340,14 @@ impl IdempotencyCache {
         Self { cap, order: VecDeque::new(), map: HashMap::new() }
     }
 
-    pub fn get(&self, key: &str) -> Option<IndexAddResult> {
-        self.map.get(key).cloned()
-    }
-
-    pub fn put(&mut self, key: String, result: IndexAddResult) {
-        if self.cap == 0 {
-            return;
+    /// The cell of `key`, created if absent.
+    pub fn cell(&mut self, key: String) -> Arc<tokio::sync::OnceCell<IndexAddResult>> {
+        if let Some(c) = self.map.get(&key) {
+            return Arc::clone(c);
         }
-        if self.map.insert(key.clone(), result).is_none() {
+        let cell = Arc::new(tokio::sync::OnceCell::new());
+        if self.cap > 0 {
+            self.map.insert(key.clone(), Arc::clone(&cell));
             self.order.push_back(key);
             while self.order.len() > self.cap {
                 if let Some(old) = self.order.pop_front() {
@@ -355,5 +355,6 @@ impl IdempotencyCache {
                 }
             }
         }
+        cell
     }
 }

@@ -182,3 +182,57 @@ async fn embed_encodings_limits_and_rerank_order_are_handled_by_the_framework() 
     send(&mut w, &json!({"jsonrpc":"2.0","id":7,"method":"rerank","params": p})).await;
     assert_eq!(next(&mut lines).await["error"]["code"], -32005);
 }
+
+#[derive(Default)]
+struct CountingIndex {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl rcp_server::Index for CountingIndex {
+    fn capability(&self) -> rcp_protocol::capabilities::IndexCapability {
+        rcp_protocol::capabilities::IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(
+        &self,
+        params: rcp_protocol::index::IndexAddParams,
+        _ctx: RequestContext,
+    ) -> HandlerResult<rcp_protocol::index::IndexAddResult> {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let ids = params.documents.iter().enumerate().map(|(i, _)| format!("minted-{n}-{i}")).collect();
+        Ok(rcp_protocol::index::IndexAddResult { ids, ..Default::default() })
+    }
+
+    async fn delete(
+        &self,
+        _params: rcp_protocol::index::IndexDeleteParams,
+        _ctx: RequestContext,
+    ) -> HandlerResult<rcp_protocol::index::IndexDeleteResult> {
+        Ok(Default::default())
+    }
+}
+
+#[tokio::test]
+async fn concurrent_repeats_of_an_idempotency_key_write_once() {
+    let index = std::sync::Arc::new(CountingIndex::default());
+    let server = Server::builder("idem", "0").index(std::sync::Arc::clone(&index)).build();
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    let (read, mut w) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    send(&mut w, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})).await;
+    next(&mut lines).await;
+    let add = |id: i64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"index/add",
+        "params":{"documents":[{"text":"x"}],"_meta":{"idempotencyKey":"k"}}})
+    };
+    send(&mut w, &add(1)).await;
+    send(&mut w, &add(2)).await;
+    let (a, b) = (next(&mut lines).await, next(&mut lines).await);
+    assert_eq!(a["result"]["ids"], b["result"]["ids"], "{a} {b}");
+    send(&mut w, &add(3)).await;
+    assert_eq!(next(&mut lines).await["result"]["ids"], a["result"]["ids"]);
+    assert_eq!(index.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
