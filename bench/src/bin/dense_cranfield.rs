@@ -1,0 +1,223 @@
+//! `dense_cranfield`: quality and speed of the dense engine's retrieval core.
+//!
+//! 1. **Cranfield** (1,400 abstracts, 225 queries): nDCG@10 / Recall@100 / MRR@10 of exact
+//!    cosine search and of the engine's HNSW path (`candidateK` 100, as a default `retrieve`),
+//!    plus embedding throughput on the abstracts and on the (short) queries.
+//! 2. **Synthetic 100k**: recall@10 against exact search and single-thread queries/s for two
+//!    `ef` settings, on clustered unit vectors (2,000 random centroids, Gaussian spread, cosine
+//!    ≈ 0.7 to the centroid) — a harder and larger set than Cranfield.
+//!
+//! ```sh
+//! cargo run --release -p rcp-bench --bin dense_cranfield
+//! cargo run --release -p rcp-bench --bin dense_cranfield -- --synthetic 20000 --queries 200
+//! ```
+//!
+//! The model is provisioned as everywhere else (`rcp-dense fetch-model`; `--fetch-model` here
+//! fetches it when missing). `RCP_CRANFIELD` overrides the collection directory.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
+use rcp_dense::ann::{self, Ann, HnswParams};
+use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
+use rcp_dense::model::{self, DIMENSION};
+use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::wal::Origin;
+use rcp_server::corpus::read_jsonl;
+
+#[derive(Debug, Parser)]
+#[command(about = "Dense engine: Cranfield quality, HNSW recall and speed, embedding throughput")]
+struct Args {
+    /// Model directory [default: $RCP_MODEL_DIR or the user cache].
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Fetch the model when it is missing.
+    #[arg(long)]
+    fetch_model: bool,
+    /// Vectors in the synthetic set (0 skips it).
+    #[arg(long, default_value_t = 100_000)]
+    synthetic: usize,
+    /// Queries against the synthetic set.
+    #[arg(long, default_value_t = 1_000)]
+    queries: usize,
+    /// The two `ef` settings compared on the synthetic set.
+    #[arg(long, num_args = 2, default_values_t = [64, 256])]
+    ef: Vec<usize>,
+}
+
+fn main() -> Result<(), String> {
+    let args = Args::parse();
+    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
+    let files = match model::locate(&dir) {
+        Ok(f) => f,
+        Err(_) if args.fetch_model => model::fetch(&dir, &mut |m| eprintln!("{m}")).map_err(|e| e.to_string())?.0,
+        Err(e) => return Err(e.to_string()),
+    };
+    let started = Instant::now();
+    let embedder = Embedder::load(&files, EmbedderOptions::default()).map_err(|e| e.to_string())?;
+    let load_s = started.elapsed().as_secs_f64();
+
+    let c = Collection::load(&cranfield_dir())?;
+    let docs: Vec<_> =
+        read_jsonl(&c.corpus).map_err(|e| e.to_string())?.collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();
+    eprintln!("embedding {} Cranfield abstracts ...", texts.len());
+    let t = Instant::now();
+    let doc_vecs = embedder.embed(&texts).map_err(|e| e.to_string())?;
+    let doc_rate = texts.len() as f64 / t.elapsed().as_secs_f64();
+    let query_texts: Vec<&str> = c.queries.iter().map(|(_, q)| q.as_str()).collect();
+    let t = Instant::now();
+    let query_vecs = embedder.embed(&query_texts).map_err(|e| e.to_string())?;
+    let query_rate = query_texts.len() as f64 / t.elapsed().as_secs_f64();
+
+    // Exact cosine.
+    let flat: Vec<f32> = doc_vecs.iter().flatten().copied().collect();
+    let ids: Vec<String> = docs.iter().map(|d| d.id.clone().unwrap_or_default()).collect();
+    let mut exact_rank = HashMap::new();
+    for ((qid, _), q) in c.queries.iter().zip(&query_vecs) {
+        let top = ann::exact(&flat, DIMENSION, q, 100, None, &|_| true);
+        exact_rank.insert(qid.clone(), top.iter().map(|s| ids[s.slot].clone()).collect::<Vec<_>>());
+    }
+    let exact = evaluate(&c, &exact_rank);
+
+    // The engine's path: the store with its HNSW graph, candidateK 100.
+    let store = Store::in_memory(StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() });
+    let batch = docs
+        .iter()
+        .zip(doc_vecs)
+        .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
+        .collect();
+    store.upsert(batch).map_err(|e| e.to_string())?;
+    let table = store.read();
+    let mut hnsw_rank = HashMap::new();
+    for ((qid, _), q) in c.queries.iter().zip(&query_vecs) {
+        let (top, _) = table.search(q, 100, 100, None, 0);
+        hnsw_rank.insert(qid.clone(), top.iter().filter_map(|s| table.doc(s.slot)).map(|d| d.id.clone()).collect());
+    }
+    let hnsw = evaluate(&c, &hnsw_rank);
+    drop(table);
+
+    println!(
+        "\n## Cranfield ({} docs, {} queries), all-MiniLM-L6-v2 int8, max_length 256",
+        docs.len(),
+        c.queries.len()
+    );
+    println!("| search | nDCG@10 | Recall@100 | MRR@10 |");
+    println!("|---|---|---|---|");
+    println!("| exact cosine | {:.3} | {:.3} | {:.3} |", exact.ndcg10, exact.recall100, exact.mrr10);
+    let p = HnswParams::default();
+    println!(
+        "| HNSW (M={}, ef_c={}, ef=100) | {:.3} | {:.3} | {:.3} |",
+        p.m, p.ef_construction, hnsw.ndcg10, hnsw.recall100, hnsw.mrr10
+    );
+    println!(
+        "| HNSW vs exact | {:+.2}% | {:+.2}% | {:+.2}% |",
+        pct(hnsw.ndcg10, exact.ndcg10),
+        pct(hnsw.recall100, exact.recall100),
+        pct(hnsw.mrr10, exact.mrr10)
+    );
+    println!("\n## Embedding (2 cores; model load {load_s:.2} s)");
+    println!("| input | docs/s |");
+    println!("|---|---|");
+    println!("| Cranfield abstracts (~180 tokens) | {doc_rate:.1} |");
+    println!("| Cranfield queries (~15 tokens) | {query_rate:.1} |");
+
+    if args.synthetic > 0 {
+        synthetic(args.synthetic, args.queries, &args.ef);
+    }
+    println!("\ncommand: cargo run --release -p rcp-bench --bin dense_cranfield");
+    Ok(())
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 }
+}
+
+/// A tiny deterministic generator (xorshift64*), Gaussian by Box–Muller.
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn gauss(&mut self) -> f32 {
+        let (u, v) = (self.uniform().max(1e-300), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+
+    fn unit(&mut self) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..DIMENSION).map(|_| self.gauss()).collect();
+        normalize(&mut v);
+        v
+    }
+}
+
+/// `n` clustered unit vectors around `centroids`.
+fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize) -> Vec<f32> {
+    let spread = 0.05f32;
+    let mut out = Vec::with_capacity(n * DIMENSION);
+    for _ in 0..n {
+        let c = &centroids[(rng.uniform() * centroids.len() as f64) as usize % centroids.len()];
+        let mut v: Vec<f32> = c.iter().map(|x| x + spread * rng.gauss()).collect();
+        normalize(&mut v);
+        out.extend(v);
+    }
+    out
+}
+
+fn synthetic(n: usize, nq: usize, efs: &[usize]) {
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit()).collect();
+    let data = clustered(&mut rng, &centroids, n);
+    let queries = clustered(&mut rng, &centroids, nq);
+    eprintln!("building HNSW over {n} synthetic vectors ...");
+    let t = Instant::now();
+    let params = HnswParams::default();
+    let graph = Ann::build(params, &data, DIMENSION, |_| true);
+    let build_s = t.elapsed().as_secs_f64();
+    eprintln!("exact ground truth for {nq} queries ...");
+    let truth: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let half = nq.div_ceil(2);
+        let parts: Vec<_> = queries
+            .chunks(half * DIMENSION)
+            .map(|qs| {
+                let data = &data;
+                s.spawn(move || {
+                    qs.chunks_exact(DIMENSION)
+                        .map(|q| ann::exact(data, DIMENSION, q, 10, None, &|_| true).iter().map(|x| x.slot).collect())
+                        .collect::<Vec<Vec<usize>>>()
+                })
+            })
+            .collect();
+        parts.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let t = Instant::now();
+    for q in queries.chunks_exact(DIMENSION).take(50) {
+        std::hint::black_box(ann::exact(&data, DIMENSION, q, 10, None, &|_| true));
+    }
+    let exact_qps = 50.0 / t.elapsed().as_secs_f64();
+    println!(
+        "\n## Synthetic: {n} clustered unit vectors (384 dims), {nq} queries, M={}, ef_c={}, build {build_s:.1} s",
+        params.m, params.ef_construction
+    );
+    println!("| search | recall@10 vs exact | queries/s (1 thread) |");
+    println!("|---|---|---|");
+    println!("| exact scan | 1.0000 | {exact_qps:.0} |");
+    for &ef in efs {
+        let t = Instant::now();
+        let found: Vec<Vec<usize>> = queries
+            .chunks_exact(DIMENSION)
+            .map(|q| graph.search(q, 10, ef, &|_| true).iter().map(|x| x.slot).collect())
+            .collect();
+        let qps = nq as f64 / t.elapsed().as_secs_f64();
+        let hits: usize = found.iter().zip(&truth).map(|(f, t)| t.iter().filter(|s| f.contains(s)).count()).sum();
+        println!("| HNSW ef={ef} | {:.4} | {qps:.0} |", hits as f64 / (nq * 10) as f64);
+    }
+}

@@ -1,0 +1,300 @@
+//! The engine: `embed` (§7.3), `retrieve` in `dense` mode (§7.7) and `index/add` /
+//! `index/delete` (§7.10, §7.11) over one [`Store`] and one [`Embedder`].
+//!
+//! All model and index work runs on blocking threads, so the async runtime keeps answering
+//! `ping` and other requests while a large `index/add` embeds; long batches report progress
+//! (§9) and stop between encoder batches when cancelled (§7.14).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
+use rcp_protocol::filter::FilterCapability;
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::mmr::mmr;
+use rcp_protocol::retrieve::{Citation, Trust, Usage, WireVector};
+use rcp_protocol::{Hit, RcpError, RetrieveResult};
+use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
+
+use crate::ann::Scored;
+use crate::embedder::Embedder;
+use crate::model::{DIMENSION, IDENTITY};
+use crate::store::{SearchPath, Store, StoreError, stored};
+use crate::wal::{Origin, StoredDoc};
+
+/// The midpoint of the confidence map: the cosine that maps to confidence 0.5.
+pub const CONFIDENCE_MIDPOINT: f64 = 0.5;
+/// The steepness of the confidence map (per unit of cosine).
+pub const CONFIDENCE_SLOPE: f64 = 10.0;
+
+/// `hit.confidence` (§7.7.2) from a cosine: the logistic
+/// `1 / (1 + exp(-10 · (cos − 0.5)))`, strictly increasing in the cosine.
+///
+/// The midpoint 0.5 is where all-MiniLM-L6-v2 separates related from unrelated text (unrelated
+/// pairs score around 0–0.2, paraphrases above 0.7), so confidence is ≈ 0.05 at cos 0.2, 0.5 at
+/// 0.5 and ≈ 0.88 at 0.7. It depends on the model only, never on the corpus or the result set,
+/// which keeps it comparable across calls.
+pub fn confidence(cosine: f64) -> f64 {
+    1.0 / (1.0 + (-CONFIDENCE_SLOPE * (cosine - CONFIDENCE_MIDPOINT)).exp())
+}
+
+/// Tunables of the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOptions {
+    /// `embed.batchLimit`: most inputs per `embed` call.
+    pub batch_limit: u32,
+    /// `retrieve.maxK`.
+    pub max_k: u64,
+    /// Texts per encoder call; cancellation and progress are checked between calls.
+    pub encoder_batch: usize,
+    /// Default HNSW beam width at query time (raised to `candidateK`).
+    pub ef_search: usize,
+    /// `citation.source` of every hit.
+    pub source: String,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self { batch_limit: 256, max_k: 1000, encoder_batch: 16, ef_search: 64, source: "rcp-dense".to_owned() }
+    }
+}
+
+/// The dense engine. Register one `Arc<DenseEngine>` for `retrieve`, `embed` and `index`.
+#[derive(Debug)]
+pub struct DenseEngine {
+    store: Arc<Store>,
+    embedder: Arc<Embedder>,
+    options: EngineOptions,
+}
+
+fn store_error(e: StoreError) -> RcpError {
+    RcpError::internal(e.to_string())
+}
+
+fn join_error(e: tokio::task::JoinError) -> RcpError {
+    RcpError::internal(format!("engine worker failed: {e}"))
+}
+
+impl DenseEngine {
+    /// An engine over a store and an encoder.
+    pub fn new(store: Arc<Store>, embedder: Arc<Embedder>, options: EngineOptions) -> Self {
+        Self { store, embedder, options }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Embeds texts on a blocking thread, in encoder batches, reporting progress under `stage`
+    /// and stopping between batches once the request is cancelled.
+    async fn embed_texts(
+        &self,
+        texts: Vec<String>,
+        ctx: &RequestContext,
+        stage: &'static str,
+    ) -> HandlerResult<Vec<Vec<f32>>> {
+        let embedder = self.embedder.clone();
+        let ctx = ctx.clone();
+        let batch = self.options.encoder_batch.max(1);
+        tokio::task::spawn_blocking(move || {
+            let total = texts.len();
+            let mut out = Vec::with_capacity(total);
+            for part in texts.chunks(batch) {
+                if ctx.is_cancelled() {
+                    return Err(RcpError::cancelled(Some("stopped between encoder batches")));
+                }
+                let vectors = embedder.embed(part).map_err(|e| RcpError::backend_unavailable(e.to_string()))?;
+                out.extend(vectors);
+                if total > batch {
+                    ctx.progress(out.len() as f64 / total as f64, stage, format!("embedded {}/{total}", out.len()));
+                }
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(join_error)?
+    }
+}
+
+impl Retrieve for DenseEngine {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability {
+            max_k: Some(self.options.max_k),
+            modes: Some(vec!["dense".into()]),
+            mmr: Some(true),
+            deterministic: Some(true),
+            confidence: Some(true),
+            score_scale: Some("cosine".into()),
+            score_floor: Some(-1.0),
+            default_mode: Some("dense".into()),
+            ..Default::default()
+        }
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        let fields = self.store.fields();
+        (!fields.is_empty()).then(|| FilterCapability::typed(fields))
+    }
+
+    fn citations(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let started = Instant::now();
+        let query = req.params.query.text();
+        let mut q = self.embed_texts(vec![query], &ctx, "recall").await?;
+        let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
+        let store = self.store.clone();
+        let ef = self.options.ef_search.max(req.candidate_k);
+        let threshold = store.options().full_scan_threshold;
+        let engine_hits = {
+            let req = req.clone();
+            let options = self.options.clone();
+            tokio::task::spawn_blocking(move || {
+                let table = store.read();
+                let (mut found, path) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), threshold);
+                let candidates = found.len();
+                if let Some(min) = req.params.min_score {
+                    found.retain(|s| f64::from(s.score) >= min);
+                }
+                let order: Vec<usize> = match req.params.mmr {
+                    Some(m) => {
+                        let relevance: Vec<f64> = found.iter().map(|s| f64::from(s.score)).collect();
+                        let vectors: Vec<&[f32]> = found.iter().map(|s| table.vector(s.slot)).collect();
+                        mmr(&relevance, &vectors, m.lambda, req.k)
+                    }
+                    None => (0..found.len().min(req.k)).collect(),
+                };
+                let hits: Vec<Hit> = order
+                    .into_iter()
+                    .filter_map(|i| {
+                        let s = &found[i];
+                        table.doc(s.slot).map(|d| build_hit(&options, s, d, table.vector(s.slot), &req))
+                    })
+                    .collect();
+                (hits, candidates, path)
+            })
+            .await
+            .map_err(join_error)?
+        };
+        let (hits, candidates, path) = engine_hits;
+        let mut usage = Usage {
+            candidates: Some(candidates as u64),
+            latency_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            ..Default::default()
+        };
+        match path {
+            SearchPath::ExactFallback => {
+                usage.notes.push("exact scan: the filter left too few HNSW candidates".to_owned());
+            }
+            SearchPath::Hnsw { ef: used } if used > ef => {
+                usage.notes.push(format!("HNSW beam widened to ef={used} to fill candidateK under the filter"));
+            }
+            _ => {}
+        }
+        Ok(RetrieveResult { hits, usage: Some(usage), ..Default::default() })
+    }
+}
+
+/// One hit: cosine score, its confidence, text, meta, vector, citation and trust.
+fn build_hit(options: &EngineOptions, s: &Scored, doc: &StoredDoc, vector: &[f32], req: &RetrieveRequest) -> Hit {
+    let score = f64::from(s.score);
+    let mut hit = Hit::new(doc.id.as_str(), score);
+    hit.confidence = Some(confidence(score));
+    if req.params.include_text != Some(false) {
+        hit.text = Some(doc.text.clone());
+    }
+    if !doc.meta.is_empty() {
+        hit.meta = Some(doc.meta.clone());
+    }
+    if req.params.include_vectors == Some(true) {
+        hit.vector = Some(WireVector::Json(vector.to_vec()));
+    }
+    hit.scores = Some(BTreeMap::from([("dense".to_owned(), score)]));
+    let title = doc.meta.get("title").and_then(|t| t.as_str()).map(str::to_owned);
+    hit.citation = Some(Citation { source: Some(options.source.clone()), title, ..Default::default() });
+    hit.trust = Some(Trust {
+        level: doc.origin.trust_level().to_owned(),
+        score: None,
+        injection_suspected: None,
+        sanitized: None,
+    });
+    hit
+}
+
+impl Embed for DenseEngine {
+    fn capability(&self) -> EmbedCapability {
+        EmbedCapability {
+            dimension: DIMENSION as u32,
+            identity: IDENTITY.to_owned(),
+            batch_limit: Some(self.options.batch_limit),
+            normalized: Some(true),
+            encodings: Some(vec!["json".into(), "f32-base64".into()]),
+            ..Default::default()
+        }
+    }
+
+    async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        // The model is symmetric: `kind` (query/document) selects nothing.
+        let texts = req.inputs.iter().map(|i| i.text().to_owned()).collect();
+        self.embed_texts(texts, &ctx, "embed").await
+    }
+}
+
+impl Index for DenseEngine {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        let ids: Vec<String> =
+            params.documents.iter().map(|d| d.id.clone().unwrap_or_else(|| self.store.mint_id())).collect();
+        // An identical {id, text, meta} already stored is left alone: a retried write costs
+        // nothing and stays observationally identical (§7.10).
+        let todo: Vec<usize> = {
+            let table = self.store.read();
+            (0..ids.len())
+                .filter(|&i| {
+                    let d = &params.documents[i];
+                    !table.get(&ids[i]).is_some_and(|old| {
+                        old.origin == Origin::Client
+                            && old.text == d.text
+                            && old.meta == d.meta.clone().unwrap_or_default()
+                    })
+                })
+                .collect()
+        };
+        let texts: Vec<String> = todo.iter().map(|&i| params.documents[i].text.clone()).collect();
+        let vectors = self.embed_texts(texts, &ctx, "embed").await?;
+        if ctx.is_cancelled() {
+            return Err(RcpError::cancelled(Some("cancelled before the write")));
+        }
+        let docs: Vec<_> = todo
+            .iter()
+            .zip(vectors)
+            .map(|(&i, v)| {
+                let d = &params.documents[i];
+                (stored(ids[i].clone(), d.text.clone(), d.meta.clone().unwrap_or_default(), Origin::Client), v)
+            })
+            .collect();
+        let n = docs.len();
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.upsert(docs)).await.map_err(join_error)?.map_err(store_error)?;
+        if n > 0 {
+            ctx.progress(1.0, "index", format!("indexed {n} documents"));
+        }
+        Ok(IndexAddResult { ids, ..Default::default() })
+    }
+
+    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let store = self.store.clone();
+        let deleted = tokio::task::spawn_blocking(move || store.delete(params.ids))
+            .await
+            .map_err(join_error)?
+            .map_err(store_error)?;
+        Ok(IndexDeleteResult { deleted, ..Default::default() })
+    }
+}

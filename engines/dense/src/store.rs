@@ -1,0 +1,694 @@
+//! The persistent vector store behind the engine: documents and their vectors in slot order,
+//! the HNSW graph over them, tombstones, and durability (§7.10, §7.11).
+//!
+//! On disk (`--data-dir`):
+//!
+//! | file | content |
+//! |------|---------|
+//! | `manifest.json` | model identity and dimension, typed filter fields, HNSW parameters, current snapshot |
+//! | `snapshot-NNNNNN.jsonl` | the snapshot's documents, one per line, in slot order |
+//! | `snapshot-NNNNNN.f32` | their vectors, a flat little-endian `f32` table (`docs × dimension`) |
+//! | `wal.log` | writes since the snapshot (see [`crate::wal`]) |
+//!
+//! Opening reads the snapshot, replays the log records newer than it, and rebuilds the HNSW
+//! graph from the stored vectors — nothing is re-embedded. A snapshot (taken after `index`, and
+//! when tombstones exceed a quarter of the slots or the log grows past its limit) writes a new
+//! generation, switches `manifest.json` atomically, then empties the log; a crash between the
+//! two steps is harmless because replay skips records the snapshot already holds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use rcp_protocol::filter::{FieldType, Filter};
+use serde::{Deserialize, Serialize};
+
+use crate::ann::{self, Ann, HnswParams, Scored};
+use crate::model::{DIMENSION, IDENTITY};
+use crate::wal::{self, Op, Origin, StoredDoc, Wal};
+
+/// Why the store could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file system operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The data directory holds something this engine cannot serve.
+    #[error("{path}: {detail}")]
+    Incompatible {
+        /// The offending file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.to_path_buf(), source }
+}
+
+const MANIFEST: &str = "manifest.json";
+const WAL: &str = "wal.log";
+const FORMAT: u32 = 1;
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// On-disk format version.
+    pub format: u32,
+    /// The model the vectors come from (`embed.identity`).
+    pub identity: String,
+    /// Vector dimension.
+    pub dimension: usize,
+    /// Typed filter fields (§8).
+    #[serde(default)]
+    pub fields: BTreeMap<String, FieldType>,
+    /// HNSW parameters the graph is built with.
+    pub hnsw: HnswParams,
+    /// The current snapshot, if one was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotInfo>,
+}
+
+/// A snapshot generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// Generation number (file names).
+    pub generation: u64,
+    /// Documents in it.
+    pub docs: usize,
+    /// Last write-ahead-log sequence number it includes.
+    pub seq: u64,
+}
+
+impl Manifest {
+    fn new(hnsw: HnswParams) -> Self {
+        Self {
+            format: FORMAT,
+            identity: IDENTITY.to_owned(),
+            dimension: DIMENSION,
+            fields: BTreeMap::new(),
+            hnsw,
+            snapshot: None,
+        }
+    }
+}
+
+/// Tunables of the store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreOptions {
+    /// HNSW parameters; `None` keeps the ones in the manifest (or the defaults).
+    pub hnsw: Option<HnswParams>,
+    /// Collections at or below this many live documents are searched exactly.
+    pub full_scan_threshold: usize,
+    /// Compact when tombstones reach this fraction of the slots (and at least 64 of them).
+    pub compact_ratio: f64,
+    /// Snapshot when the log grows past this many bytes.
+    pub wal_limit: u64,
+    /// Build no graph (bulk loading with `rcp-dense index`: the server builds it on start).
+    pub defer_graph: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { hnsw: None, full_scan_threshold: 1000, compact_ratio: 0.25, wal_limit: 256 << 20, defer_graph: false }
+    }
+}
+
+/// The in-memory table: documents and vectors by slot, the id map and the graph.
+#[derive(Debug)]
+pub struct Table {
+    dim: usize,
+    docs: Vec<Option<StoredDoc>>,
+    vectors: Vec<f32>,
+    by_id: HashMap<String, usize>,
+    ann: Ann,
+    tombstones: usize,
+}
+
+/// How a search was served, for `usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchPath {
+    /// The HNSW graph, with this beam width.
+    Hnsw {
+        /// The final `ef`.
+        ef: usize,
+    },
+    /// An exact scan of a collection at or below the full-scan threshold.
+    Exact,
+    /// An exact scan after the graph could not fill the request (a very selective filter).
+    ExactFallback,
+}
+
+impl Table {
+    fn new(dim: usize, params: HnswParams) -> Self {
+        Self {
+            dim,
+            docs: Vec::new(),
+            vectors: Vec::new(),
+            by_id: HashMap::new(),
+            ann: Ann::new(params, 0),
+            tombstones: 0,
+        }
+    }
+
+    /// Live documents.
+    pub fn live(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Deleted or replaced slots still in the graph.
+    pub fn tombstones(&self) -> usize {
+        self.tombstones
+    }
+
+    /// The document with this id.
+    pub fn get(&self, id: &str) -> Option<&StoredDoc> {
+        self.by_id.get(id).and_then(|&s| self.docs[s].as_ref())
+    }
+
+    /// The document in a slot (`None` for a tombstone).
+    pub fn doc(&self, slot: usize) -> Option<&StoredDoc> {
+        self.docs.get(slot).and_then(Option::as_ref)
+    }
+
+    /// The vector in a slot.
+    pub fn vector(&self, slot: usize) -> &[f32] {
+        &self.vectors[slot * self.dim..(slot + 1) * self.dim]
+    }
+
+    /// The HNSW parameters.
+    pub fn params(&self) -> HnswParams {
+        self.ann.params()
+    }
+
+    /// Applies an operation to the documents only (the graph is built or extended separately).
+    fn apply(&mut self, op: Op) -> usize {
+        match op {
+            Op::Upsert(doc, vector) => {
+                if let Some(old) = self.by_id.remove(&doc.id) {
+                    self.docs[old] = None;
+                    self.tombstones += 1;
+                }
+                let slot = self.docs.len();
+                self.by_id.insert(doc.id.clone(), slot);
+                self.docs.push(Some(doc));
+                self.vectors.extend_from_slice(&vector);
+                1
+            }
+            Op::Delete(ids) => {
+                let mut removed = 0;
+                for id in ids {
+                    if let Some(slot) = self.by_id.remove(&id) {
+                        self.docs[slot] = None;
+                        self.tombstones += 1;
+                        removed += 1;
+                    }
+                }
+                removed
+            }
+        }
+    }
+
+    /// A new table holding only the live documents (renumbered), with a fresh graph unless
+    /// `defer_graph`.
+    fn compacted(&self, params: HnswParams, defer_graph: bool) -> Self {
+        let mut t = Table::new(self.dim, params);
+        for (slot, doc) in self.docs.iter().enumerate() {
+            if let Some(doc) = doc {
+                t.apply(Op::Upsert(doc.clone(), self.vector(slot).to_vec()));
+            }
+        }
+        if !defer_graph {
+            t.rebuild_graph(params);
+        }
+        t
+    }
+
+    fn rebuild_graph(&mut self, params: HnswParams) {
+        let docs = &self.docs;
+        self.ann = Ann::build(params, &self.vectors, self.dim, |s| docs[s].is_some());
+    }
+
+    /// The `want` best live documents for a unit query vector among those `filter` accepts,
+    /// each scored by its exact cosine. Collections up to `full_scan_threshold` live documents
+    /// are scanned exactly. Otherwise the graph is searched with `ef` (at least `want`); when a
+    /// filter or tombstones leave fewer than `want` results, the beam is widened ×4 up to three
+    /// times, then the search falls back to an exact scan, so `want` is met whenever that many
+    /// documents match.
+    pub fn search(
+        &self,
+        query: &[f32],
+        want: usize,
+        ef: usize,
+        filter: Option<&Filter>,
+        full_scan_threshold: usize,
+    ) -> (Vec<Scored>, SearchPath) {
+        let keep = |s: usize| match self.docs.get(s) {
+            Some(Some(d)) => filter.is_none_or(|f| f.matches(&d.meta)),
+            _ => false,
+        };
+        let live = self.live();
+        if want == 0 || live == 0 {
+            return (Vec::new(), SearchPath::Exact);
+        }
+        if live <= full_scan_threshold {
+            return (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::Exact);
+        }
+        let mut ef = ef.max(want);
+        for attempt in 0..4 {
+            let mut found = self.ann.search(query, want, ef, &keep);
+            if found.len() >= want.min(live) {
+                for s in &mut found {
+                    s.score = ann::dot(query, self.vector(s.slot));
+                }
+                found.sort_by(ann::by_score);
+                return (found, SearchPath::Hnsw { ef });
+            }
+            if attempt < 3 {
+                ef = ef.saturating_mul(4).min(self.docs.len().max(want));
+            }
+        }
+        (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::ExactFallback)
+    }
+}
+
+/// The store: the table behind a lock, plus the write path (log, snapshots) behind another.
+///
+/// Writers are serialised by the caller (the engine holds an async mutex around
+/// [`Store::upsert`]/[`Store::delete`]); readers only take the table's read lock.
+#[derive(Debug)]
+pub struct Store {
+    table: RwLock<Table>,
+    writer: std::sync::Mutex<Writer>,
+    options: StoreOptions,
+}
+
+#[derive(Debug)]
+struct Writer {
+    dir: Option<PathBuf>,
+    wal: Option<Wal>,
+    manifest: Manifest,
+    next_seq: u64,
+    minted: u64,
+}
+
+/// What opening a store found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Documents loaded from the snapshot.
+    pub snapshot_docs: usize,
+    /// Log records replayed.
+    pub replayed: usize,
+    /// Bytes of torn log tail that were discarded.
+    pub truncated: u64,
+}
+
+impl Store {
+    /// An empty store that lives in memory only (no `--data-dir`).
+    pub fn in_memory(options: StoreOptions) -> Self {
+        let params = options.hnsw.unwrap_or_default();
+        Self {
+            table: RwLock::new(Table::new(DIMENSION, params)),
+            writer: std::sync::Mutex::new(Writer {
+                dir: None,
+                wal: None,
+                manifest: Manifest::new(params),
+                next_seq: 1,
+                minted: 0,
+            }),
+            options,
+        }
+    }
+
+    /// Opens (creating) the store in `dir`: snapshot, then log replay, then the graph.
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<(Self, OpenReport), StoreError> {
+        fs::create_dir_all(dir).map_err(io_at(dir))?;
+        let manifest_path = dir.join(MANIFEST);
+        let mut manifest = match fs::read(&manifest_path) {
+            Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
+                .map_err(|e| StoreError::Incompatible { path: manifest_path.clone(), detail: e.to_string() })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(options.hnsw.unwrap_or_default()),
+            Err(e) => return Err(StoreError::Io { path: manifest_path, source: e }),
+        };
+        if manifest.format != FORMAT || manifest.identity != IDENTITY || manifest.dimension != DIMENSION {
+            return Err(StoreError::Incompatible {
+                path: manifest_path,
+                detail: format!(
+                    "index built by format {} with model '{}' ({} dims); this engine writes format {FORMAT} with \
+                     '{IDENTITY}' ({DIMENSION} dims): re-index the corpus into a new --data-dir",
+                    manifest.format, manifest.identity, manifest.dimension
+                ),
+            });
+        }
+        if let Some(p) = options.hnsw {
+            manifest.hnsw = p;
+        }
+        let params = manifest.hnsw;
+        let mut table = Table::new(DIMENSION, params);
+        let mut report = OpenReport::default();
+        let mut last_seq = 0;
+        if let Some(snap) = manifest.snapshot {
+            load_snapshot(dir, snap, &mut table)?;
+            report.snapshot_docs = snap.docs;
+            last_seq = snap.seq;
+        }
+        let wal_path = dir.join(WAL);
+        let (wal, replay) = Wal::open(&wal_path, DIMENSION).map_err(io_at(&wal_path))?;
+        report.truncated = replay.truncated;
+        let mut max_seq = last_seq;
+        for (seq, op) in replay.records {
+            max_seq = max_seq.max(seq);
+            if seq > last_seq {
+                table.apply(op);
+                report.replayed += 1;
+            }
+        }
+        if !options.defer_graph {
+            table.rebuild_graph(params);
+        }
+        let store = Self {
+            table: RwLock::new(table),
+            writer: std::sync::Mutex::new(Writer {
+                dir: Some(dir.to_path_buf()),
+                wal: Some(wal),
+                manifest,
+                next_seq: max_seq + 1,
+                minted: 0,
+            }),
+            options,
+        };
+        store.with_writer(|w| write_manifest(w))?;
+        Ok((store, report))
+    }
+
+    /// Reads the table.
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        self.table.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The options.
+    pub fn options(&self) -> StoreOptions {
+        self.options
+    }
+
+    /// The typed filter fields (§8).
+    pub fn fields(&self) -> BTreeMap<String, FieldType> {
+        self.writer.lock().map(|w| w.manifest.fields.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the typed filter fields and persists them.
+    pub fn set_fields(&self, fields: BTreeMap<String, FieldType>) -> Result<(), StoreError> {
+        self.with_writer(|w| {
+            w.manifest.fields = fields;
+            write_manifest(w)
+        })
+    }
+
+    fn with_writer<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut w)
+    }
+
+    /// Mints an id for a document sent without one (§7.10: not idempotent by design).
+    pub fn mint_id(&self) -> String {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.minted += 1;
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        format!("dense-{nanos:x}-{}", w.minted)
+    }
+
+    /// Upserts documents with their vectors: logged and made durable first, then inserted
+    /// into the graph (invisible until the documents are published), then published in one
+    /// step. May compact afterwards.
+    pub fn upsert(&self, docs: Vec<(StoredDoc, Vec<f32>)>) -> Result<(), StoreError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let ops: Vec<Op> = docs.into_iter().map(|(d, v)| Op::Upsert(d, v)).collect();
+        self.with_writer(|w| {
+            log_ops(w, &ops)?;
+            {
+                // New slots start at the current end; `keep` rejects slots past it, so the
+                // inserted nodes stay invisible until the write lock below publishes them.
+                let table = self.read();
+                let base = table.docs.len();
+                let ops = if self.options.defer_graph { &[][..] } else { &ops[..] };
+                for (i, op) in ops.iter().enumerate() {
+                    if let Op::Upsert(_, v) = op {
+                        table.ann.insert(v, base + i);
+                    }
+                }
+            }
+            let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+            for op in ops {
+                table.apply(op);
+            }
+            drop(table);
+            self.maybe_compact(w)
+        })
+    }
+
+    /// Deletes documents by id; returns how many existed.
+    pub fn delete(&self, ids: Vec<String>) -> Result<u64, StoreError> {
+        self.with_writer(|w| {
+            let present: Vec<String> = {
+                let t = self.read();
+                ids.into_iter().filter(|id| t.by_id.contains_key(id)).collect()
+            };
+            if present.is_empty() {
+                return Ok(0);
+            }
+            let op = Op::Delete(present);
+            log_ops(w, std::slice::from_ref(&op))?;
+            let removed = self.table.write().unwrap_or_else(|p| p.into_inner()).apply(op);
+            self.maybe_compact(w)?;
+            Ok(removed as u64)
+        })
+    }
+
+    fn maybe_compact(&self, w: &mut Writer) -> Result<(), StoreError> {
+        let (tomb, slots) = {
+            let t = self.read();
+            (t.tombstones, t.docs.len())
+        };
+        let too_many = tomb >= 64 && tomb as f64 >= self.options.compact_ratio * slots as f64;
+        let wal_full = w.wal.as_ref().is_some_and(|l| l.len() > self.options.wal_limit);
+        if too_many || wal_full { self.snapshot_locked(w) } else { Ok(()) }
+    }
+
+    /// Compacts (drops tombstones, rebuilds the graph) and, with a data directory, writes a
+    /// snapshot and empties the log.
+    pub fn snapshot(&self) -> Result<(), StoreError> {
+        self.with_writer(|w| self.snapshot_locked(w))
+    }
+
+    fn snapshot_locked(&self, w: &mut Writer) -> Result<(), StoreError> {
+        let compacted = {
+            let t = self.read();
+            t.compacted(t.params(), self.options.defer_graph)
+        };
+        if let Some(dir) = w.dir.clone() {
+            let generation = w.manifest.snapshot.map_or(1, |s| s.generation + 1);
+            let info = SnapshotInfo { generation, docs: compacted.live(), seq: w.next_seq - 1 };
+            write_snapshot(&dir, info, &compacted)?;
+            let old = w.manifest.snapshot.replace(info);
+            write_manifest(w)?;
+            if let Some(wal) = w.wal.as_mut() {
+                wal.truncate().map_err(|e| StoreError::Io { path: wal.path().to_path_buf(), source: e })?;
+            }
+            if let Some(old) = old {
+                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "jsonl"));
+                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "f32"));
+            }
+        }
+        *self.table.write().unwrap_or_else(|p| p.into_inner()) = compacted;
+        Ok(())
+    }
+}
+
+fn log_ops(w: &mut Writer, ops: &[Op]) -> Result<(), StoreError> {
+    let first = w.next_seq;
+    w.next_seq += ops.len() as u64;
+    let Some(wal) = w.wal.as_mut() else { return Ok(()) };
+    let records: Vec<(u64, &Op)> = ops.iter().enumerate().map(|(i, op)| (first + i as u64, op)).collect();
+    wal.append(&records)
+        .and_then(|_| wal.sync())
+        .map_err(|e| StoreError::Io { path: wal.path().to_path_buf(), source: e })
+}
+
+fn snapshot_path(dir: &Path, generation: u64, ext: &str) -> PathBuf {
+    dir.join(format!("snapshot-{generation:06}.{ext}"))
+}
+
+fn write_manifest(w: &Writer) -> Result<(), StoreError> {
+    let Some(dir) = &w.dir else { return Ok(()) };
+    let bytes = serde_json::to_vec_pretty(&w.manifest).unwrap_or_default();
+    write_durably(&dir.join(MANIFEST), |f| f.write_all(&bytes))
+}
+
+/// Writes `path` through a temporary file, fsyncs it, renames it into place and fsyncs the
+/// directory.
+fn write_durably(path: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), StoreError> {
+    let tmp = path.with_extension("tmp");
+    let result = (|| {
+        let mut f = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        fill(&mut f)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        match path.parent() {
+            Some(dir) => wal::sync_dir(dir),
+            None => Ok(()),
+        }
+    })();
+    result.map_err(io_at(path))
+}
+
+fn write_snapshot(dir: &Path, info: SnapshotInfo, table: &Table) -> Result<(), StoreError> {
+    let live = || table.docs.iter().enumerate().filter_map(|(s, d)| d.as_ref().map(|d| (s, d)));
+    write_durably(&snapshot_path(dir, info.generation, "jsonl"), |f| {
+        for (_, doc) in live() {
+            serde_json::to_writer(&mut *f, doc)?;
+            f.write_all(b"\n")?;
+        }
+        Ok(())
+    })?;
+    write_durably(&snapshot_path(dir, info.generation, "f32"), |f| {
+        for (slot, _) in live() {
+            for x in table.vector(slot) {
+                f.write_all(&x.to_le_bytes())?;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<(), StoreError> {
+    let docs_path = snapshot_path(dir, info.generation, "jsonl");
+    let vec_path = snapshot_path(dir, info.generation, "f32");
+    let bytes = fs::read(&vec_path).map_err(io_at(&vec_path))?;
+    if bytes.len() != info.docs * DIMENSION * 4 {
+        return Err(StoreError::Incompatible {
+            path: vec_path,
+            detail: format!("{} bytes, expected {} documents × {DIMENSION} × 4", bytes.len(), info.docs),
+        });
+    }
+    let vectors = wal::f32s(&bytes);
+    let file = File::open(&docs_path).map_err(io_at(&docs_path))?;
+    let mut docs = Vec::with_capacity(info.docs);
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(io_at(&docs_path))?;
+        let doc: StoredDoc = serde_json::from_str(&line).map_err(|e| StoreError::Incompatible {
+            path: docs_path.clone(),
+            detail: format!("line {}: {e}", i + 1),
+        })?;
+        docs.push(doc);
+    }
+    if docs.len() != info.docs {
+        return Err(StoreError::Incompatible {
+            path: docs_path,
+            detail: format!("{} documents, the manifest says {}", docs.len(), info.docs),
+        });
+    }
+    for (n, doc) in docs.into_iter().enumerate() {
+        table.apply(Op::Upsert(doc, vectors[n * DIMENSION..(n + 1) * DIMENSION].to_vec()));
+    }
+    Ok(())
+}
+
+/// The document a corpus or `index/add` document becomes.
+pub fn stored(id: String, text: String, meta: rcp_protocol::Meta, origin: Origin) -> StoredDoc {
+    StoredDoc { id, text, meta, origin }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcp_protocol::Meta;
+    use serde_json::json;
+
+    fn unit(seed: usize) -> Vec<f32> {
+        crate::testutil::random_unit(1, DIMENSION, seed as u64)
+    }
+
+    fn doc(id: &str, year: i64) -> (StoredDoc, Vec<f32>) {
+        let meta: Meta = json!({"year": year}).as_object().cloned().unwrap();
+        (stored(id.into(), format!("body {id}"), meta, Origin::Client), unit(id.len() * 7 + year as usize))
+    }
+
+    fn ids(store: &Store) -> Vec<String> {
+        let t = store.read();
+        let mut v: Vec<String> = t.by_id.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn persistence_round_trip_with_wal_and_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions::default();
+        {
+            let (s, report) = Store::open(dir.path(), opts).unwrap();
+            assert_eq!(report, OpenReport::default());
+            s.upsert(vec![doc("a", 2000), doc("b", 2001)]).unwrap();
+            s.snapshot().unwrap();
+            s.upsert(vec![doc("c", 2002)]).unwrap();
+            assert_eq!(s.delete(vec!["a".into(), "zz".into()]).unwrap(), 1);
+            assert_eq!(s.delete(vec!["a".into()]).unwrap(), 0);
+        }
+        let (s, report) = Store::open(dir.path(), opts).unwrap();
+        assert_eq!(report.snapshot_docs, 2);
+        assert_eq!(report.replayed, 2);
+        assert_eq!(ids(&s), vec!["b", "c"]);
+        let t = s.read();
+        assert_eq!(t.get("c").unwrap().meta["year"], 2002);
+        let slot = t.by_id["c"];
+        assert_eq!(t.vector(slot), unit(7 + 2002).as_slice());
+    }
+
+    #[test]
+    fn upsert_replaces_and_compaction_drops_tombstones() {
+        let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+        let s = Store::in_memory(opts);
+        let batch: Vec<_> = (0..200).map(|i| doc(&format!("d{i}"), 1900 + i)).collect();
+        s.upsert(batch).unwrap();
+        // Re-adding replaces: one live copy, the old slot is a tombstone.
+        s.upsert(vec![doc("d5", 3000)]).unwrap();
+        {
+            let t = s.read();
+            assert_eq!(t.live(), 200);
+            assert_eq!(t.tombstones(), 1);
+            assert_eq!(t.get("d5").unwrap().meta["year"], 3000);
+            let (hits, _) = t.search(&unit(2 * 7 + 3000), 200, 64, None, 0);
+            assert_eq!(hits.len(), 200, "over-fetch meets want despite the tombstone");
+            assert_eq!(hits.iter().filter(|h| t.doc(h.slot).unwrap().id == "d5").count(), 1);
+        }
+        let gone: Vec<String> = (0..100).map(|i| format!("d{i}")).collect();
+        assert_eq!(s.delete(gone).unwrap(), 100);
+        let t = s.read();
+        assert_eq!(t.live(), 100);
+        assert_eq!(t.tombstones(), 0, "compacted once tombstones passed a quarter of the slots");
+        assert_eq!(t.ann.len(), 100);
+    }
+
+    #[test]
+    fn selective_filter_falls_back_to_exact() {
+        let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+        let s = Store::in_memory(opts);
+        s.upsert((0..300).map(|i| doc(&format!("d{i}"), i)).collect()).unwrap();
+        let t = s.read();
+        let f = Filter::parse(&json!({"field": "year", "op": "in", "value": [7, 250]})).unwrap();
+        let (hits, _) = t.search(&unit(3), 10, 16, Some(&f), 0);
+        let mut got: Vec<i64> = hits.iter().map(|h| t.doc(h.slot).unwrap().meta["year"].as_i64().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, vec![7, 250]);
+    }
+}
