@@ -214,7 +214,7 @@ fn synthetic(n: usize, nq: usize, efs: &[usize]) {
         let t = Instant::now();
         let found: Vec<Vec<usize>> = queries
             .chunks_exact(DIMENSION)
-            .map(|q| graph.search(q, 10, ef, &|_| true).iter().map(|x| x.slot).collect())
+            .map(|q| graph.search(q, 10, ef, None).iter().map(|x| x.slot).collect())
             .collect();
         let qps = nq as f64 / t.elapsed().as_secs_f64();
         let hits: usize = found.iter().zip(&truth).map(|(f, t)| t.iter().filter(|s| f.contains(s)).count()).sum();

@@ -136,20 +136,27 @@ impl Ann {
         self.hnsw.insert_slice((vector, slot));
     }
 
-    /// Up to `want` nodes nearest to `query` among those `keep` accepts, best first, with a
-    /// beam of `max(ef, want)`. The predicate is applied during the graph walk, so rejected
-    /// nodes still guide the search but never take a place in the result.
-    pub fn search(&self, query: &[f32], want: usize, ef: usize, keep: &dyn Fn(usize) -> bool) -> Vec<Scored> {
+    /// Up to `want` nodes nearest to `query` with a beam of `max(ef, want)`, best first.
+    ///
+    /// Without `keep` this is the plain HNSW search, which stops as soon as the beam cannot
+    /// improve. With `keep`, the predicate is applied during the walk (rejected nodes still
+    /// guide the search but never take a place in the result); hnsw_rs then explores until its
+    /// candidates run out, which finds matches of a selective predicate at a higher cost.
+    pub fn search(&self, query: &[f32], want: usize, ef: usize, keep: Option<&dyn Fn(usize) -> bool>) -> Vec<Scored> {
         if want == 0 || self.is_empty() {
             return Vec::new();
         }
-        let filter = |id: &usize| keep(*id);
-        let found = self.hnsw.search_filter(query, want, ef.max(want), Some(&filter));
-        let mut out: Vec<Scored> = found
-            .into_iter()
-            .filter(|n| keep(n.d_id))
-            .map(|n| Scored { slot: n.d_id, score: 1.0 - n.distance })
-            .collect();
+        let found = match keep {
+            None => self.hnsw.search(query, want, ef.max(want)),
+            Some(keep) => {
+                let filter = |id: &usize| keep(*id);
+                let mut found = self.hnsw.search_filter(query, want, ef.max(want), Some(&filter));
+                found.retain(|n| keep(n.d_id));
+                found
+            }
+        };
+        let mut out: Vec<Scored> =
+            found.into_iter().map(|n| Scored { slot: n.d_id, score: 1.0 - n.distance }).collect();
         out.sort_by(by_score);
         out
     }
@@ -199,10 +206,10 @@ mod tests {
         let ann = Ann::build(HnswParams::default(), &v, dim, |_| true);
         assert_eq!(ann.len(), 500);
         let q = &v[42 * dim..43 * dim];
-        let hits = ann.search(q, 5, 64, &|_| true);
+        let hits = ann.search(q, 5, 64, None);
         assert_eq!(hits[0].slot, 42);
         assert!((hits[0].score - 1.0).abs() < 1e-5);
-        let hits = ann.search(q, 5, 64, &|s| s != 42 && s % 2 == 0);
+        let hits = ann.search(q, 5, 64, Some(&|s| s != 42 && s % 2 == 0));
         assert_eq!(hits.len(), 5);
         assert!(hits.iter().all(|h| h.slot != 42 && h.slot % 2 == 0));
         let exact_top = exact(&v, dim, q, 5, None, &|s| s != 42 && s % 2 == 0);

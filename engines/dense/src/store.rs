@@ -238,11 +238,15 @@ impl Table {
     }
 
     /// The `want` best live documents for a unit query vector among those `filter` accepts,
-    /// each scored by its exact cosine. Collections up to `full_scan_threshold` live documents
-    /// are scanned exactly. Otherwise the graph is searched with `ef` (at least `want`); when a
-    /// filter or tombstones leave fewer than `want` results, the beam is widened ×4 up to three
-    /// times, then the search falls back to an exact scan, so `want` is met whenever that many
-    /// documents match.
+    /// each scored by its exact cosine.
+    ///
+    /// Collections up to `full_scan_threshold` live documents are scanned exactly. Otherwise:
+    /// 1. the plain graph search with beam `ef` (at least `want`) returns the whole beam, and
+    ///    tombstones and documents the filter rejects are dropped; when fewer than `want` remain,
+    ///    the beam is widened ×4 and the search repeated once;
+    /// 2. with a filter, a filtered graph walk follows (the filter applied during the walk,
+    ///    which reaches the matches of a selective filter);
+    /// 3. an exact scan, so `want` is met whenever that many documents match.
     pub fn search(
         &self,
         query: &[f32],
@@ -262,18 +266,28 @@ impl Table {
         if live <= full_scan_threshold {
             return (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::Exact);
         }
-        let mut ef = ef.max(want);
-        for attempt in 0..4 {
-            let mut found = self.ann.search(query, want, ef, &keep);
-            if found.len() >= want.min(live) {
-                for s in &mut found {
-                    s.score = ann::dot(query, self.vector(s.slot));
-                }
-                found.sort_by(ann::by_score);
-                return (found, SearchPath::Hnsw { ef });
+        let enough = want.min(live);
+        let rescore = |mut found: Vec<Scored>| {
+            for s in &mut found {
+                s.score = ann::dot(query, self.vector(s.slot));
             }
-            if attempt < 3 {
-                ef = ef.saturating_mul(4).min(self.docs.len().max(want));
+            found.sort_by(ann::by_score);
+            found.truncate(want);
+            found
+        };
+        let mut beam = ef.max(want);
+        for _ in 0..2 {
+            let mut found = self.ann.search(query, beam, beam, None);
+            found.retain(|s| keep(s.slot));
+            if found.len() >= enough {
+                return (rescore(found), SearchPath::Hnsw { ef: beam });
+            }
+            beam = beam.saturating_mul(4).min(self.docs.len().max(want));
+        }
+        if filter.is_some() {
+            let found = self.ann.search(query, want, ef.max(want), Some(&keep));
+            if found.len() >= enough {
+                return (rescore(found), SearchPath::Hnsw { ef: ef.max(want) });
             }
         }
         (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::ExactFallback)
@@ -293,6 +307,8 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Writer {
+    /// Held for the store's lifetime: one process per data directory.
+    _lock: Option<File>,
     dir: Option<PathBuf>,
     wal: Option<Wal>,
     manifest: Manifest,
@@ -318,6 +334,7 @@ impl Store {
         Self {
             table: RwLock::new(Table::new(DIMENSION, params)),
             writer: std::sync::Mutex::new(Writer {
+                _lock: None,
                 dir: None,
                 wal: None,
                 manifest: Manifest::new(params),
@@ -331,6 +348,19 @@ impl Store {
     /// Opens (creating) the store in `dir`: snapshot, then log replay, then the graph.
     pub fn open(dir: &Path, options: StoreOptions) -> Result<(Self, OpenReport), StoreError> {
         fs::create_dir_all(dir).map_err(io_at(dir))?;
+        let lock_path = dir.join(".lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_at(&lock_path))?;
+        if lock.try_lock().is_err() {
+            return Err(StoreError::Incompatible {
+                path: dir.to_path_buf(),
+                detail: "the data directory is in use by another rcp-dense process".to_owned(),
+            });
+        }
         let manifest_path = dir.join(MANIFEST);
         let mut manifest = match fs::read(&manifest_path) {
             Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
@@ -377,6 +407,7 @@ impl Store {
         let store = Self {
             table: RwLock::new(table),
             writer: std::sync::Mutex::new(Writer {
+                _lock: Some(lock),
                 dir: Some(dir.to_path_buf()),
                 wal: Some(wal),
                 manifest,
@@ -645,6 +676,7 @@ mod tests {
             assert_eq!(s.delete(vec!["a".into()]).unwrap(), 0);
         }
         let (s, report) = Store::open(dir.path(), opts).unwrap();
+        assert!(Store::open(dir.path(), opts).unwrap_err().to_string().contains("in use"));
         assert_eq!(report.snapshot_docs, 2);
         assert_eq!(report.replayed, 2);
         assert_eq!(ids(&s), vec!["b", "c"]);

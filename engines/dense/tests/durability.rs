@@ -192,3 +192,26 @@ fn ping_stays_responsive_during_a_large_index_add() {
     let progress = e.notifications.iter().filter(|n| n["method"] == "notifications/progress").count();
     assert!(progress >= 2, "expected progress frames during the add");
 }
+
+#[test]
+fn a_cancelled_index_add_stops_embedding_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut e = serve(&["--data-dir", dir_arg(tmp.path())]);
+    let ids: Vec<String> = (0..3000).map(|i| format!("c-{i}")).collect();
+    let docs: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "text": format!("Document {id} about wind tunnels and airfoils.")}))
+        .collect();
+    let add_id = json!("big");
+    e.send(&json!({"jsonrpc": "2.0", "id": add_id, "method": "index/add", "params": {"documents": docs}}));
+    std::thread::sleep(Duration::from_millis(800));
+    let sent = Instant::now();
+    e.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancel", "params": {"id": add_id}}));
+    let r = e.response_for(&add_id, Duration::from_secs(30));
+    assert_eq!(r["error"]["code"], -32006, "{r}");
+    // The encoder is free again soon: it stopped between batches instead of finishing 3,000 texts.
+    let res = e.ok("embed", json!({"inputs": ["still responsive"]}));
+    assert_eq!(res["vectors"].as_array().unwrap().len(), 1);
+    assert!(sent.elapsed() < Duration::from_secs(5), "encoder busy for {:?} after the cancel", sent.elapsed());
+    assert_eq!(e.ok("index/delete", json!({"ids": ids}))["deleted"], 0, "a cancelled add writes nothing");
+}

@@ -7,10 +7,12 @@ mod common;
 
 use std::path::PathBuf;
 
-use rcp_dense::ann::{self, Ann, HnswParams};
+use rcp_dense::ann::{self, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION, IDENTITY};
 use rcp_dense::passage;
+use rcp_dense::store::{SearchPath, Store, StoreOptions, stored};
+use rcp_dense::wal::Origin;
 use rcp_server::corpus::read_jsonl;
 
 fn cranfield() -> PathBuf {
@@ -47,15 +49,22 @@ fn cached(name: &str, texts: &[String], embedder: &mut Option<Embedder>) -> Vec<
     out
 }
 
-fn recall_at_10(ann: &Ann, docs: &[f32], queries: &[f32], ef: usize, keep: &dyn Fn(usize) -> bool) -> f64 {
-    let nq = queries.len() / DIMENSION;
+/// Mean recall@10 of the store's search (graph, tombstones, over-fetch) against an exact
+/// scan of the live documents.
+fn recall_at_10(store: &Store, docs: &[f32], probes: &[f32], live: &dyn Fn(usize) -> bool) -> f64 {
+    let table = store.read();
+    let ef = HnswParams::default().ef_search;
     let mut found = 0;
-    for q in queries.chunks_exact(DIMENSION) {
-        let truth: Vec<usize> = ann::exact(docs, DIMENSION, q, 10, None, keep).iter().map(|s| s.slot).collect();
-        let got: Vec<usize> = ann.search(q, 10, ef, keep).iter().map(|s| s.slot).collect();
-        found += truth.iter().filter(|s| got.contains(s)).count();
+    let mut total = 0;
+    for q in probes.chunks_exact(DIMENSION) {
+        let truth: Vec<usize> = ann::exact(docs, DIMENSION, q, 10, None, live).iter().map(|s| s.slot).collect();
+        let (got, path) = table.search(q, 10, ef, None, 0);
+        assert!(matches!(path, SearchPath::Hnsw { .. }), "{path:?}");
+        let got: Vec<String> = got.iter().map(|s| table.doc(s.slot).unwrap().id.clone()).collect();
+        found += truth.iter().filter(|s| got.contains(&s.to_string())).count();
+        total += truth.len();
     }
-    found as f64 / (nq * 10) as f64
+    found as f64 / total as f64
 }
 
 #[test]
@@ -75,17 +84,26 @@ fn hnsw_recall_at_10_on_cranfield_vectors() {
         assert!((norm - 1.0).abs() < 1e-3, "unit vectors");
     }
 
+    // The engine's store (ids are row numbers), searched through the graph at any size.
+    let store = Store::in_memory(StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() });
+    let rows = docs
+        .chunks_exact(DIMENSION)
+        .enumerate()
+        .map(|(i, v)| (stored(i.to_string(), String::new(), Default::default(), Origin::Corpus), v.to_vec()));
+    store.upsert(rows.collect()).unwrap();
+
     // Queries and documents both, so the graph is searched with a few thousand probes.
     let probes: Vec<f32> = qs.iter().chain(docs.iter().take(500 * DIMENSION)).copied().collect();
-    let ann = Ann::build(HnswParams::default(), &docs, DIMENSION, |_| true);
-    let all = |_: usize| true;
-    let r = recall_at_10(&ann, &docs, &probes, HnswParams::default().ef_search, &all);
+    let r = recall_at_10(&store, &docs, &probes, &|_| true);
     eprintln!("recall@10 (ef=64): {r:.4}");
     assert!(r >= 0.98, "recall@10 {r} < 0.98");
 
-    // With a fifth of the documents tombstoned the graph still meets recall over the rest.
-    let live = |s: usize| !s.is_multiple_of(5);
-    let r = recall_at_10(&ann, &docs, &qs, HnswParams::default().ef_search, &live);
+    // With a fifth of the documents deleted (tombstones, below the compaction threshold) the
+    // over-fetching search still meets recall over the rest.
+    let gone: Vec<String> = (0..1400).filter(|i| i % 5 == 0).map(|i: usize| i.to_string()).collect();
+    assert_eq!(store.delete(gone).unwrap(), 280);
+    assert_eq!(store.read().tombstones(), 280);
+    let r = recall_at_10(&store, &docs, &qs, &|s| !s.is_multiple_of(5));
     eprintln!("recall@10 with tombstones: {r:.4}");
     assert!(r >= 0.98, "recall@10 with tombstones {r} < 0.98");
 }
