@@ -1,0 +1,185 @@
+//! One query, two genuinely independent engines, one fused list.
+//!
+//! ```sh
+//! cargo run --release --example example_federation                     # built-in corpus
+//! cargo run --release --example example_federation -- "how are lists fused" -k 5
+//! cargo run --release --example example_federation -- --corpus docs.jsonl "my question"
+//! ```
+//!
+//! Spawns `rcp-bm25` (lexical, tantivy) and `rcp-dense` (MiniLM embeddings + HNSW) over stdio
+//! through the client crate's `Federation`, prints each engine's own ranking, then the fused
+//! top-k under RRF and under convex fusion (both engines advertise `scoreFloor`), and the
+//! federation's union and intersection of capabilities. On first use it builds the two engine
+//! binaries and provisions the embedding model, with visible progress.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use clap::Parser;
+use rcp_client::federation::EngineOutcome;
+use rcp_client::{Federation, FederationOptions, Registry};
+use rcp_protocol::retrieve::FusionParams;
+use rcp_protocol::{Hit, RetrieveParams};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(about = "Fan one query out to a BM25 and a dense engine and fuse the lists")]
+struct Args {
+    /// The query.
+    #[arg(default_value = "how do search engines combine ranked lists")]
+    query: String,
+    /// Fused hits to show.
+    #[arg(short, long, default_value_t = 5)]
+    k: u64,
+    /// Index this JSONL corpus (`_id`, `title`, `text`) in both engines first.
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// The rcp-bm25 binary (default: beside this example, built on demand).
+    #[arg(long)]
+    bm25: Option<PathBuf>,
+    /// The rcp-dense binary (default: beside this example, built on demand).
+    #[arg(long)]
+    dense: Option<PathBuf>,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("example_federation: {msg}");
+    std::process::exit(1)
+}
+
+/// The engine binaries live in the same profile directory as this example
+/// (`target/<profile>/examples/example_federation` → `target/<profile>/rcp-*`).
+fn engine_binaries(args: &Args) -> (PathBuf, PathBuf) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| fail(e));
+    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let bm25 = args.bm25.clone().unwrap_or_else(|| profile_dir.join("rcp-bm25"));
+    let dense = args.dense.clone().unwrap_or_else(|| profile_dir.join("rcp-dense"));
+    if (args.bm25.is_none() && !bm25.exists()) || (args.dense.is_none() && !dense.exists()) {
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        eprintln!("building the engines (first run only)…");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "rcp-bm25", "-p", "rcp-dense", "--bins"]);
+        if release {
+            cmd.arg("--release");
+        }
+        let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+        if !ok {
+            fail("could not build rcp-bm25 and rcp-dense; run `cargo build --release -p rcp-bm25 -p rcp-dense`");
+        }
+    }
+    (bm25, dense)
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    match cmd.status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => fail(format!("{what} failed ({s})")),
+        Err(e) => fail(format!("{what}: {e}")),
+    }
+}
+
+fn show(hits: &[Hit], k: usize) {
+    for (i, h) in hits.iter().take(k).enumerate() {
+        let title = h.citation.as_ref().and_then(|c| c.title.clone()).or_else(|| h.text.clone()).unwrap_or_default();
+        let title: String = title.chars().take(60).collect();
+        println!("  {:>2}. {:<12} {:>9.4}  {title}", i + 1, h.key(), h.score);
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let (bm25, dense) = engine_binaries(&args);
+
+    eprintln!("checking the embedding model (downloads it on first run)…");
+    run(Command::new(&dense).arg("fetch-model"), "rcp-dense fetch-model");
+
+    let mut bm25_cmd = vec![bm25.to_string_lossy().into_owned(), "serve".into()];
+    let mut dense_cmd = vec![dense.to_string_lossy().into_owned(), "serve".into()];
+    let _data = args.corpus.as_ref().map(|corpus| {
+        let dir = std::env::temp_dir().join(format!("rcp-example-federation-{}", std::process::id()));
+        let (b, d) = (dir.join("bm25"), dir.join("dense"));
+        eprintln!("indexing {} in both engines…", corpus.display());
+        run(Command::new(&bm25).args(["index", "--data-dir"]).arg(&b).arg(corpus), "rcp-bm25 index");
+        run(Command::new(&dense).args(["index", "--data-dir"]).arg(&d).arg(corpus), "rcp-dense index");
+        bm25_cmd.extend(["--data-dir".into(), b.to_string_lossy().into_owned()]);
+        dense_cmd.extend(["--data-dir".into(), d.to_string_lossy().into_owned()]);
+        TempDir(dir)
+    });
+
+    let registry = json!({"engines": [
+        {"id": "bm25", "transport": "stdio", "command": bm25_cmd},
+        {"id": "dense", "transport": "stdio", "command": dense_cmd}
+    ]});
+    let registry = Registry::parse(&registry.to_string(), None).unwrap_or_else(|e| fail(e));
+    let options = FederationOptions { engine_timeout: Duration::from_secs(60), ..Default::default() };
+    let fed = Federation::new(registry, options);
+    for (id, c) in fed.connect().await {
+        if let Err(e) = c {
+            fail(format!("engine {id} did not start: {e}"));
+        }
+    }
+
+    let k = args.k as usize;
+    println!("query: {:?}\n", args.query);
+    let mut params = RetrieveParams::new(args.query.clone(), args.k);
+    params.include_text = Some(true);
+    let rrf = fed.retrieve(params.clone()).await.unwrap_or_else(|e| fail(e));
+    for (id, outcome) in &rrf.engines {
+        match outcome {
+            EngineOutcome::Answered { hits, latency } => {
+                println!("{id} ranking ({} ms):", latency.as_millis());
+                show(hits, k);
+            }
+            EngineOutcome::Skipped(r) => println!("{id}: skipped ({r})"),
+            EngineOutcome::Failed(e) => println!("{id}: failed ({e})"),
+        }
+        println!();
+    }
+
+    // The fusion method travels in the federated request's own `fusion` option; the engines
+    // never see it (each returns its own ranking).
+    params.fusion = Some(FusionParams { method: Some("convex".into()), alpha: Some(0.5), ..Default::default() });
+    let convex = fed.retrieve(params).await.unwrap_or_else(|e| fail(e));
+    for (label, out) in [("RRF (rrfK 60)", &rrf), ("convex (alpha 0.5 on dense, scoreFloor-anchored)", &convex)] {
+        println!("fused top-{k}, {label} [used: {}]:", out.fusion.name());
+        println!("  {:>2}  {:<12} {:<6} {:>9}  {:>9}  {:>10}", "#", "id", "from", "fused", "bm25 rank", "dense rank");
+        for (i, h) in out.result.hits.iter().enumerate() {
+            let meta = h.meta.clone().unwrap_or_default();
+            let engine = meta.get("engine").and_then(|v| v.as_str()).unwrap_or("?");
+            let rank =
+                |e: &str| meta.get("engineRanks").and_then(|r| r.get(e)).map_or("-".to_owned(), |r| r.to_string());
+            println!(
+                "  {:>2}  {:<12} {:<6} {:>9.5}  {:>9}  {:>10}",
+                i + 1,
+                h.key(),
+                engine,
+                h.score,
+                rank("bm25"),
+                rank("dense")
+            );
+        }
+        if let Some(u) = &out.result.usage
+            && !u.notes.is_empty()
+        {
+            println!("  notes: {}", u.notes.join("; "));
+        }
+        println!();
+    }
+
+    let union: Vec<String> = fed.effective_capabilities().await.into_iter().collect();
+    let inter: Vec<String> = fed.guaranteed_capabilities().await.into_iter().collect();
+    println!("federation capabilities (union, what it can do):        {}", union.join(", "));
+    println!("federation capabilities (intersection, what it guarantees): {}", inter.join(", "));
+}
+
+/// Removes the example's data directories when it ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
