@@ -27,7 +27,7 @@ use serde_json::json;
 #[command(about = "Fan one query out to a BM25 and a dense engine and fuse the lists")]
 struct Args {
     /// The query.
-    #[arg(default_value = "how do search engines combine ranked lists")]
+    #[arg(default_value = "lexical versus semantic search")]
     query: String,
     /// Fused hits to show.
     #[arg(short, long, default_value_t = 5)]
@@ -145,21 +145,18 @@ async fn main() {
     let convex = fed.retrieve(params).await.unwrap_or_else(|e| fail(e));
     for (label, out) in [("RRF (rrfK 60)", &rrf), ("convex (alpha 0.5 on dense, scoreFloor-anchored)", &convex)] {
         println!("fused top-{k}, {label} [used: {}]:", out.fusion.name());
-        println!("  {:>2}  {:<12} {:<6} {:>9}  {:>9}  {:>10}", "#", "id", "from", "fused", "bm25 rank", "dense rank");
+        println!(
+            "  {:>2}  {:<12} {:<11} {:>9}  {:>9}  {:>10}",
+            "#", "id", "found by", "fused", "bm25 rank", "dense rank"
+        );
         for (i, h) in out.result.hits.iter().enumerate() {
-            let meta = h.meta.clone().unwrap_or_default();
-            let engine = meta.get("engine").and_then(|v| v.as_str()).unwrap_or("?");
-            let rank =
-                |e: &str| meta.get("engineRanks").and_then(|r| r.get(e)).map_or("-".to_owned(), |r| r.to_string());
-            println!(
-                "  {:>2}  {:<12} {:<6} {:>9.5}  {:>9}  {:>10}",
-                i + 1,
-                h.key(),
-                engine,
-                h.score,
-                rank("bm25"),
-                rank("dense")
-            );
+            // meta.engine names one origin; engineRanks shows every engine that returned the hit.
+            let ranks = h.meta.as_ref().and_then(|m| m.get("engineRanks")).and_then(|r| r.as_object()).cloned();
+            let ranks = ranks.unwrap_or_default();
+            let found_by = ranks.keys().cloned().collect::<Vec<_>>().join("+");
+            let rank = |e: &str| ranks.get(e).map_or("-".to_owned(), |r| r.to_string());
+            let (bm25, dense) = (rank("bm25"), rank("dense"));
+            println!("  {:>2}  {:<12} {found_by:<11} {:>9.5}  {bm25:>9}  {dense:>10}", i + 1, h.key(), h.score);
         }
         if let Some(u) = &out.result.usage
             && !u.notes.is_empty()
