@@ -15,3 +15,8 @@ pub use error::ClientError;
 pub use federation::{Federation, FederationOptions};
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
+
+/// The README's code samples, compiled as doctests so they cannot rot.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -71,7 +71,3 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// The README's code samples, compiled as doctests so they cannot rot.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
