@@ -2,8 +2,8 @@
 //! are the same integer (JSON Schema's `integer` accepts both); `3.5`, strings and values
 //! outside the target range are rejected with a message naming what was expected.
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
 fn to_i128<E: de::Error>(n: serde_json::Number) -> Result<i128, E> {
     if let Some(i) = n.as_i64() {
@@ -83,7 +83,9 @@ mod tests {
         assert_eq!((p.k, p.level), (3, None));
         let p: P = serde_json::from_value(json!({"k": 3, "level": 2.0})).unwrap();
         assert_eq!((p.k, p.level), (3, Some(2)));
-        for bad in [json!({"k": 2.5}), json!({"k": -1}), json!({"k": "3"}), json!({"k": 1e300}), json!({"k": 1, "level": -2})] {
+        for bad in
+            [json!({"k": 2.5}), json!({"k": -1}), json!({"k": "3"}), json!({"k": 1e300}), json!({"k": 1, "level": -2})]
+        {
             assert!(serde_json::from_value::<P>(bad.clone()).is_err(), "{bad}");
         }
         assert!(serde_json::from_value::<P>(json!({})).is_err(), "k is required");

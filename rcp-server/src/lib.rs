@@ -70,4 +70,3 @@ pub fn init_tracing() {
         .with_ansi(false)
         .try_init();
 }
-
