@@ -4,8 +4,8 @@
 //!    cosine search and of the engine's HNSW path (`candidateK` 100, as a default `retrieve`),
 //!    plus embedding throughput on the abstracts and on the (short) queries.
 //! 2. **Synthetic 100k**: recall@10 against exact search and single-thread queries/s for two
-//!    `ef` settings, on clustered unit vectors (2,000 random centroids, Gaussian spread, cosine
-//!    ≈ 0.7 to the centroid) — a harder and larger set than Cranfield.
+//!    `ef` settings, on clustered unit vectors (2,000 random centroids, Gaussian spread 0.08, cosine
+//!    ≈ 0.55 to the centroid) — a harder and larger set than Cranfield.
 //!
 //! ```sh
 //! cargo run --release -p rcp-bench --bin dense_cranfield
@@ -43,6 +43,12 @@ struct Args {
     /// Queries against the synthetic set.
     #[arg(long, default_value_t = 1_000)]
     queries: usize,
+    /// Skip Cranfield and embedding (only the synthetic set).
+    #[arg(long)]
+    synthetic_only: bool,
+    /// Gaussian spread of the synthetic clusters (per dimension, before normalising).
+    #[arg(long, default_value_t = 0.08)]
+    spread: f32,
     /// The two `ef` settings compared on the synthetic set.
     #[arg(long, num_args = 2, default_values_t = [64, 256])]
     ef: Vec<usize>,
@@ -50,6 +56,10 @@ struct Args {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
+    if args.synthetic_only {
+        synthetic(args.synthetic, args.queries, &args.ef, args.spread);
+        return Ok(());
+    }
     let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
     let files = match model::locate(&dir) {
         Ok(f) => f,
@@ -126,7 +136,7 @@ fn main() -> Result<(), String> {
     println!("| Cranfield queries (~15 tokens) | {query_rate:.1} |");
 
     if args.synthetic > 0 {
-        synthetic(args.synthetic, args.queries, &args.ef);
+        synthetic(args.synthetic, args.queries, &args.ef, args.spread);
     }
     println!("\ncommand: cargo run --release -p rcp-bench --bin dense_cranfield");
     Ok(())
@@ -160,8 +170,7 @@ impl Rng {
 }
 
 /// `n` clustered unit vectors around `centroids`.
-fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize) -> Vec<f32> {
-    let spread = 0.05f32;
+fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize, spread: f32) -> Vec<f32> {
     let mut out = Vec::with_capacity(n * DIMENSION);
     for _ in 0..n {
         let c = &centroids[(rng.uniform() * centroids.len() as f64) as usize % centroids.len()];
@@ -172,11 +181,11 @@ fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize) -> Vec<f32> {
     out
 }
 
-fn synthetic(n: usize, nq: usize, efs: &[usize]) {
+fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit()).collect();
-    let data = clustered(&mut rng, &centroids, n);
-    let queries = clustered(&mut rng, &centroids, nq);
+    let data = clustered(&mut rng, &centroids, n, spread);
+    let queries = clustered(&mut rng, &centroids, nq, spread);
     eprintln!("building HNSW over {n} synthetic vectors ...");
     let t = Instant::now();
     let params = HnswParams::default();

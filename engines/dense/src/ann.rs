@@ -53,13 +53,21 @@ impl Distance<f32> for UnitDot {
     }
 }
 
-/// The dot product, with independent partial sums so the compiler can vectorise it.
+/// The dot product, over fixed-size blocks with independent partial sums so the compiler
+/// vectorises it.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    const LANES: usize = 16;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
     for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
+        let (x, y): (&[f32; LANES], &[f32; LANES]) = match (x.try_into(), y.try_into()) {
+            (Ok(x), Ok(y)) => (x, y),
+            _ => unreachable!("chunks_exact yields full blocks"),
+        };
+        for i in 0..LANES {
             acc[i] += x[i] * y[i];
         }
     }

@@ -337,7 +337,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         .index(engine)
         .streaming()
         .log()
-        .conformance(ConformanceLevel::L1);
+        .conformance(ConformanceLevel::L2);
     let server = cmd.serve.configure(builder).build();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
     runtime.block_on(cmd.serve.serve(server)).map_err(|e| e.to_string())

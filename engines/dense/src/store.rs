@@ -568,7 +568,8 @@ fn write_manifest(w: &Writer) -> Result<(), StoreError> {
 /// Writes `path` through a temporary file, fsyncs it, renames it into place and fsyncs the
 /// directory.
 fn write_durably(path: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), StoreError> {
-    let tmp = path.with_extension("tmp");
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!("{name}.tmp"));
     let result = (|| {
         let mut f = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
         fill(&mut f)?;
