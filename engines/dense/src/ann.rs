@@ -36,7 +36,7 @@ impl Default for HnswParams {
 
 /// Graphs up to this many nodes are built by sequential insertion, which makes the graph (and
 /// so every search result) reproducible across restarts; larger ones are built in parallel.
-pub const SEQUENTIAL_BUILD_MAX: usize = 20_000;
+pub const SEQUENTIAL_BUILD_MAX: usize = 5_000;
 
 const MAX_LAYERS: usize = 16;
 

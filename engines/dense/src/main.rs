@@ -213,7 +213,7 @@ fn load_corpus(
         };
         bar.inc((n - todo.len()) as u64);
         let mut out = Vec::with_capacity(todo.len());
-        for part in todo.chunks(32) {
+        for part in todo.chunks(128) {
             let texts: Vec<String> = part.iter().map(passage).collect();
             let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
             for (d, v) in part.iter().zip(vectors) {
