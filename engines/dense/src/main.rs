@@ -20,10 +20,9 @@ use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
 use rcp_server::corpus::{self, CorpusDoc};
 
-use rcp_dense::ann::HnswParams;
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, ModelError};
-use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::store::{HnswOverride, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 use rcp_dense::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
 
@@ -67,23 +66,23 @@ struct ModelArgs {
 
 #[derive(Debug, Clone, Args)]
 struct HnswArgs {
-    /// HNSW links per node and layer (M).
-    #[arg(long, default_value_t = HnswParams::default().m)]
-    hnsw_m: usize,
-    /// HNSW beam width while building.
-    #[arg(long, default_value_t = HnswParams::default().ef_construction)]
-    ef_construction: usize,
-    /// HNSW beam width while searching (raised to `candidateK`).
-    #[arg(long, default_value_t = HnswParams::default().ef_search)]
-    ef_search: usize,
+    /// HNSW links per node and layer (M) [default: as stored in the data directory, else 16].
+    #[arg(long)]
+    hnsw_m: Option<usize>,
+    /// HNSW beam width while building [default: as stored, else 100].
+    #[arg(long)]
+    ef_construction: Option<usize>,
+    /// HNSW beam width while searching, raised to `candidateK` [default: as stored, else 64].
+    #[arg(long)]
+    ef_search: Option<usize>,
     /// Collections with at most this many documents are searched exactly.
     #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
     full_scan_threshold: usize,
 }
 
 impl HnswArgs {
-    fn params(&self) -> HnswParams {
-        HnswParams { m: self.hnsw_m, ef_construction: self.ef_construction, ef_search: self.ef_search }
+    fn params(&self) -> HnswOverride {
+        HnswOverride { m: self.hnsw_m, ef_construction: self.ef_construction, ef_search: self.ef_search }
     }
 }
 
@@ -181,7 +180,7 @@ fn load_embedder(args: &ModelArgs) -> Result<Embedder, String> {
 }
 
 fn store_options(hnsw: &HnswArgs) -> StoreOptions {
-    StoreOptions { hnsw: Some(hnsw.params()), full_scan_threshold: hnsw.full_scan_threshold, ..StoreOptions::default() }
+    StoreOptions { hnsw: hnsw.params(), full_scan_threshold: hnsw.full_scan_threshold, ..StoreOptions::default() }
 }
 
 /// Embeds corpus documents into `store` in batches; unchanged documents are skipped.
@@ -326,7 +325,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
     let options = EngineOptions {
         batch_limit: cmd.batch_limit,
         max_k: cmd.max_k,
-        ef_search: cmd.hnsw.ef_search,
+        ef_search: store.read().params().ef_search,
         source: source_label(cmd.data_dir.as_deref()),
         ..EngineOptions::default()
     };

@@ -104,8 +104,8 @@ impl Manifest {
 /// Tunables of the store.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StoreOptions {
-    /// HNSW parameters; `None` keeps the ones in the manifest (or the defaults).
-    pub hnsw: Option<HnswParams>,
+    /// HNSW parameters to change; the others keep their value in the manifest (or the default).
+    pub hnsw: HnswOverride,
     /// Collections at or below this many live documents are searched exactly.
     pub full_scan_threshold: usize,
     /// Compact when tombstones reach this fraction of the slots (and at least 64 of them).
@@ -118,7 +118,35 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { hnsw: None, full_scan_threshold: 1000, compact_ratio: 0.25, wal_limit: 256 << 20, defer_graph: false }
+        Self {
+            hnsw: HnswOverride::default(),
+            full_scan_threshold: 1000,
+            compact_ratio: 0.25,
+            wal_limit: 256 << 20,
+            defer_graph: false,
+        }
+    }
+}
+
+/// HNSW parameters given on the command line; `None` keeps the stored (or default) value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HnswOverride {
+    /// Links per node and layer.
+    pub m: Option<usize>,
+    /// Beam width while building.
+    pub ef_construction: Option<usize>,
+    /// Beam width while searching.
+    pub ef_search: Option<usize>,
+}
+
+impl HnswOverride {
+    /// `base` with the given values replaced.
+    pub fn apply(&self, base: HnswParams) -> HnswParams {
+        HnswParams {
+            m: self.m.unwrap_or(base.m),
+            ef_construction: self.ef_construction.unwrap_or(base.ef_construction),
+            ef_search: self.ef_search.unwrap_or(base.ef_search),
+        }
     }
 }
 
@@ -330,7 +358,7 @@ pub struct OpenReport {
 impl Store {
     /// An empty store that lives in memory only (no `--data-dir`).
     pub fn in_memory(options: StoreOptions) -> Self {
-        let params = options.hnsw.unwrap_or_default();
+        let params = options.hnsw.apply(HnswParams::default());
         Self {
             table: RwLock::new(Table::new(DIMENSION, params)),
             writer: std::sync::Mutex::new(Writer {
@@ -365,7 +393,7 @@ impl Store {
         let mut manifest = match fs::read(&manifest_path) {
             Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
                 .map_err(|e| StoreError::Incompatible { path: manifest_path.clone(), detail: e.to_string() })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(options.hnsw.unwrap_or_default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(HnswParams::default()),
             Err(e) => return Err(StoreError::Io { path: manifest_path, source: e }),
         };
         if manifest.format != FORMAT || manifest.identity != IDENTITY || manifest.dimension != DIMENSION {
@@ -378,9 +406,7 @@ impl Store {
                 ),
             });
         }
-        if let Some(p) = options.hnsw {
-            manifest.hnsw = p;
-        }
+        manifest.hnsw = options.hnsw.apply(manifest.hnsw);
         let params = manifest.hnsw;
         let mut table = Table::new(DIMENSION, params);
         let mut report = OpenReport::default();
@@ -668,7 +694,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = StoreOptions::default();
         {
-            let (s, report) = Store::open(dir.path(), opts).unwrap();
+            let m8 = StoreOptions { hnsw: HnswOverride { m: Some(8), ..Default::default() }, ..opts };
+            let (s, report) = Store::open(dir.path(), m8).unwrap();
             assert_eq!(report, OpenReport::default());
             s.upsert(vec![doc("a", 2000), doc("b", 2001)]).unwrap();
             s.snapshot().unwrap();
@@ -678,6 +705,7 @@ mod tests {
         }
         let (s, report) = Store::open(dir.path(), opts).unwrap();
         assert!(Store::open(dir.path(), opts).unwrap_err().to_string().contains("in use"));
+        assert_eq!(s.read().params().m, 8, "HNSW parameters persist in the manifest");
         assert_eq!(report.snapshot_docs, 2);
         assert_eq!(report.replayed, 2);
         assert_eq!(ids(&s), vec!["b", "c"]);
