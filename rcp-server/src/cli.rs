@@ -50,12 +50,19 @@ pub struct ServeArgs {
     /// Per-request deadline in milliseconds (`_meta.deadlineMs` may only shorten it).
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     pub deadline_ms: u64,
+
+    /// Deadline of writes (`index/add`, `index/delete`) in milliseconds: large batches embed or
+    /// index for a long time.
+    #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
+    pub write_deadline_ms: u64,
 }
 
 impl ServeArgs {
     /// Applies the server-side options (deadline) to a builder.
     pub fn configure(&self, builder: ServerBuilder) -> ServerBuilder {
-        builder.request_deadline(Duration::from_millis(self.deadline_ms))
+        builder
+            .request_deadline(Duration::from_millis(self.deadline_ms))
+            .write_deadline(Duration::from_millis(self.write_deadline_ms))
     }
 
     /// The HTTP options these arguments describe.

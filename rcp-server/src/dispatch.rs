@@ -358,7 +358,10 @@ impl Server {
             .begin(&request_id)
             .ok_or_else(|| RcpError::invalid_request(format!("id {request_id} is already in flight")))?;
 
-        let mut budget = self.shared.options.request_deadline;
+        let mut budget = match m {
+            Method::IndexAdd | Method::IndexDelete | Method::MemoryBuild => self.shared.options.write_deadline,
+            _ => self.shared.options.request_deadline,
+        };
         if let Some(ms) = meta.as_ref().and_then(|m| m.get("deadlineMs")).and_then(Value::as_u64) {
             budget = budget.min(Duration::from_millis(ms));
         }
@@ -481,12 +484,12 @@ impl Server {
                 let handler = h.retrieve.clone().ok_or_else(missing)?;
                 let p: RetrieveParams = validate::parse(params)?;
                 let req = validate::retrieve(p, &caps, &mut notes)?;
-                let (k, encoding) = (req.k, req.params.encoding.clone());
+                let k = req.k;
                 Box::pin(async move {
                     let started = Instant::now();
                     let mut res = handler.retrieve(req, ctx.clone()).await?;
                     notes.extend(ctx.take_notes());
-                    finish_retrieve(&mut res, k, encoding.as_deref(), notes, started);
+                    finish_retrieve(&mut res, k, notes, started);
                     to_json(&res)
                 })
             }
@@ -761,8 +764,8 @@ fn encode_vectors(
 }
 
 /// Enforces what every `retrieve` result must satisfy: at most `k` hits, unique ids, finite
-/// numbers, `confidence` in `[0,1]`, the requested vector encoding, notes and latency.
-fn finish_retrieve(res: &mut RetrieveResult, k: usize, encoding: Option<&str>, notes: Vec<String>, started: Instant) {
+/// numbers, `confidence` in `[0,1]`, notes and latency.
+fn finish_retrieve(res: &mut RetrieveResult, k: usize, notes: Vec<String>, started: Instant) {
     let mut seen = HashSet::new();
     res.hits.retain(|h| seen.insert(h.key()));
     res.hits.truncate(k);
@@ -771,11 +774,6 @@ fn finish_retrieve(res: &mut RetrieveResult, k: usize, encoding: Option<&str>, n
         h.confidence = h.confidence.filter(|c| c.is_finite()).map(|c| c.clamp(0.0, 1.0));
         if let Some(s) = h.scores.as_mut() {
             s.retain(|_, v| v.is_finite());
-        }
-        if encoding == Some("f32-base64")
-            && let Some(WireVector::Json(v)) = &h.vector
-        {
-            h.vector = Some(WireVector::Base64(encode_f32_base64(v)));
         }
     }
     if !notes.is_empty() {

@@ -18,8 +18,12 @@ use crate::profile::Profile;
 /// Tunable limits and defaults of a server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
-    /// Deadline applied to every request; `_meta.deadlineMs` may only shorten it (§13.1).
+    /// Deadline applied to every request except writes; `_meta.deadlineMs` may only shorten
+    /// it (§13.1).
     pub request_deadline: Duration,
+    /// Deadline of `index/add`, `index/delete` and `memory/build`, which may embed or index
+    /// large batches; `_meta.deadlineMs` may only shorten it.
+    pub write_deadline: Duration,
     /// Longest accepted stdio line; longer lines are answered with `-32013` and skipped.
     pub max_line_bytes: usize,
     /// Largest accepted JSON-RPC batch (§11); larger batches are answered with `-32013`.
@@ -36,6 +40,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             request_deadline: Duration::from_secs(60),
+            write_deadline: Duration::from_secs(3600),
             max_line_bytes: 16 * 1024 * 1024,
             max_batch: 1024,
             idempotency_cache: 4096,
@@ -291,9 +296,15 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets the per-request deadline.
+    /// Sets the per-request deadline (reads).
     pub fn request_deadline(mut self, deadline: Duration) -> Self {
         self.options.request_deadline = deadline;
+        self
+    }
+
+    /// Sets the deadline of writes (`index/add`, `index/delete`, `memory/build`).
+    pub fn write_deadline(mut self, deadline: Duration) -> Self {
+        self.options.write_deadline = deadline;
         self
     }
 

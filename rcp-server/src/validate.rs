@@ -327,9 +327,16 @@ pub(crate) fn retrieve(
     }
 
     if let Some(enc) = p.encoding.clone() {
-        let encodings =
-            caps.embed.as_ref().and_then(|e| e.encodings.clone()).unwrap_or_else(|| vec!["json".to_owned()]);
-        if !option_allowed(strict, notes, "encoding", &enc, &encodings, "using json")? {
+        // §7.3.1 lets `hit.vector` use a binary encoding, but the normative schema types it as
+        // an array of numbers; following the schema, hit vectors are always JSON numbers.
+        if !option_allowed(
+            strict,
+            notes,
+            "encoding",
+            &enc,
+            &["json".to_owned()],
+            "hit vectors are sent as JSON numbers",
+        )? {
             p.encoding = None;
         }
     }
