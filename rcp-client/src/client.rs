@@ -135,17 +135,7 @@ impl Client {
         let stderr = child.stderr.take();
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let label = if options.label.is_empty() { program.clone() } else { options.label.clone() };
-        let inner = Arc::new(Inner {
-            label: label.clone(),
-            conn: Conn::Stdio { tx, _child: Mutex::new(Some(child)) },
-            pending: Mutex::new(HashMap::new()),
-            progress: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            closed: Mutex::new(None),
-            info: OnceLock::new(),
-            options,
-            frames_sent: AtomicU64::new(0),
-        });
+        let inner = Inner::new(label.clone(), Conn::Stdio { tx, _child: Mutex::new(Some(child)) }, options);
         tokio::spawn(async move {
             let mut stdin = stdin;
             while let Some(frame) = rx.recv().await {
@@ -196,22 +186,13 @@ impl Client {
             .build()
             .map_err(|e| ClientError::Connect(e.to_string()))?;
         let label = if options.label.is_empty() { base.to_owned() } else { options.label.clone() };
-        let inner = Arc::new(Inner {
-            label,
-            conn: Conn::Http {
-                http,
-                base: base.trim_end_matches('/').to_owned(),
-                headers: options.http_headers.clone(),
-                session: Mutex::new(None),
-            },
-            pending: Mutex::new(HashMap::new()),
-            progress: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            closed: Mutex::new(None),
-            info: OnceLock::new(),
-            options,
-            frames_sent: AtomicU64::new(0),
-        });
+        let conn = Conn::Http {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            headers: options.http_headers.clone(),
+            session: Mutex::new(None),
+        };
+        let inner = Inner::new(label, conn, options);
         let client = Self { inner };
         client.handshake().await?;
         Ok(client)
@@ -553,6 +534,20 @@ impl Drop for CallGuard {
 }
 
 impl Inner {
+    fn new(label: String, conn: Conn, options: ClientOptions) -> Arc<Self> {
+        Arc::new(Self {
+            label,
+            conn,
+            pending: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            closed: Mutex::new(None),
+            info: OnceLock::new(),
+            options,
+            frames_sent: AtomicU64::new(0),
+        })
+    }
+
     fn send_frame(&self, frame: Vec<u8>) -> Result<(), ClientError> {
         if let Some(reason) = self.closed.lock().ok().and_then(|c| c.clone()) {
             return Err(ClientError::Closed(reason));
