@@ -100,6 +100,7 @@ fn notifications_are_never_answered() {
     e.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancel", "params": {"id": 424242}}));
     e.send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}}));
     e.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancel", "params": "bad"}));
+    e.send(&json!({"jsonrpc": "1.0", "method": "ping"}));
     e.expect_silence(QUIET);
     assert_eq!(e.ok("ping", json!({"nonce": 1})), json!({"nonce": 1}));
 }
@@ -194,6 +195,11 @@ fn batches_follow_section_11() {
     assert_eq!(code(&by_id(json!(3))[0]["error"]), -32003);
     assert_eq!(code(&by_id(json!(4))[0]["error"]), -32600);
     assert_eq!(code(&by_id(Value::Null)[0]["error"]), -32600);
+    // A member that is an array is not a request, even if it lines up with the fields.
+    e.send(&json!([["2.0", 3, "retrieve", {"query": "rust", "k": 1}]]));
+    let r = e.recv_response(T).unwrap();
+    assert_eq!(r[0]["id"], Value::Null);
+    assert_eq!(code(&r[0]["error"]), -32600);
 }
 
 // ---- params validation, options, funnel (§7.7, §8, §12) ----
@@ -390,6 +396,7 @@ fn duplicate_in_flight_ids_are_rejected() {
     e.send(&req(json!("dup"), "retrieve", json!({"query": "rust", "k": 1})));
     let r = e.recv_response(T).unwrap();
     assert_eq!(code(&r["error"]), -32600);
+    assert_eq!(r["id"], Value::Null, "the duplicate must not be answered with the in-flight id");
     let r = e.recv_response(T).unwrap();
     assert!(r["result"].is_object(), "{r}");
 }

@@ -675,12 +675,14 @@ impl Inner {
             .is_some_and(|c| c.starts_with("text/event-stream"));
         if is_sse {
             let mut stream = resp.bytes_stream();
-            let mut buf = String::new();
+            // Bytes until a whole event is in: a multi-byte character may straddle two chunks.
+            let mut buf: Vec<u8> = Vec::new();
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| ClientError::Closed(format!("HTTP stream: {e}")))?;
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buf.find("\n\n") {
-                    let event: String = buf.drain(..end + 2).collect();
+                buf.extend_from_slice(&chunk);
+                while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+                    let event: Vec<u8> = buf.drain(..end + 2).collect();
+                    let event = String::from_utf8_lossy(&event);
                     let data: String =
                         event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
                     if data.is_empty() {

@@ -111,10 +111,17 @@ impl Federation {
     /// engines are kept. Returns each engine's connection outcome.
     pub async fn connect(&self) -> Vec<(String, Result<Client, ClientError>)> {
         let mut clients = self.clients.lock().await;
-        let todo: Vec<_> =
-            self.registry.engines.iter().filter(|e| !matches!(clients.get(&e.id), Some(Ok(_)))).collect();
+        // (Re)connect engines that never connected or whose transport has since died.
+        let todo: Vec<_> = self
+            .registry
+            .engines
+            .iter()
+            .filter(|e| !matches!(clients.get(&e.id), Some(Ok(c)) if c.closed_reason().is_none()))
+            .collect();
+        let client_options =
+            ClientOptions { request_timeout: Some(self.options.engine_timeout), ..self.options.client.clone() };
         let attempts = todo.iter().map(|spec| async {
-            let r = tokio::time::timeout(self.options.engine_timeout, connect(spec, &self.options.client))
+            let r = tokio::time::timeout(self.options.engine_timeout, connect(spec, &client_options))
                 .await
                 .unwrap_or_else(|_| Err(ClientError::Timeout(self.options.engine_timeout.as_millis() as u64)));
             (spec.id.clone(), r)
@@ -288,6 +295,10 @@ impl Federation {
         }
         if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
             p.rerank = None;
+        }
+        // Keep the funnel (candidateK >= topN >= k) intact after raising k.
+        if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
+            stage.top_n = stage.top_n.map(|n| n.max(p.k));
         }
         if p.cursor.is_some() {
             p.cursor = None;

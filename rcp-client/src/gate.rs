@@ -109,7 +109,8 @@ pub(crate) fn retrieve(caps: &Capabilities, p: &RetrieveParams) -> Result<(), Cl
     if p.cursor.is_some() && strict && caps.pagination.is_none() {
         return Err(unsupported("cursor", "present", &[]));
     }
-    encoding(caps.embed.as_ref().and_then(|e| e.encodings.as_ref()), p.encoding.as_deref(), p.strict)
+    // Hit vectors are JSON numbers (the schema's `Hit.vector`), whatever `embed` offers.
+    encoding(None, p.encoding.as_deref(), p.strict)
 }
 
 /// `embed`: the capability, the encoding, and `batchLimit` (clients pre-clamp, §4.7).

@@ -94,6 +94,8 @@ struct PingFast<'a> {
     nonce: Option<&'a RawValue>,
 }
 
+const DUPLICATE_ID: &str = "a request with this id is still in flight on this connection (§4.7)";
+
 fn is_valid_id(raw: &str) -> bool {
     matches!(raw.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
 }
@@ -213,12 +215,26 @@ impl Server {
     }
 
     fn process_one(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+        if frame.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            // Only an object can be a request; serde would otherwise read an array positionally.
+            return match serde_json::from_slice::<Value>(frame) {
+                Err(e) => Processed::Ready(error_frame(None, &RcpError::parse_error(e.to_string()))),
+                Ok(v) => Processed::Ready(error_frame(
+                    None,
+                    &RcpError::invalid_request(format!(
+                        "not a valid request: a request must be a JSON object, got {}",
+                        rcp_protocol::message::json_type(&v)
+                    )),
+                )),
+            };
+        }
         let env: Envelope<'_> = match serde_json::from_slice(frame) {
             Ok(env) => env,
             Err(e) => return Self::malformed(frame, e),
         };
         if let Some(v) = &env.jsonrpc
             && v != "2.0"
+            && env.id.is_some()
         {
             let id = env.id.map(RawValue::get).filter(|r| is_valid_id(r));
             return Processed::Ready(error_frame(
@@ -252,6 +268,11 @@ impl Server {
         }
         match self.request(session, id, method, env.params, out) {
             Ok(p) => p,
+            // Answering a duplicate with its id would hand the client two answers for one id;
+            // JSON-RPC's null id says "this frame could not be correlated".
+            Err(e) if e.data.as_ref().and_then(|d| d.detail.as_deref()) == Some(DUPLICATE_ID) => {
+                Processed::Ready(error_frame(None, &e))
+            }
             Err(e) => Processed::Ready(error_frame(Some(id), &e)),
         }
     }
@@ -354,9 +375,9 @@ impl Server {
             .map_err(|e| RcpError::invalid_params("_meta", e.to_string()))?
             .unwrap_or_default()
             .meta;
-        let in_flight = session
-            .begin(&request_id)
-            .ok_or_else(|| RcpError::invalid_request(format!("id {request_id} is already in flight")))?;
+        let in_flight = session.begin(&request_id).ok_or_else(|| {
+            RcpError::invalid_request(format!("id {request_id} is already in flight")).with_detail(DUPLICATE_ID)
+        })?;
 
         let mut budget = match m {
             Method::IndexAdd | Method::IndexDelete | Method::MemoryBuild => self.shared.options.write_deadline,

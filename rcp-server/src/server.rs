@@ -30,8 +30,9 @@ pub struct ServerOptions {
     pub max_batch: usize,
     /// How many `_meta.idempotencyKey` results of `index/add` are remembered (§7.10).
     pub idempotency_cache: usize,
-    /// Most requests served at once on one stdio session. When reached, the transport stops
-    /// reading until one finishes, so a flood of slow requests pushes back on the sender
+    /// Most requests served at once on one stdio session; up to four times as many more wait
+    /// for a slot while the transport keeps reading (pings and cancels stay live). Past that it
+    /// stops reading until one finishes, so a flood of slow requests pushes back on the sender
     /// instead of growing memory without bound.
     pub max_in_flight: usize,
 }

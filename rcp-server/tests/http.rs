@@ -251,6 +251,33 @@ async fn stateful_mode_issues_sessions_and_expires_them() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     let v: Value = with(6, "retrieve", json!({"query": "q", "k": 1})).send().await.unwrap().json().await.unwrap();
     assert_eq!(v["error"]["code"], -32001, "expired session");
+    // initialize with the stale token starts a fresh session.
+    let v: Value = with(7, "initialize", json!({"protocolVersion": 1})).send().await.unwrap().json().await.unwrap();
+    assert!(v["result"]["_meta"]["session"].as_str().is_some_and(|t| t != token), "{v}");
+
+    // An initialize asking for SSE still registers its session.
+    let r = s
+        .client
+        .post(format!("{}/initialize", s.base))
+        .header("accept", "application/json, text/event-stream")
+        .json(&req(json!(8), "initialize", json!({"protocolVersion": 1})))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.expect("initialize is answered as JSON");
+    let fresh = v["result"]["_meta"]["session"].as_str().expect("token").to_owned();
+    let v: Value = s
+        .client
+        .post(format!("{}/retrieve", s.base))
+        .header("RCP-Session", fresh)
+        .json(&req(json!(9), "retrieve", json!({"query": "q", "k": 1})))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(v["result"]["hits"].is_array(), "{v}");
 }
 
 #[tokio::test]

@@ -355,11 +355,7 @@ async fn serve_one(
                 ));
                 return error_response(StatusCode::OK, id.as_deref(), &e);
             }
-            Admission::Admitted(slot) => {
-                let r = dispatch(state, path_method, headers, body).await;
-                drop(slot);
-                return r;
-            }
+            Admission::Admitted(slot) => return dispatch(state, path_method, headers, body, slot).await,
         }
     }
 
@@ -389,7 +385,15 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
     })
 }
 
-async fn dispatch(state: &Arc<HttpState>, path_method: Option<&str>, headers: &HeaderMap, body: Body) -> Response {
+/// Reads, checks and dispatches one admitted request. `slot` is the client's in-flight slot; it
+/// is released when the answer is complete (for SSE, when the stream ends).
+async fn dispatch(
+    state: &Arc<HttpState>,
+    path_method: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+    slot: Slot,
+) -> Response {
     let opts = &state.opts;
     if let Some(len) =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
@@ -431,13 +435,16 @@ async fn dispatch(state: &Arc<HttpState>, path_method: Option<&str>, headers: &H
         Err(e) => return error_response(StatusCode::OK, shape.id.as_deref(), &e),
     };
 
+    // A new stateful session is registered after its handshake, so its initialize is never
+    // streamed (it has no progress to report anyway).
     let wants_sse = !shape.batch
         && shape.id.is_some()
+        && new_session.is_none()
         && server.shared.default_caps.streaming.is_some()
         && headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
 
     if wants_sse {
-        return sse(server, &session, &bytes);
+        return sse(server, &session, &bytes, slot);
     }
 
     let processed = server.process(&session, &bytes, &Outbound::discard());
@@ -457,7 +464,11 @@ async fn dispatch(state: &Arc<HttpState>, path_method: Option<&str>, headers: &H
     if let Some(id) = new_session {
         if session.is_initialized() {
             if let Ok(mut sessions) = state.sessions.lock() {
-                sessions.insert(id, (Arc::clone(&session), Instant::now()));
+                let now = Instant::now();
+                if let SessionMode::Stateful { ttl } = &opts.sessions {
+                    sessions.retain(|_, (_, used)| now.duration_since(*used) < *ttl);
+                }
+                sessions.insert(id, (Arc::clone(&session), now));
             }
         }
     }
@@ -480,33 +491,33 @@ fn resolve_session(
         SessionMode::Stateful { ttl } => *ttl,
     };
     let token = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-    match token {
-        Some(token) => {
-            let mut sessions = state.sessions.lock().map_err(|_| RcpError::internal("session table poisoned"))?;
-            let now = Instant::now();
-            sessions.retain(|_, (_, used)| now.duration_since(*used) < ttl);
-            match sessions.get_mut(token) {
-                Some((s, used)) => {
-                    *used = now;
-                    Ok((Arc::clone(s), None))
-                }
-                None => Err(RcpError::new(
-                    rcp_protocol::ErrorCode::NOT_INITIALIZED,
-                    "unknown or expired RCP-Session; send initialize to start a new session",
-                )),
-            }
+    let is_initialize = shape.method.as_deref() == Some("initialize");
+    if let Some(token) = token {
+        let mut sessions = state.sessions.lock().map_err(|_| RcpError::internal("session table poisoned"))?;
+        let now = Instant::now();
+        sessions.retain(|_, (_, used)| now.duration_since(*used) < ttl);
+        if let Some((s, used)) = sessions.get_mut(token) {
+            *used = now;
+            return Ok((Arc::clone(s), None));
         }
-        None if shape.method.as_deref() == Some("initialize") => {
-            let id = uuid::Uuid::new_v4().simple().to_string();
-            Ok((Arc::new(Session::with_id(id.clone())), Some(id)))
+        if !is_initialize {
+            return Err(RcpError::new(
+                rcp_protocol::ErrorCode::NOT_INITIALIZED,
+                "unknown or expired RCP-Session; send initialize to start a new session",
+            ));
         }
-        None => Ok((Arc::new(Session::new()), None)),
+        // An initialize carrying a stale token simply starts a new session.
     }
+    if is_initialize {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        return Ok((Arc::new(Session::with_id(id.clone())), Some(id)));
+    }
+    Ok((Arc::new(Session::new()), None))
 }
 
 /// One request answered as Server-Sent Events: progress (and log) frames as they happen, then
 /// exactly one final frame with the response. Dropping the stream (client gone) cancels it.
-fn sse(server: &Server, session: &Arc<Session>, bytes: &[u8]) -> Response {
+fn sse(server: &Server, session: &Arc<Session>, bytes: &[u8], slot: Slot) -> Response {
     let (tx, rx) = mpsc::unbounded_channel::<(bool, Vec<u8>)>();
     let progress_tx = tx.clone();
     let out = Outbound::new(move |frame| {
@@ -525,7 +536,7 @@ fn sse(server: &Server, session: &Arc<Session>, bytes: &[u8]) -> Response {
         })),
     };
     drop(out);
-    let stream = SseFrames { rx, task, done: false };
+    let stream = SseFrames { rx, task, done: false, _slot: slot };
     // Keep-alive comments let proxies keep the stream open and let us notice a client that
     // went away (the write fails) even while the handler is silent.
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(1))).into_response()
@@ -535,6 +546,7 @@ struct SseFrames {
     rx: mpsc::UnboundedReceiver<(bool, Vec<u8>)>,
     task: Option<tokio::task::JoinHandle<()>>,
     done: bool,
+    _slot: Slot,
 }
 
 impl Stream for SseFrames {

@@ -177,7 +177,12 @@ impl Server {
     /// pending requests, stop on EOF or `shutdown`, then drain and answer `shutdown` last.
     async fn run(&self, session: Arc<Session>, mut lines: mpsc::Receiver<Vec<Line>>, out: Outbound) {
         let tracker = TaskTracker::new();
-        let permits = Arc::new(Semaphore::new(self.shared.options.max_in_flight.max(1)));
+        // At most `max_in_flight` handlers run at once; up to four times that may wait for a
+        // slot while the reader keeps going (so pings and cancels are still read and answered).
+        // Past that the reader stops, which pushes back on a sender flooding slow requests.
+        let max = self.shared.options.max_in_flight.max(1);
+        let running = Arc::new(Semaphore::new(max));
+        let queued = Arc::new(Semaphore::new(max.saturating_mul(4)));
         let mut shutdown_answer = None;
         'read: while let Some(batch) = lines.recv().await {
             for line in batch {
@@ -193,15 +198,23 @@ impl Server {
                 };
                 match processed {
                     Processed::Nothing => {}
+                    // A batch that contained `shutdown` is answered after the drain, like a
+                    // lone `shutdown`.
+                    Processed::Ready(frame) if session.is_shutting_down() => {
+                        shutdown_answer = Some(frame);
+                        break 'read;
+                    }
                     Processed::Ready(frame) => out.send(frame),
                     Processed::Pending(fut) => {
-                        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { break 'read };
+                        let Ok(place) = Arc::clone(&queued).acquire_owned().await else { break 'read };
+                        let running = Arc::clone(&running);
                         let out = out.clone();
                         tracker.spawn(async move {
+                            let Ok(slot) = running.acquire_owned().await else { return };
                             if let Some(frame) = fut.await {
                                 out.send(frame);
                             }
-                            drop(permit);
+                            drop((slot, place));
                         });
                     }
                     Processed::Shutdown(frame) => {
