@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rcp_protocol::capabilities::Capability;
@@ -37,6 +38,9 @@ pub struct FederationOptions {
     pub depth: u32,
     /// Each engine is asked for `k × k_multiplier` hits (at least `k`) to give fusion headroom.
     pub k_multiplier: u64,
+    /// After an engine fails to connect, queries skip it for this long instead of waiting for
+    /// another connection attempt each time.
+    pub reconnect_after: Duration,
 }
 
 impl Default for FederationOptions {
@@ -47,6 +51,7 @@ impl Default for FederationOptions {
             fusion: FusionMethod::default(),
             depth: 3,
             k_multiplier: 2,
+            reconnect_after: Duration::from_secs(5),
         }
     }
 }
@@ -78,11 +83,15 @@ pub struct FederatedResult {
     pub fusion: FusionMethod,
 }
 
+/// An engine's last connection outcome and when it happened.
+type Connection = (Result<Client, ClientError>, Instant);
+
 /// Queries every engine of a registry as one.
 pub struct Federation {
     registry: Registry,
     options: FederationOptions,
-    clients: Mutex<HashMap<String, Result<Client, ClientError>>>,
+    clients: Mutex<HashMap<String, Connection>>,
+    attempts: AtomicUsize,
 }
 
 impl Federation {
@@ -93,7 +102,7 @@ impl Federation {
 
     /// A federation over `registry`.
     pub fn new(registry: Registry, options: FederationOptions) -> Self {
-        Self { registry, options, clients: Mutex::new(HashMap::new()) }
+        Self { registry, options, clients: Mutex::new(HashMap::new()), attempts: AtomicUsize::new(0) }
     }
 
     /// Replaces the options (before first use).
@@ -111,13 +120,20 @@ impl Federation {
     /// engines are kept. Returns each engine's connection outcome.
     pub async fn connect(&self) -> Vec<(String, Result<Client, ClientError>)> {
         let mut clients = self.clients.lock().await;
-        // (Re)connect engines that never connected or whose transport has since died.
+        // (Re)connect engines that never connected, whose transport has since died, or whose
+        // last failed attempt is older than `reconnect_after`.
+        let now = Instant::now();
         let todo: Vec<_> = self
             .registry
             .engines
             .iter()
-            .filter(|e| !matches!(clients.get(&e.id), Some(Ok(c)) if c.closed_reason().is_none()))
+            .filter(|e| match clients.get(&e.id) {
+                None => true,
+                Some((Ok(c), _)) => c.closed_reason().is_some(),
+                Some((Err(_), at)) => now.duration_since(*at) >= self.options.reconnect_after,
+            })
             .collect();
+        self.attempts.fetch_add(todo.len(), Ordering::Relaxed);
         let client_options =
             ClientOptions { request_timeout: Some(self.options.engine_timeout), ..self.options.client.clone() };
         let attempts = todo.iter().map(|spec| async {
@@ -127,9 +143,18 @@ impl Federation {
             (spec.id.clone(), r)
         });
         for (id, r) in futures::future::join_all(attempts).await {
-            clients.insert(id, r);
+            clients.insert(id, (r, Instant::now()));
         }
-        self.registry.engines.iter().filter_map(|e| clients.get(&e.id).map(|r| (e.id.clone(), r.clone()))).collect()
+        self.registry
+            .engines
+            .iter()
+            .filter_map(|e| clients.get(&e.id).map(|(r, _)| (e.id.clone(), r.clone())))
+            .collect()
+    }
+
+    /// How many connection attempts have been made (one per engine per attempt).
+    pub fn connection_attempts(&self) -> usize {
+        self.attempts.load(Ordering::Relaxed)
     }
 
     async fn connected(&self) -> Vec<(String, Result<Client, ClientError>)> {

@@ -176,6 +176,24 @@ async fn federation_survives_partial_failure_and_records_it() {
 }
 
 #[tokio::test]
+async fn engines_that_failed_to_connect_are_not_retried_on_every_query() {
+    let entries = [
+        stdio_entry("good", 0, &["--doc", "a:wing"]),
+        serde_json::json!({"id": "dead", "command": ["/nonexistent/engine"]}),
+    ];
+    let options = FederationOptions { reconnect_after: Duration::from_millis(400), ..Default::default() };
+    let fed = Federation::new(registry(&entries), options);
+    for _ in 0..3 {
+        let out = fed.retrieve(RetrieveParams::new("wing", 1)).await.expect("good answers");
+        assert!(out.result.usage.unwrap().notes.iter().any(|n| n.contains("'dead' unavailable")));
+    }
+    assert_eq!(fed.connection_attempts(), 2, "one attempt each, then the dead engine is skipped");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    fed.retrieve(RetrieveParams::new("wing", 1)).await.expect("good answers");
+    assert_eq!(fed.connection_attempts(), 3, "retried once the back-off passed");
+}
+
+#[tokio::test]
 async fn a_required_failure_fails_the_query_and_all_failing_is_backend_unavailable() {
     let mut bad = stdio_entry("bad", 0, &["--fail"]);
     bad["required"] = serde_json::json!(true);
