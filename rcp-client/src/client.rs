@@ -206,7 +206,7 @@ impl Client {
         }
         let params =
             json!({"protocolVersion": rcp_protocol::PROTOCOL_VERSION, "client": o.client, "capabilities": caps});
-        let fut = self.request_value("initialize", params, None, None);
+        let fut = self.request_once("initialize", params, None, None);
         let v = tokio::time::timeout(o.connect_timeout, fut)
             .await
             .map_err(|_| ClientError::Connect(format!("no initialize answer within {:?}", o.connect_timeout)))??;
@@ -440,9 +440,37 @@ impl Client {
         serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))
     }
 
+    /// [`Self::request_once`], plus session recovery: when a stateful HTTP server says the
+    /// session is unknown or expired (`-32001`), the client runs `initialize` again and retries
+    /// the call once (§12.2: "send initialize, then retry").
+    async fn request_value(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    ) -> Result<Value, ClientError> {
+        let first = self.request_once(method, params.clone(), timeout, progress.clone()).await;
+        let Conn::Http { session, .. } = &self.inner.conn else { return first };
+        match first {
+            Err(ClientError::Rpc(e))
+                if e.code == rcp_protocol::ErrorCode::NOT_INITIALIZED && method != "initialize" =>
+            {
+                let had_session = session.lock().map(|mut s| s.take().is_some()).unwrap_or(false);
+                if !had_session {
+                    return Err(ClientError::Rpc(e));
+                }
+                tracing::debug!(engine = %self.inner.label, "session expired; re-initializing");
+                self.handshake().await?;
+                self.request_once(method, params, timeout, progress).await
+            }
+            other => other,
+        }
+    }
+
     /// The one request path: id allocation, `_meta.deadlineMs`/`progressToken`, correlation,
     /// deadline, and cancel-on-drop.
-    async fn request_value(
+    async fn request_once(
         &self,
         method: &str,
         mut params: Value,

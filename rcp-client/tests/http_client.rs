@@ -54,3 +54,17 @@ async fn http_client_streams_progress_and_follows_sessions() {
         assert!(matches!(c.embed(Default::default()).await, Err(ClientError::CapabilityMissing { .. })));
     }
 }
+
+#[tokio::test]
+async fn an_expired_stateful_session_is_renewed_transparently() {
+    let url = serve(HttpOptions {
+        sessions: SessionMode::Stateful { ttl: Duration::from_millis(300) },
+        ..Default::default()
+    })
+    .await;
+    let c = Client::connect_http(&url, ClientOptions::default()).await.expect("connect");
+    assert!(c.search("one", 1).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let res = c.search("two", 1).await.expect("the client re-initializes and retries");
+    assert_eq!(res.hits[0].text.as_deref(), Some("two"));
+}
