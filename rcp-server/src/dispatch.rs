@@ -370,6 +370,7 @@ impl Server {
 
         let request_id: RequestId = serde_json::from_str(id).map_err(|_| RcpError::invalid_request("bad id"))?;
         let meta = params
+            .filter(|p| memchr::memmem::find(p.get().as_bytes(), b"\"_meta\"").is_some())
             .map(|p| serde_json::from_str::<MetaOnly>(p.get()))
             .transpose()
             .map_err(|e| RcpError::invalid_params("_meta", e.to_string()))?

@@ -18,6 +18,10 @@ use crate::handler::{EmbedRequest, RerankRequest, RetrieveRequest};
 pub(crate) fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, RcpError> {
     let text = params.map(RawValue::get).unwrap_or("{}");
     let text = if text.trim() == "null" { "{}" } else { text };
+    // Fast path; only a failure pays for tracking the path to the offending field.
+    if let Ok(v) = serde_json::from_str(text) {
+        return Ok(v);
+    }
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let mut path = e.path().to_string();
