@@ -96,7 +96,8 @@ struct PingFast<'a> {
 
 const DUPLICATE_ID: &str = "a request with this id is still in flight on this connection (§4.7)";
 
-fn is_valid_id(raw: &str) -> bool {
+/// Whether a raw JSON id is a string or a number (§4.1).
+pub(crate) fn is_valid_id(raw: &str) -> bool {
     matches!(raw.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
 }
 
@@ -452,29 +453,18 @@ impl Server {
         if session.is_stateless() {
             // Stateless HTTP: every request is served at the advertised set; initialize only
             // negotiates and reports it, idempotently (§5.2).
-            let negotiated = p.protocol_version.min(i64::from(MAX_PROTOCOL_VERSION));
-            let profile = u32::try_from(negotiated).ok().filter(|v| *v >= MIN_PROTOCOL_VERSION).ok_or_else(|| {
-                RcpError::version_mismatch(p.protocol_version, MIN_PROTOCOL_VERSION, MAX_PROTOCOL_VERSION)
-            })?;
+            let profile = negotiate(p.protocol_version)?;
             let info = session.negotiated().map_or(&self.shared.default_info, |n| &n.info);
-            return Ok(if profile == MAX_PROTOCOL_VERSION {
+            return Ok(if profile == Profile::latest() {
                 ok_frame(id, info)
             } else {
-                let profile = Profile::for_version(profile).ok_or_else(|| RcpError::internal("no profile"))?;
                 ok_frame(id, &self.info_result(profile, &profile.apply(&self.shared.enabled), None))
             });
         }
         if session.is_initialized() {
             return Err(RcpError::invalid_request("already initialized; re-negotiation is not permitted mid-session"));
         }
-        let negotiated = p.protocol_version.min(i64::from(MAX_PROTOCOL_VERSION));
-        let profile = u32::try_from(negotiated)
-            .ok()
-            .filter(|v| *v >= MIN_PROTOCOL_VERSION)
-            .and_then(Profile::for_version)
-            .ok_or_else(|| {
-                RcpError::version_mismatch(p.protocol_version, MIN_PROTOCOL_VERSION, MAX_PROTOCOL_VERSION)
-            })?;
+        let profile = negotiate(p.protocol_version)?;
         let caps = profile.apply(&self.shared.enabled);
         let meta_level =
             p.meta.as_ref().and_then(|m| m.get("logLevel")).and_then(Value::as_str).and_then(LogLevel::parse);
@@ -747,6 +737,16 @@ impl Server {
             }
         })
     }
+}
+
+/// Version negotiation (§7.1): `min(client, server)`, `-32002` only below the floor.
+fn negotiate(client: i64) -> Result<Profile, RcpError> {
+    let negotiated = client.min(i64::from(MAX_PROTOCOL_VERSION));
+    u32::try_from(negotiated)
+        .ok()
+        .filter(|v| *v >= MIN_PROTOCOL_VERSION)
+        .and_then(Profile::for_version)
+        .ok_or_else(|| RcpError::version_mismatch(client, MIN_PROTOCOL_VERSION, MAX_PROTOCOL_VERSION))
 }
 
 fn notes_meta(notes: Vec<String>) -> Option<Meta> {

@@ -30,7 +30,7 @@ use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::dispatch::{Processed, error_frame};
+use crate::dispatch::{Processed, error_frame, is_valid_id};
 use crate::outbound::Outbound;
 use crate::server::Server;
 use crate::session::Session;
@@ -221,12 +221,7 @@ fn shape(body: &[u8]) -> Result<Shape, serde_json::Error> {
         return Ok(Shape { batch: true, id: None, method: None });
     }
     let peek: Option<Peek<'_>> = serde_json::from_str(text).ok();
-    let id = peek
-        .as_ref()
-        .and_then(|p| p.id)
-        .map(RawValue::get)
-        .filter(|r| r.starts_with('"') || r.starts_with('-') || r.as_bytes().first().is_some_and(u8::is_ascii_digit))
-        .map(str::to_owned);
+    let id = peek.as_ref().and_then(|p| p.id).map(RawValue::get).filter(|r| is_valid_id(r)).map(str::to_owned);
     let method = peek.and_then(|p| p.method).map(|m| m.into_owned());
     Ok(Shape { batch: false, id, method })
 }
