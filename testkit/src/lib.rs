@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use rcp_conformance::Schemas;
 use serde_json::{Value, json};
 
 /// The schema path: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the workspace.
@@ -18,40 +19,24 @@ pub fn schema_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json")
 }
 
-struct Schemas {
-    frame: jsonschema::Validator,
-    result_for: jsonschema::Validator,
-}
-
+/// The schema validators, compiled once per test binary by the conformance suite's loader.
 fn schemas() -> &'static Schemas {
     static S: OnceLock<Schemas> = OnceLock::new();
     S.get_or_init(|| {
         let path = schema_path();
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("the RCP JSON Schema is required at {} ({e})", path.display()));
-        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
-        let frame = jsonschema::validator_for(&schema).expect("schema compiles");
-        let mut by_method = schema.clone();
-        let obj = by_method.as_object_mut().expect("schema is an object");
-        obj.remove("oneOf");
-        obj.insert("$ref".into(), json!("#/$defs/ResultFor"));
-        let result_for = jsonschema::validator_for(&by_method).expect("ResultFor compiles");
-        Schemas { frame, result_for }
+        Schemas::load(&path).unwrap_or_else(|e| panic!("the RCP JSON Schema is required at {} ({e})", path.display()))
     })
 }
 
 /// Panics unless `frame` is a valid RCP/1 message (or batch).
 pub fn assert_valid_frame(frame: &Value) {
-    let errors: Vec<String> =
-        schemas().frame.iter_errors(frame).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    let errors = schemas().frame_errors(frame);
     assert!(errors.is_empty(), "frame violates the schema: {errors:?}\n{frame}");
 }
 
 /// Panics unless `result` is a valid result of `method`.
 pub fn assert_valid_result(method: &str, result: &Value) {
-    let inst = json!({"method": method, "result": result});
-    let errors: Vec<String> =
-        schemas().result_for.iter_errors(&inst).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    let errors = schemas().result_errors(method, result);
     assert!(errors.is_empty(), "{method} result violates the schema: {errors:?}\n{result}");
 }
 
