@@ -1,12 +1,19 @@
 //! Client errors: the server's own protocol errors, errors raised locally before any I/O
-//! (gating, §14.4), and transport failures.
+//! (gating, §14.4), and transport failures, each keeping its underlying cause.
+
+use std::io;
+use std::sync::Arc;
 
 use rcp_protocol::{ErrorCode, RcpError};
 
 /// Why a client call failed.
+///
+/// Causes are kept behind `Arc` so the error stays `Clone` (a federation reports one engine's
+/// failure in several places) while [`std::error::Error::source`] still reaches them.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
-    /// The server answered with a JSON-RPC error.
+    /// The server answered with a JSON-RPC error (§12).
     #[error("server error: {0}")]
     Rpc(RcpError),
     /// Refused locally, before any I/O: the server did not advertise the capability (-32003).
@@ -29,7 +36,7 @@ pub enum ClientError {
     },
     /// Refused locally: the params are malformed (-32602), e.g. a filter the server would reject.
     #[error("invalid params: {0}")]
-    InvalidParams(RcpError),
+    InvalidParams(#[source] RcpError),
     /// The negotiated version is below this client's minimum (§7.1): the connection was aborted.
     #[error("negotiated protocol version {negotiated} is below the client minimum {minimum}")]
     VersionTooOld {
@@ -47,16 +54,89 @@ pub enum ClientError {
     /// The transport died (EOF, process exit, connection reset): every in-flight call fails
     /// with this, and it says nothing about whether the request took effect (§13.1).
     #[error("transport closed: {0}")]
-    Closed(String),
+    Closed(#[source] Disconnect),
     /// Could not connect or spawn.
     #[error("connect failed: {0}")]
-    Connect(String),
-    /// A frame could not be parsed or did not have the expected shape.
+    Connect(#[source] ConnectError),
+    /// A frame or a result could not be decoded as JSON of the expected shape.
+    #[error("protocol violation: {what}: {source}")]
+    Decode {
+        /// What was being decoded (`retrieve result`, `SSE frame`, ...).
+        what: String,
+        /// The decoder's error.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// A frame did not have the expected shape (no underlying decoder error).
     #[error("protocol violation: {0}")]
     Protocol(String),
 }
 
+/// Why a transport closed (§13.1): the cause of [`ClientError::Closed`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Disconnect {
+    /// The server closed its output stream (stdout, or the duplex's read half).
+    #[error("server closed its output")]
+    Eof,
+    /// Reading from the server failed.
+    #[error("reading from the server: {0}")]
+    Read(#[source] Arc<io::Error>),
+    /// Writing to the server failed, or the writer stopped.
+    #[error("writing to the server: {0}")]
+    Write(#[source] Arc<io::Error>),
+    /// An HTTP request or its body failed.
+    #[error("HTTP: {0}")]
+    Http(#[source] Arc<reqwest::Error>),
+    /// The HTTP server answered with a status and a body that is not a JSON-RPC response.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the body (at most 200 characters).
+        body: String,
+    },
+    /// An SSE response ended before the final JSON-RPC response (§11).
+    #[error("SSE stream ended without a final response")]
+    StreamEnded,
+    /// The client closed the connection itself (e.g. the negotiated version was too old).
+    #[error("{0}")]
+    Aborted(String),
+}
+
+/// Why connecting failed: the cause of [`ClientError::Connect`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The stdio command was empty.
+    #[error("empty command")]
+    EmptyCommand,
+    /// The engine process could not be spawned.
+    #[error("spawn {program}: {source}")]
+    Spawn {
+        /// The program that was to be spawned.
+        program: String,
+        /// The operating system's error.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    HttpClient(#[source] Arc<reqwest::Error>),
+    /// No `initialize` answer arrived within the connect timeout.
+    #[error("no initialize answer within {0:?}")]
+    HandshakeTimeout(std::time::Duration),
+    /// No engine could be used (selection by a registry, a bad command line, ...).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 impl ClientError {
+    /// A [`ClientError::Decode`] for `what`.
+    pub(crate) fn decode(what: impl Into<String>, source: serde_json::Error) -> Self {
+        Self::Decode { what: what.into(), source: Arc::new(source) }
+    }
+
     /// The JSON-RPC code this error corresponds to, where there is one.
     pub fn code(&self) -> Option<ErrorCode> {
         Some(match self {
@@ -67,7 +147,7 @@ impl ClientError {
             Self::Timeout(_) => ErrorCode::TIMEOUT,
             Self::Cancelled => ErrorCode::CANCELLED,
             Self::Closed(_) | Self::Connect(_) => ErrorCode::BACKEND_UNAVAILABLE,
-            Self::Protocol(_) => return None,
+            Self::Decode { .. } | Self::Protocol(_) => return None,
         })
     }
 
@@ -95,5 +175,40 @@ impl ClientError {
 impl From<RcpError> for ClientError {
     fn from(e: RcpError) -> Self {
         Self::Rpc(e)
+    }
+}
+
+impl From<Disconnect> for ClientError {
+    fn from(d: Disconnect) -> Self {
+        Self::Closed(d)
+    }
+}
+
+impl From<ConnectError> for ClientError {
+    fn from(c: ConnectError) -> Self {
+        Self::Connect(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn causes_are_reachable_and_messages_name_them() {
+        let io = io::Error::new(io::ErrorKind::BrokenPipe, "pipe gone");
+        let e = ClientError::Closed(Disconnect::Write(Arc::new(io)));
+        assert_eq!(e.to_string(), "transport closed: writing to the server: pipe gone");
+        let cause = e.source().and_then(|d| d.source()).expect("io cause");
+        assert!(cause.downcast_ref::<Arc<io::Error>>().is_some() || cause.downcast_ref::<io::Error>().is_some());
+        assert_eq!(e.code(), Some(ErrorCode::BACKEND_UNAVAILABLE));
+
+        let json = serde_json::from_str::<u32>("x").unwrap_err();
+        let e = ClientError::decode("retrieve result", json);
+        assert!(e.to_string().starts_with("protocol violation: retrieve result: "), "{e}");
+        assert!(e.source().is_some());
+        assert_eq!(e.code(), None);
     }
 }

@@ -9,9 +9,10 @@ mod gate;
 pub mod registry;
 pub mod retry;
 pub mod selector;
+mod transport;
 
 pub use client::{Client, ClientOptions, Streaming};
-pub use error::ClientError;
+pub use error::{ClientError, ConnectError, Disconnect};
 pub use federation::{Federation, FederationOptions};
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;

@@ -12,7 +12,7 @@ use rcp_protocol::capabilities::Capability;
 use tokio::sync::Mutex;
 
 use crate::client::{Client, ClientOptions};
-use crate::error::ClientError;
+use crate::error::{ClientError, ConnectError};
 use crate::registry::{EngineSpec, Registry, Transport};
 
 /// Picks engines from a registry.
@@ -51,7 +51,10 @@ impl Selector {
     pub async fn select(&self, id: &str) -> Result<Client, ClientError> {
         let spec = self.registry.get(id).ok_or_else(|| {
             let known: Vec<&str> = self.registry.engines.iter().map(|e| e.id.as_str()).collect();
-            ClientError::Connect(format!("unknown engine id '{id}'; the registry has: {}", known.join(", ")))
+            ClientError::Connect(ConnectError::Unavailable(format!(
+                "unknown engine id '{id}'; the registry has: {}",
+                known.join(", ")
+            )))
         })?;
         self.live(spec).await
     }
@@ -75,7 +78,10 @@ impl Selector {
                 Err(e) => tried.push(format!("{}: {e}", spec.id)),
             }
         }
-        Err(ClientError::Connect(format!("no live engine found for {what} ({})", tried.join("; "))))
+        Err(ClientError::Connect(ConnectError::Unavailable(format!(
+            "no live engine found for {what} ({})",
+            tried.join("; ")
+        ))))
     }
 
     async fn live(&self, spec: &EngineSpec) -> Result<Client, ClientError> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use rcp_client::federation::EngineOutcome;
-use rcp_client::{Client, ClientError, ClientOptions, Federation, FederationOptions};
+use rcp_client::{Client, ClientError, ClientOptions, ConnectError, Federation, FederationOptions};
 use rcp_protocol::fusion::FusionMethod;
 use rcp_protocol::{Hit, RetrieveParams};
 use serde_json::json;
@@ -79,7 +79,7 @@ async fn connect(t: &Target) -> Result<Client, ClientError> {
             Client::connect_stdio(&cmd.split_whitespace().map(str::to_owned).collect::<Vec<_>>(), options).await
         }
         (None, Some(url)) => Client::connect_http(url, options).await,
-        (None, None) => Err(ClientError::Connect("give --stdio COMMAND or --http URL".into())),
+        (None, None) => Err(ConnectError::Unavailable("give --stdio COMMAND or --http URL".into()).into()),
     }
 }
 
@@ -100,7 +100,9 @@ fn print_hits(hits: &[Hit]) {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), ClientError> {
+/// Runs one command; any failure (a client error, an unreadable registry, a bad option) ends
+/// the program with its message.
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Info { target } => {
             let c = connect(&target).await?;
@@ -135,16 +137,13 @@ async fn run(cli: Cli) -> Result<(), ClientError> {
             let _ = c.shutdown().await;
         }
         Command::Federate { registry, query, k, fusion, timeout_ms } => {
-            let fusion = FusionMethod::from_name(&fusion).ok_or_else(|| {
-                ClientError::Connect(format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))
-            })?;
-            let fed = Federation::from_registry_file(&registry)
-                .map_err(|e| ClientError::Connect(e.to_string()))?
-                .with_options(FederationOptions {
-                    fusion,
-                    engine_timeout: Duration::from_millis(timeout_ms),
-                    ..Default::default()
-                });
+            let fusion = FusionMethod::from_name(&fusion)
+                .ok_or_else(|| format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))?;
+            let fed = Federation::from_registry_file(&registry)?.with_options(FederationOptions {
+                fusion,
+                engine_timeout: Duration::from_millis(timeout_ms),
+                ..Default::default()
+            });
             let out = fed.retrieve(RetrieveParams::new(query, k)).await?;
             if cli.json {
                 let engines: Vec<_> = out

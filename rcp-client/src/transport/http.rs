@@ -1,0 +1,182 @@
+//! HTTP (§11): each message is a POST to `{base}/{method}`; a call with a progress token
+//! accepts `text/event-stream`, whose events carry notifications and then the final response.
+//! A stateful server's session token is sent back as `RCP-Session` until it expires.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use rcp_protocol::RequestId;
+use serde_json::Value;
+
+use super::{Request, Router, Transport, response_outcome};
+use crate::error::{ClientError, ConnectError, Disconnect};
+
+/// The HTTP transport. Dropping a call's future drops its request, which the server treats as
+/// a cancel, so nothing else is sent when a call is abandoned.
+pub(crate) struct HttpTransport {
+    state: Arc<State>,
+}
+
+struct State {
+    http: reqwest::Client,
+    base: String,
+    headers: Vec<(String, String)>,
+    session: Mutex<Option<String>>,
+    router: Arc<Router>,
+}
+
+impl HttpTransport {
+    /// A transport to `base` (e.g. `http://127.0.0.1:8080/rcp`) sending `headers` on every
+    /// request.
+    pub(crate) fn new(
+        base: &str,
+        headers: Vec<(String, String)>,
+        connect_timeout: Duration,
+        router: &Arc<Router>,
+    ) -> Result<Self, ConnectError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .build()
+            .map_err(|e| ConnectError::HttpClient(Arc::new(e)))?;
+        let state = State {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            headers,
+            session: Mutex::new(None),
+            router: Arc::clone(router),
+        };
+        Ok(Self { state: Arc::new(state) })
+    }
+}
+
+impl Transport for HttpTransport {
+    fn request<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Value, ClientError>> {
+        Box::pin(self.state.post(request.method, request.frame, request.streaming, Some(request.id)))
+    }
+
+    fn notify(&self, method: &str, frame: String) -> Result<(), ClientError> {
+        let state = Arc::clone(&self.state);
+        let method = method.to_owned();
+        tokio::spawn(async move {
+            let _ = state.post(&method, frame, false, None).await;
+        });
+        Ok(())
+    }
+
+    fn abandon(&self, id: &RequestId) {
+        self.state.router.forget(id);
+    }
+
+    fn session_started(&self, token: Option<&str>) {
+        if let (Some(token), Ok(mut s)) = (token, self.state.session.lock()) {
+            *s = Some(token.to_owned());
+        }
+    }
+
+    fn end_session(&self) -> bool {
+        self.state.session.lock().map(|mut s| s.take().is_some()).unwrap_or(false)
+    }
+}
+
+impl State {
+    async fn post(&self, method: &str, body: String, sse: bool, id: Option<&RequestId>) -> Result<Value, ClientError> {
+        let http_err = |e: reqwest::Error| ClientError::Closed(Disconnect::Http(Arc::new(e)));
+        let mut req =
+            self.http.post(format!("{}/{method}", self.base)).header("content-type", "application/json").body(body);
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+            req = req.header("RCP-Session", s);
+        }
+        if sse {
+            req = req.header("accept", "text/event-stream");
+        }
+        self.router.count_frame();
+        let resp = req.send().await.map_err(http_err)?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::NO_CONTENT {
+            return Ok(Value::Null);
+        }
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if is_sse {
+            let mut events = SseEvents::default();
+            let mut stream = resp.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                for data in events.push(&chunk.map_err(http_err)?) {
+                    let frame: Value = serde_json::from_str(&data).map_err(|e| ClientError::decode("SSE frame", e))?;
+                    if frame.get("id").is_some() {
+                        return response_outcome(frame);
+                    }
+                    self.router.on_frame(frame);
+                }
+            }
+            return Err(ClientError::Closed(Disconnect::StreamEnded));
+        }
+        let text = resp.text().await.map_err(http_err)?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(frame) if frame.get("id").is_some() => {
+                if let (Some(want), Some(got)) =
+                    (id, frame.get("id").cloned().and_then(|i| serde_json::from_value::<RequestId>(i).ok()))
+                    && *want != got
+                {
+                    return Err(ClientError::Protocol(format!("answer for id {got} to request {want}")));
+                }
+                response_outcome(frame)
+            }
+            _ => Err(ClientError::Closed(Disconnect::Status {
+                status: status.as_u16(),
+                body: text.chars().take(200).collect(),
+            })),
+        }
+    }
+}
+
+/// Server-sent events decoding: bytes are buffered until a whole event (ending in a blank
+/// line) is in, since a multi-byte character may straddle two chunks; each event yields the
+/// concatenation of its `data:` lines.
+#[derive(Default)]
+struct SseEvents {
+    buf: Vec<u8>,
+}
+
+impl SseEvents {
+    /// Adds a chunk; returns the data of every event it completed (events without data are
+    /// skipped).
+    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        while let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.buf.drain(..end + 2).collect();
+            let event = String::from_utf8_lossy(&event);
+            let data: String = event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+            if !data.is_empty() {
+                out.push(data);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_survive_split_chunks_and_characters() {
+        let mut sse = SseEvents::default();
+        let text = "event: message\ndata: {\"a\":\"é\"}\n\n: comment\n\ndata: 2\n\n";
+        let bytes = text.as_bytes();
+        let split = text.find('é').map(|i| i + 1).unwrap_or(0);
+        let mut got = sse.push(&bytes[..split]);
+        assert!(got.is_empty());
+        got.extend(sse.push(&bytes[split..]));
+        assert_eq!(got, vec!["{\"a\":\"é\"}".to_owned(), "2".to_owned()]);
+    }
+}

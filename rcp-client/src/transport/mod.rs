@@ -1,0 +1,253 @@
+//! The client's transports: how frames reach a server and how its answers come back.
+//!
+//! A [`Transport`] moves frames; the [`Router`] it shares with the client correlates answers
+//! with calls by id (§4.7), forwards `notifications/progress` to the call that asked for them
+//! (§9) and `notifications/log` to `tracing`, and fails every call in flight when the transport
+//! dies (§13.1). Two implementations:
+//! - [`stream`]: NDJSON over any `AsyncRead`/`AsyncWrite` pair (a child's stdio, a socket, an
+//!   in-memory duplex), many calls pipelined on one stream;
+//! - [`http`]: one POST per message, with SSE decoding for streamed calls and the `RCP-Session`
+//!   of a stateful server (§11).
+
+pub(crate) mod http;
+pub(crate) mod stream;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use rcp_protocol::notifications::{self, LogLevel, LogParams, ProgressParams};
+use rcp_protocol::{RcpError, RequestId};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{ClientError, Disconnect};
+
+/// One request handed to a transport: its id, method and the serialised frame.
+pub(crate) struct Request<'a> {
+    /// The request id (already in `frame`).
+    pub id: &'a RequestId,
+    /// The method (already in `frame`); HTTP puts it in the URL path.
+    pub method: &'a str,
+    /// The whole JSON-RPC request, serialised.
+    pub frame: String,
+    /// Whether the call asked for progress (`_meta.progressToken`), so HTTP accepts SSE.
+    pub streaming: bool,
+}
+
+/// What the client needs from a transport. Every method is meaningful for every
+/// implementation; none exists only to fail.
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// Sends a request and resolves to its `result` (or the error that answered it).
+    fn request<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Value, ClientError>>;
+
+    /// Sends a notification (no answer expected).
+    fn notify(&self, method: &str, frame: String) -> Result<(), ClientError>;
+
+    /// The caller gave up on call `id` before its answer: forget it and, where the transport
+    /// needs it, tell the server (`notifications/cancel`, §13.1).
+    fn abandon(&self, id: &RequestId);
+
+    /// Records the session token of an `initialize` result (`_meta.session`, §11).
+    fn session_started(&self, _token: Option<&str>) {}
+
+    /// Forgets the session after the server said it is unknown or expired (-32001); `true`
+    /// when there was one, so `initialize` again and one retry may succeed (§12.2).
+    fn end_session(&self) -> bool {
+        false
+    }
+}
+
+type Pending = oneshot::Sender<Result<Value, ClientError>>;
+
+/// Incoming-frame routing shared by a client and its transport.
+pub(crate) struct Router {
+    label: String,
+    pending: Mutex<HashMap<RequestId, Pending>>,
+    progress: Mutex<HashMap<String, mpsc::UnboundedSender<ProgressParams>>>,
+    closed: Mutex<Option<Disconnect>>,
+    frames_sent: AtomicU64,
+}
+
+impl Router {
+    /// A router for the connection labelled `label` (used in diagnostics).
+    pub(crate) fn new(label: String) -> Arc<Self> {
+        Arc::new(Self {
+            label,
+            pending: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
+            closed: Mutex::new(None),
+            frames_sent: AtomicU64::new(0),
+        })
+    }
+
+    /// The connection's label.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Why the transport closed, if it did.
+    pub(crate) fn closed(&self) -> Option<Disconnect> {
+        self.closed.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// Counts one frame written to the server.
+    pub(crate) fn count_frame(&self) {
+        self.frames_sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Frames written so far.
+    pub(crate) fn frames_sent(&self) -> u64 {
+        self.frames_sent.load(Ordering::Relaxed)
+    }
+
+    /// Calls awaiting an answer.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    /// Registers call `id`; its answer (or the transport's death) arrives on the receiver.
+    pub(crate) fn expect(&self, id: RequestId) -> oneshot::Receiver<Result<Value, ClientError>> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id, tx);
+        }
+        rx
+    }
+
+    /// Forgets call `id`; `true` when it was still awaiting an answer.
+    pub(crate) fn forget(&self, id: &RequestId) -> bool {
+        self.pending.lock().ok().and_then(|mut p| p.remove(id)).is_some()
+    }
+
+    /// Sends the progress frames carrying `token` to `tx`.
+    pub(crate) fn watch_progress(&self, token: String, tx: mpsc::UnboundedSender<ProgressParams>) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.insert(token, tx);
+        }
+    }
+
+    /// Stops forwarding progress frames for `token`.
+    pub(crate) fn unwatch_progress(&self, token: &str) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.remove(token);
+        }
+    }
+
+    /// Marks the transport dead and fails every call in flight with `reason`.
+    pub(crate) fn close(&self, reason: Disconnect) {
+        if let Ok(mut c) = self.closed.lock() {
+            if c.is_some() {
+                return;
+            }
+            *c = Some(reason.clone());
+        }
+        tracing::debug!(engine = %self.label, %reason, "transport closed");
+        let pending: Vec<Pending> =
+            self.pending.lock().map(|mut p| p.drain().map(|(_, tx)| tx).collect()).unwrap_or_default();
+        for tx in pending {
+            let _ = tx.send(Err(ClientError::Closed(reason.clone())));
+        }
+        if let Ok(mut p) = self.progress.lock() {
+            p.clear();
+        }
+    }
+
+    /// Routes one NDJSON line: a message, or a batch of them (§4.6).
+    pub(crate) fn on_line(&self, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Array(frames)) => frames.into_iter().for_each(|f| self.on_frame(f)),
+            Ok(frame) => self.on_frame(frame),
+            Err(e) => tracing::warn!(engine = %self.label, error = %e, "server wrote a line that is not JSON"),
+        }
+    }
+
+    /// Routes one message: a notification, or the answer to a call in flight.
+    pub(crate) fn on_frame(&self, frame: Value) {
+        if let Some(method) = frame.get("method").and_then(Value::as_str) {
+            if frame.get("id").is_none() {
+                self.on_notification(method, frame.get("params").cloned().unwrap_or(Value::Null));
+            }
+            return;
+        }
+        let Some(id) = frame.get("id").cloned().and_then(|i| serde_json::from_value::<RequestId>(i).ok()) else {
+            tracing::warn!(engine = %self.label, %frame, "response without a usable id");
+            return;
+        };
+        let outcome = response_outcome(frame);
+        match self.pending.lock().ok().and_then(|mut p| p.remove(&id)) {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => tracing::debug!(engine = %self.label, %id, "late or unknown answer discarded"),
+        }
+    }
+
+    fn on_notification(&self, method: &str, params: Value) {
+        match method {
+            notifications::PROGRESS => {
+                let Ok(p) = serde_json::from_value::<ProgressParams>(params) else { return };
+                let key = p.progress_token.to_string();
+                if let Some(tx) = self.progress.lock().ok().and_then(|m| m.get(&key).cloned()) {
+                    let _ = tx.send(p);
+                }
+            }
+            notifications::LOG => {
+                let Ok(l) = serde_json::from_value::<LogParams>(params) else { return };
+                let engine = &self.label;
+                match l.level {
+                    LogLevel::Debug => tracing::debug!(target: "rcp_client::log", %engine, "{}", l.message),
+                    LogLevel::Info | LogLevel::Notice => {
+                        tracing::info!(target: "rcp_client::log", %engine, "{}", l.message)
+                    }
+                    LogLevel::Warning => tracing::warn!(target: "rcp_client::log", %engine, "{}", l.message),
+                    LogLevel::Error => tracing::error!(target: "rcp_client::log", %engine, "{}", l.message),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The outcome a response frame carries: its `result`, or its `error` as [`ClientError::Rpc`].
+pub(crate) fn response_outcome(frame: Value) -> Result<Value, ClientError> {
+    match (frame.get("result"), frame.get("error")) {
+        (_, Some(e)) => Err(serde_json::from_value::<RcpError>(e.clone())
+            .map(ClientError::Rpc)
+            .unwrap_or_else(|err| ClientError::decode(format!("malformed error object {e}"), err))),
+        (Some(r), None) => Ok(r.clone()),
+        (None, None) => Err(ClientError::Protocol(format!("response with neither result nor error: {frame}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_reach_their_call_and_close_fails_the_rest() {
+        let router = Router::new("t".into());
+        let one = router.expect(RequestId::from(1));
+        let two = router.expect(RequestId::from(2));
+        router.on_line(r#"[{"jsonrpc":"2.0","id":1,"result":{"ok":true}}]"#);
+        assert_eq!(one.await.ok().and_then(Result::ok), Some(json!({"ok": true})));
+        assert_eq!(router.in_flight(), 1);
+        router.close(Disconnect::Eof);
+        assert!(matches!(two.await, Ok(Err(ClientError::Closed(Disconnect::Eof)))));
+        assert!(matches!(router.closed(), Some(Disconnect::Eof)));
+    }
+
+    #[test]
+    fn error_responses_become_rpc_errors() {
+        let e = response_outcome(json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}));
+        assert!(matches!(e, Err(ClientError::Rpc(ref r)) if r.code == rcp_protocol::ErrorCode::METHOD_NOT_FOUND));
+        let e = response_outcome(json!({"jsonrpc":"2.0","id":1,"error":{"code":"x"}}));
+        assert!(matches!(e, Err(ClientError::Decode { .. })), "{e:?}");
+    }
+}
