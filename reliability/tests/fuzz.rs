@@ -308,7 +308,7 @@ fn frame() -> impl Strategy<Value = Vec<u8>> {
 
 fn config() -> Config {
     let cases = std::env::var("RCP_FUZZ_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2_500);
-    let seed = std::env::var("RCP_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_0f_2c9);
+    let seed = std::env::var("RCP_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_f2c9);
     Config { cases, failure_persistence: None, rng_seed: RngSeed::Fixed(seed), ..Config::default() }
 }
 
