@@ -254,7 +254,10 @@ impl RcpError {
     pub fn not_initialized(method: &str) -> Self {
         Self::new(
             ErrorCode::NOT_INITIALIZED,
-            format!("'{}' called before a successful initialize; only info, ping and shutdown are allowed", echo(method)),
+            format!(
+                "'{}' called before a successful initialize; only info, ping and shutdown are allowed",
+                echo(method)
+            ),
         )
     }
 

@@ -50,8 +50,9 @@ fn a_megabyte_method_name_is_not_echoed_whole() {
 #[test]
 fn a_megabyte_option_value_is_not_echoed_whole() {
     let mode = "y".repeat(1 << 20);
-    let (v, len) =
-        answer(&json!({"jsonrpc": "2.0", "id": 2, "method": "retrieve", "params": {"query": "q", "k": 1, "mode": mode}}));
+    let (v, len) = answer(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "retrieve", "params": {"query": "q", "k": 1, "mode": mode}}),
+    );
     assert_eq!(v["error"]["code"], -32005, "{v}");
     assert!(len < 4096, "a 1 MiB mode produced a {len}-byte answer");
 }
@@ -59,7 +60,8 @@ fn a_megabyte_option_value_is_not_echoed_whole() {
 #[test]
 fn a_megabyte_unknown_key_path_is_not_echoed_whole() {
     let field = "z".repeat(1 << 20);
-    let (v, len) = answer(&json!({"jsonrpc": "2.0", "id": 3, "method": "retrieve", "params": {"query": "q", "k": field}}));
+    let (v, len) =
+        answer(&json!({"jsonrpc": "2.0", "id": 3, "method": "retrieve", "params": {"query": "q", "k": field}}));
     assert_eq!(v["error"]["code"], -32602, "{v}");
     assert!(len < 8192, "a 1 MiB value produced a {len}-byte answer");
 }
