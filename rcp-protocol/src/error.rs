@@ -1,5 +1,6 @@
 //! Error codes of §12 and the protocol error object (`code`, `message`, `data`).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -145,6 +146,37 @@ fn data_is_empty(d: &Option<ErrorData>) -> bool {
     d.as_ref().is_none_or(ErrorData::is_empty)
 }
 
+/// How many bytes of a peer's input an error message echoes back; longer input is cut and its
+/// original length noted, so a hostile frame cannot make the server amplify it.
+pub const ECHO_LIMIT: usize = 200;
+
+/// The longest `message` or `error.data.detail` a constructed error carries.
+const TEXT_LIMIT: usize = 2048;
+
+/// `input` as an error may echo it: at most [`ECHO_LIMIT`] bytes, cut on a character
+/// boundary, with the original length noted when cut.
+pub fn echo(input: &str) -> Cow<'_, str> {
+    clip(input, ECHO_LIMIT)
+}
+
+fn clip(s: &str, limit: usize) -> Cow<'_, str> {
+    if s.len() <= limit {
+        return Cow::Borrowed(s);
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}… ({} bytes)", &s[..end], s.len()))
+}
+
+fn clip_owned(s: String, limit: usize) -> String {
+    match clip(&s, limit) {
+        Cow::Borrowed(_) => s,
+        Cow::Owned(c) => c,
+    }
+}
+
 impl RcpError {
     fn detail_suffix(&self) -> String {
         match self.data.as_ref().and_then(|d| d.detail.as_deref()) {
@@ -155,7 +187,7 @@ impl RcpError {
 
     /// An error with a code and message and no data.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: None }
+        Self { code, message: clip_owned(message.into(), TEXT_LIMIT), data: None }
     }
 
     fn data_mut(&mut self) -> &mut ErrorData {
@@ -164,7 +196,7 @@ impl RcpError {
 
     /// Sets `error.data.detail`.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
-        self.data_mut().detail = Some(detail.into());
+        self.data_mut().detail = Some(clip_owned(detail.into(), TEXT_LIMIT));
         self
     }
 
@@ -204,8 +236,8 @@ impl RcpError {
 
     /// `-32602` with `error.data.field` naming the offending params path.
     pub fn invalid_params(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        let field = field.into();
-        let detail = detail.into();
+        let field = clip_owned(field.into(), ECHO_LIMIT);
+        let detail = clip_owned(detail.into(), TEXT_LIMIT);
         let mut e = Self::new(ErrorCode::INVALID_PARAMS, format!("invalid params: {field}: {detail}"));
         let d = e.data_mut();
         d.field = Some(field);
@@ -222,7 +254,10 @@ impl RcpError {
     pub fn not_initialized(method: &str) -> Self {
         Self::new(
             ErrorCode::NOT_INITIALIZED,
-            format!("'{method}' called before a successful initialize; only info, ping and shutdown are allowed"),
+            format!(
+                "'{}' called before a successful initialize; only info, ping and shutdown are allowed",
+                echo(method)
+            ),
         )
     }
 
@@ -238,13 +273,13 @@ impl RcpError {
     pub fn capability_missing(method: &str, capability: &str) -> Self {
         Self::new(
             ErrorCode::CAPABILITY_MISSING,
-            format!("'{method}' requires capability '{capability}', which this server does not advertise"),
+            format!("'{}' requires capability '{capability}', which this server does not advertise", echo(method)),
         )
     }
 
     /// `-32004`: the method is not defined by RCP.
     pub fn unknown_method(method: &str) -> Self {
-        Self::new(ErrorCode::UNKNOWN_METHOD, format!("unknown method '{method}'"))
+        Self::new(ErrorCode::UNKNOWN_METHOD, format!("unknown method '{}'", echo(method)))
     }
 
     /// `-32005` with `error.data.option`: an option value outside the advertised set.
@@ -252,11 +287,11 @@ impl RcpError {
     /// `option` names the option (`"mode"`, `"filter.operators"`); `value` the rejected value;
     /// `advertised` the values that are allowed.
     pub fn option_unsupported(option: impl Into<String>, value: &str, advertised: &[&str]) -> Self {
-        let option = option.into();
+        let option = clip_owned(option.into(), ECHO_LIMIT);
         let allowed = if advertised.is_empty() { "none".to_string() } else { advertised.join(", ") };
         let mut e = Self::new(
             ErrorCode::OPTION_UNSUPPORTED,
-            format!("{option} '{value}' not advertised; advertised: {allowed}"),
+            format!("{option} '{}' not advertised; advertised: {allowed}", echo(value)),
         );
         e.data_mut().option = Some(option);
         e
@@ -327,6 +362,20 @@ mod tests {
         let back: RcpError = serde_json::from_value(json!({"code": -1, "message": "m", "data": {"x-a": 1}})).unwrap();
         assert_eq!(back.code, ErrorCode(-1));
         assert_eq!(back.data.unwrap().extra["x-a"], 1);
+    }
+
+    #[test]
+    fn echoed_input_is_cut_with_its_length() {
+        let huge = "m".repeat(1 << 20);
+        let e = RcpError::unknown_method(&huge);
+        assert!(e.message.len() < 300, "{} bytes", e.message.len());
+        assert!(e.message.contains("(1048576 bytes)"));
+        let e = RcpError::invalid_params(huge.clone(), huge.clone());
+        assert!(e.field().is_some_and(|f| f.len() < 300));
+        assert!(serde_json::to_vec(&e).unwrap().len() < 5000);
+        // Multi-byte characters are cut on a boundary.
+        assert!(echo(&"é".repeat(300)).ends_with("(600 bytes)"));
+        assert_eq!(echo("short"), "short");
     }
 
     #[test]

@@ -65,9 +65,37 @@ fn any_of(qs: Vec<Box<dyn Query>>) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(qs.into_iter().map(|q| (Occur::Should, q)).collect()))
 }
 
-/// An integer operand: JSON integers beyond `i64` saturate (they can only bound a range).
-fn as_int(v: &Value) -> Option<i64> {
-    v.as_i64().or_else(|| v.as_u64().map(|_| i64::MAX))
+/// One bound of a range over an `int` field, from any JSON number: operands beyond `i64` or
+/// with a fraction bound the range exactly (`gt -1e19` is every value, `gte 2.5` starts at 3)
+/// instead of matching nothing. `None` when no integer satisfies the condition.
+fn int_bound(op: Op, value: &Value) -> Option<(Bound<i64>, Bound<i64>)> {
+    if let Some(i) = value.as_i64() {
+        return Some(match op {
+            Op::Gt => (Bound::Excluded(i), Bound::Unbounded),
+            Op::Gte => (Bound::Included(i), Bound::Unbounded),
+            Op::Lt => (Bound::Unbounded, Bound::Excluded(i)),
+            _ => (Bound::Unbounded, Bound::Included(i)),
+        });
+    }
+    let x = value.as_f64().filter(|x| x.is_finite())?;
+    // The first (lower) or last (upper) integer that satisfies the condition, as a float.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    let lower = |n: f64| match n {
+        n if n <= -TWO_63 => Some((Bound::Unbounded, Bound::Unbounded)),
+        n if n >= TWO_63 => None,
+        n => Some((Bound::Included(n as i64), Bound::Unbounded)),
+    };
+    let upper = |n: f64| match n {
+        n if n >= TWO_63 => Some((Bound::Unbounded, Bound::Unbounded)),
+        n if n < -TWO_63 => None,
+        n => Some((Bound::Unbounded, Bound::Included(n as i64))),
+    };
+    match op {
+        Op::Gt => lower(x.floor() + 1.0),
+        Op::Gte => lower(x.ceil()),
+        Op::Lt => upper(x.ceil() - 1.0),
+        _ => upper(x.floor()),
+    }
 }
 
 impl Compiler<'_> {
@@ -125,8 +153,24 @@ impl Compiler<'_> {
     }
 
     fn range(&self, m: &MetaField, op: Op, value: &Value) -> Box<dyn Query> {
+        if m.spec.ty == FieldType::Int {
+            return match int_bound(op, value) {
+                None => Box::new(EmptyQuery),
+                Some((Bound::Unbounded, Bound::Unbounded)) => {
+                    term_query(Term::from_field_text(self.fields.present, &m.spec.name))
+                }
+                Some((lo, hi)) => {
+                    let term = |v: i64| Term::from_field_i64(m.field, v);
+                    let map = |b: Bound<i64>| match b {
+                        Bound::Included(v) => Bound::Included(term(v)),
+                        Bound::Excluded(v) => Bound::Excluded(term(v)),
+                        Bound::Unbounded => Bound::Unbounded,
+                    };
+                    Box::new(RangeQuery::new(map(lo), map(hi)))
+                }
+            };
+        }
         let term = match m.spec.ty {
-            FieldType::Int => as_int(value).map(|v| Term::from_field_i64(m.field, v)),
             FieldType::Date => date_to_epoch_ms(value).map(|v| Term::from_field_i64(m.field, v)),
             FieldType::Float => value.as_f64().map(|v| Term::from_field_f64(m.field, v)),
             _ => None,

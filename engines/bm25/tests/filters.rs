@@ -57,6 +57,11 @@ fn corpus(e: &mut Engine) {
     );
 }
 
+/// A JSON number as serde_json reads it from text (beyond i64 it is a u64 or an f64).
+fn big(text: &str) -> Value {
+    serde_json::from_str(text).expect("a JSON number")
+}
+
 fn matching(e: &mut Engine, filter: Value) -> Vec<String> {
     let r = e.ok("retrieve", json!({"query": "common", "k": 100, "filter": filter}));
     let mut got = ids(&r);
@@ -87,6 +92,13 @@ fn every_operator_on_every_type() {
         (json!({"field": "year", "op": "lte", "value": 2018}), &["d2", "d4"]),
         (json!({"field": "year", "op": "eq", "value": 2020}), &["d1", "d5"]),
         (json!({"field": "year", "op": "in", "value": [2015, 2022]}), &["d3", "d4"]),
+        // int operands beyond i64 (JSON integers the schema admits) bound the range exactly
+        (json!({"field": "year", "op": "gt", "value": big("-9223372036854775809")}), &["d1", "d2", "d3", "d4", "d5"]),
+        (json!({"field": "year", "op": "gte", "value": big("-1e19")}), &["d1", "d2", "d3", "d4", "d5"]),
+        (json!({"field": "year", "op": "lt", "value": big("-9223372036854775809")}), &[]),
+        (json!({"field": "year", "op": "lt", "value": big("9223372036854775808")}), &["d1", "d2", "d3", "d4", "d5"]),
+        (json!({"field": "year", "op": "gte", "value": big("9223372036854775808")}), &[]),
+        (json!({"field": "year", "op": "lte", "value": big("18446744073709551615")}), &["d1", "d2", "d3", "d4", "d5"]),
         // float (an int-valued document counts as 5.0; a missing field satisfies ne)
         (json!({"field": "rating", "op": "gt", "value": 3.0}), &["d1", "d3"]),
         (json!({"field": "rating", "op": "lte", "value": 3}), &["d2", "d5"]),
