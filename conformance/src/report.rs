@@ -346,6 +346,24 @@ mod tests {
     }
 
     #[test]
+    fn warnings_certify_and_are_counted_apart() {
+        use Level::*;
+        let mut warned = check(L1, Status::Warn);
+        warned.strength = Strength::Should;
+        let r = report(vec![check(L0, Status::Pass), warned, check(L2, Status::Skip)], "L1", L2);
+        assert_eq!(r.certified(), Some(L1), "a SHOULD never decides the level");
+        assert_eq!(r.counts(), Counts { passed: 1, failed: 0, skipped: 1, warnings: 1 });
+        assert_eq!(r.exit_code(), 0);
+        let text = r.render_text();
+        assert!(text.contains("\n1 passed, 0 failed, 1 skipped\n1 warnings"), "{text}");
+        assert!(text.contains("[L1] WARN  x (§0) [SHOULD]"), "{text}");
+        let json = r.to_json();
+        assert_eq!(json["counts"]["warnings"], 1);
+        assert_eq!(json["checks"][1]["strength"], "SHOULD");
+        assert_eq!(json["checks"][0]["strength"], "MUST");
+    }
+
+    #[test]
     fn text_report_ends_with_the_parsed_lines() {
         let r = report(vec![check(Level::L0, Status::Pass), check(Level::L1, Status::Skip)], "L1", Level::L2);
         let text = r.render_text();

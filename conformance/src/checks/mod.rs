@@ -595,3 +595,51 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
 pub(crate) fn show(v: &Value) -> String {
     truncate(&v.to_string(), 160)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+
+    fn ctx() -> Ctx {
+        let target = crate::Target::Stdio { program: "unused".into(), args: Vec::new() };
+        let env =
+            Env { target, timeout: Duration::from_secs(1), schemas: None, sink: Arc::new(Mutex::new(Vec::new())) };
+        Ctx::new(env, Level::L2, None)
+    }
+
+    #[test]
+    fn a_failed_should_is_a_warning_but_a_protocol_violation_still_fails() {
+        let mut cx = ctx();
+        cx.record(meta!(L1, SHOULD, "a", "§0", "a"), fail("missed"));
+        cx.record(meta!(L1, MUST, "b", "§0", "b"), fail("broken"));
+        cx.record(meta!(L1, MUST, "c", "§0", "c"), warn("no error.data.field"));
+        cx.env.violation("schema: bad frame");
+        cx.record(meta!(L1, SHOULD, "d", "§0", "d"), pass());
+        let got: Vec<(Status, Strength)> = cx.results.iter().map(|r| (r.status, r.strength)).collect();
+        assert_eq!(
+            got,
+            [
+                (Status::Warn, Strength::Should),
+                (Status::Fail, Strength::Must),
+                (Status::Warn, Strength::Must),
+                (Status::Fail, Strength::Should),
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_error_data_details_are_warnings() {
+        let bare = Resp(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad k"}}));
+        assert!(matches!(expect_invalid_params(&bare, &["k"]), Ok(Outcome::Warn(_))));
+        let named = Resp(
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad", "data": {"field": "k"}}}),
+        );
+        assert!(matches!(expect_invalid_params(&named, &["k"]), Ok(Outcome::Pass(_))));
+        let wrong = Resp(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "no"}}));
+        assert!(expect_invalid_params(&wrong, &["k"]).is_err(), "the code itself is a MUST");
+        assert!(matches!(expect_option_unsupported(&wrong), Ok(Outcome::Warn(_))));
+    }
+}
