@@ -127,6 +127,9 @@ pub(crate) struct Conn {
     stalled: u32,
 }
 
+/// How long a server may take to exit on EOF before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(3);
+
 /// Consecutive timeouts after which the server is considered hung.
 const STALL_LIMIT: u32 = 2;
 /// How long to wait for a response once the server is considered hung.
@@ -177,6 +180,14 @@ impl Conn {
         match &mut self.t {
             Transport::Stdio(s) => Some(s),
             Transport::Http(_) => None,
+        }
+    }
+
+    /// Ends the connection: over stdio the process is stopped and reaped before this returns (so
+    /// no two processes of the server are ever alive at once); over HTTP there is nothing to end.
+    pub async fn close(&mut self) {
+        if let Transport::Stdio(s) = &mut self.t {
+            s.close(CLOSE_GRACE).await;
         }
     }
 

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use report::{CheckResult, Counts, Level, Report, Status};
+pub use report::{CheckResult, Counts, Level, Report, Status, Strength};
 pub use schema::{Schemas, envelope_errors};
 
 /// Where the server under test is.
@@ -152,8 +152,8 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
         schemas,
         sink: Arc::new(Mutex::new(Vec::new())),
     };
-    // Fail fast when the server cannot even be started.
-    drop(conn::Conn::open(&env).await.map_err(Error::Target)?);
+    // Fail fast when the server cannot even be started (and stop that process before any other).
+    conn::Conn::open(&env).await.map_err(Error::Target)?.close().await;
     let transport = match config.target {
         Target::Stdio { .. } => "stdio",
         Target::Http { .. } => "http",

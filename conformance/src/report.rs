@@ -53,6 +53,26 @@ impl std::str::FromStr for Level {
     }
 }
 
+/// How binding the spec sentence a check enforces is (RFC 2119 keywords, spec §14.5: only MUSTs
+/// decide the certified level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strength {
+    /// MUST / MUST NOT / REQUIRED: a violation fails the check and blocks certification.
+    Must,
+    /// SHOULD / SHOULD NOT / RECOMMENDED: a violation is reported as a warning only.
+    Should,
+}
+
+impl Strength {
+    /// `"MUST"` or `"SHOULD"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strength::Must => "MUST",
+            Strength::Should => "SHOULD",
+        }
+    }
+}
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -60,16 +80,21 @@ pub enum Status {
     Pass,
     /// The server violated a MUST.
     Fail,
+    /// The server met every MUST the check covers but missed a SHOULD (a failed SHOULD check, or
+    /// a missing recommended detail such as `error.data.field`, §12.1). Counts as applied and
+    /// passed for certification.
+    Warn,
     /// Not applicable (capability not advertised, transport-specific) or an interop probe.
     Skip,
 }
 
 impl Status {
-    /// `"PASS"`, `"FAIL"` or `"SKIP"`.
+    /// `"PASS"`, `"FAIL"`, `"WARN"` or `"SKIP"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "PASS",
             Status::Fail => "FAIL",
+            Status::Warn => "WARN",
             Status::Skip => "SKIP",
         }
     }
@@ -86,7 +111,9 @@ pub struct CheckResult {
     pub name: &'static str,
     /// The spec section(s) it enforces, e.g. `§11`.
     pub section: &'static str,
-    /// Pass, fail or skip.
+    /// Whether the sentence it enforces is a MUST or a SHOULD.
+    pub strength: Strength,
+    /// Pass, fail, warn or skip.
     pub status: Status,
     /// Why it failed or was skipped, or a note on a pass (may be empty).
     pub detail: String,
@@ -107,7 +134,7 @@ pub struct Report {
     pub declared: Option<String>,
 }
 
-/// How many checks passed, failed and were skipped.
+/// How many checks passed, failed, were skipped or ended with a warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Checks that passed.
@@ -116,6 +143,8 @@ pub struct Counts {
     pub failed: usize,
     /// Checks that were skipped.
     pub skipped: usize,
+    /// Checks that met their MUSTs but missed a SHOULD.
+    pub warnings: usize,
 }
 
 impl Report {
@@ -127,13 +156,14 @@ impl Report {
                 Status::Pass => c.passed += 1,
                 Status::Fail => c.failed += 1,
                 Status::Skip => c.skipped += 1,
+                Status::Warn => c.warnings += 1,
             }
         }
         c
     }
 
     /// The highest certified level (§14.5): every applicable check at that level and all lower
-    /// levels passed, and at least one check at each of those levels applied (a level is never
+    /// levels passed (a warning is a pass: SHOULDs never decide the level), and at least one check at each of those levels applied (a level is never
     /// certified vacuously: an embed-only server does not reach L1). `None` if L0 fails.
     pub fn certified(&self) -> Option<Level> {
         let mut certified = None;
@@ -144,7 +174,7 @@ impl Report {
             let at = self.checks.iter().filter(|c| c.level == level);
             let (mut any_pass, mut any_fail) = (false, false);
             for c in at {
-                any_pass |= c.status == Status::Pass;
+                any_pass |= matches!(c.status, Status::Pass | Status::Warn);
                 any_fail |= c.status == Status::Fail;
             }
             if any_fail || !any_pass {
@@ -195,7 +225,8 @@ impl Report {
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         for c in &self.checks {
-            let mut line = format!("[{}] {:<4}  {} ({})", c.level, c.status.as_str(), c.name, c.section);
+            let should = if c.strength == Strength::Should { " [SHOULD]" } else { "" };
+            let mut line = format!("[{}] {:<4}  {} ({}){should}", c.level, c.status.as_str(), c.name, c.section);
             if !c.detail.is_empty() && c.status != Status::Pass {
                 line.push_str(" — ");
                 line.push_str(&one_line(&c.detail));
@@ -205,6 +236,12 @@ impl Report {
         }
         let n = self.counts();
         out.push_str(&format!("{} passed, {} failed, {} skipped\n", n.passed, n.failed, n.skipped));
+        if n.warnings > 0 {
+            out.push_str(&format!(
+                "{} warnings (SHOULDs not met; they do not affect the certified level)\n",
+                n.warnings
+            ));
+        }
         out.push_str(&format!("CERTIFIED LEVEL: {}\n", self.certified().map_or("NONE", Level::as_str)));
         let certified = self.certified().map_or("NONE", Level::as_str);
         match (&self.declared, self.declaration_honest()) {
@@ -238,12 +275,13 @@ impl Report {
             "certifiedLevel": self.certified().map_or("NONE", Level::as_str),
             "declaredLevel": self.declared,
             "declarationHonest": self.declaration_honest(),
-            "counts": {"passed": n.passed, "failed": n.failed, "skipped": n.skipped},
+            "counts": {"passed": n.passed, "failed": n.failed, "skipped": n.skipped, "warnings": n.warnings},
             "checks": self.checks.iter().map(|c| json!({
                 "id": c.id,
                 "level": c.level.as_str(),
                 "name": c.name,
                 "section": c.section,
+                "strength": c.strength.as_str(),
                 "status": c.status.as_str(),
                 "detail": c.detail,
             })).collect::<Vec<_>>(),
@@ -271,7 +309,15 @@ mod tests {
     use super::*;
 
     fn check(level: Level, status: Status) -> CheckResult {
-        CheckResult { id: "x", level, name: "x", section: "§0", status, detail: String::new() }
+        CheckResult {
+            id: "x",
+            level,
+            name: "x",
+            section: "§0",
+            strength: Strength::Must,
+            status,
+            detail: String::new(),
+        }
     }
 
     fn report(checks: Vec<CheckResult>, declared: &str, limit: Level) -> Report {
@@ -297,6 +343,24 @@ mod tests {
         // Declared above --level and everything up to it passed: not verified, not a failure.
         let r = report(vec![check(L0, Pass), check(L1, Pass)], "L2", L1);
         assert_eq!((r.declaration_honest(), r.exit_code()), (None, 0));
+    }
+
+    #[test]
+    fn warnings_certify_and_are_counted_apart() {
+        use Level::*;
+        let mut warned = check(L1, Status::Warn);
+        warned.strength = Strength::Should;
+        let r = report(vec![check(L0, Status::Pass), warned, check(L2, Status::Skip)], "L1", L2);
+        assert_eq!(r.certified(), Some(L1), "a SHOULD never decides the level");
+        assert_eq!(r.counts(), Counts { passed: 1, failed: 0, skipped: 1, warnings: 1 });
+        assert_eq!(r.exit_code(), 0);
+        let text = r.render_text();
+        assert!(text.contains("\n1 passed, 0 failed, 1 skipped\n1 warnings"), "{text}");
+        assert!(text.contains("[L1] WARN  x (§0) [SHOULD]"), "{text}");
+        let json = r.to_json();
+        assert_eq!(json["counts"]["warnings"], 1);
+        assert_eq!(json["checks"][1]["strength"], "SHOULD");
+        assert_eq!(json["checks"][0]["strength"], "MUST");
     }
 
     #[test]

@@ -127,6 +127,20 @@ impl StdioTransport {
         self.exit
     }
 
+    /// Ends the process and reaps it: closes stdin (an implicit shutdown, §5.1), gives it `grace`
+    /// to exit, then kills it. When this returns the process is gone, so a server holding an
+    /// exclusive resource (a data directory lock) has released it before the next one starts.
+    pub async fn close(&mut self, grace: Duration) {
+        self.stdin = None;
+        if self.wait_exit(grace).await.is_some() {
+            return;
+        }
+        // `kill` sends SIGKILL and waits for the process to be reaped.
+        if self.child.kill().await.is_ok() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+    }
+
     /// Whether the process has exited.
     pub fn exited(&mut self) -> bool {
         if self.exit.is_none() {

@@ -6,10 +6,67 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Caps, Main, Res, expect_code, fail, fresh, gated_call, init_params, pass, pass_note, show, skip, verdict};
+use super::{
+    Caps, Main, Res, expect_code, fail, fresh, gated_call, init_params, pass, pass_note, show, skip, verdict, warn,
+};
 use crate::conn::{Conn, Env};
 
 const STATELESS: &str = "stateless HTTP server: every request is implicitly initialized (§5.2), so there is no per-connection session to check";
+const GLOBAL: &str = "the HTTP server keeps one process-wide session, held by the main session (see http.session-per-client): no fresh session can be opened to check this";
+
+/// How an endpoint scopes `initialize` state (§5.2): what a fresh connection can expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sessions {
+    /// Every connection (stdio process, HTTP session token) has its own lifecycle (§13).
+    PerConnection,
+    /// Stateless HTTP: every request is implicitly initialized and `initialize` is idempotent.
+    Stateless,
+    /// HTTP with one session for the whole process: once any client initialized, every later
+    /// `initialize` is answered `-32600` and gated methods work without one.
+    Global,
+}
+
+impl Sessions {
+    /// The skip reason for a check that needs a fresh, uninitialized session, if it cannot have one.
+    fn no_fresh_session(self) -> Option<&'static str> {
+        match self {
+            Sessions::PerConnection => None,
+            Sessions::Stateless => Some(STATELESS),
+            Sessions::Global => Some(GLOBAL),
+        }
+    }
+}
+
+/// Tells how an HTTP endpoint scopes sessions while the main session is held: a session token
+/// means one session per client; otherwise a second client's `initialize` is answered either
+/// idempotently (stateless) or with `-32600` (one process-wide session). Only a SHOULD: §5.2
+/// leaves session handling to the server, but a global session locks out every other client.
+pub(crate) async fn session_model(env: &Env, main_has_token: bool, sessions: &mut Sessions) -> Res {
+    if matches!(env.target, crate::Target::Stdio { .. }) {
+        return skip("stdio: every client spawns its own process");
+    }
+    if main_has_token {
+        *sessions = Sessions::PerConnection;
+        return pass_note("initialize issued a session token (_meta.session): one session per client");
+    }
+    let mut c = Conn::open(env).await?;
+    let r = c.call("initialize", init_params(1)).await?;
+    if r.result().is_some() {
+        *sessions = Sessions::Stateless;
+        return pass_note("a second client's initialize was answered too (stateless, §5.2)");
+    }
+    if r.code() == Some(-32600) {
+        *sessions = Sessions::Global;
+        return warn(
+            "the server keeps one process-wide session: a second client's initialize is answered -32600 while the \
+             first holds it, so only one client can ever use this endpoint (§5.2: initialize state does not persist \
+             across connections by default; issue _meta.session or be stateless). Checks that need a fresh session \
+             are skipped",
+        );
+    }
+    *sessions = Sessions::Stateless;
+    fail(format!("a second client's initialize was answered neither with a result nor -32600: {}", r.brief()))
+}
 
 pub(crate) async fn ping_nonce(env: &Env, slot: &mut Option<Conn>, nonce: Value) -> Res {
     let c = fresh(env, slot).await?;
@@ -58,9 +115,9 @@ pub(crate) async fn notify_pre_init(env: &Env, slot: &mut Option<Conn>, caps: &C
     pass()
 }
 
-pub(crate) async fn pre_init_gated(env: &Env, slot: &mut Option<Conn>, caps: &Caps, stateless: bool) -> Res {
-    if stateless {
-        return skip(STATELESS);
+pub(crate) async fn pre_init_gated(env: &Env, slot: &mut Option<Conn>, caps: &Caps, sessions: Sessions) -> Res {
+    if let Some(why) = sessions.no_fresh_session() {
+        return skip(why);
     }
     let c = fresh(env, slot).await?;
     let (method, params) = gated(caps);
@@ -69,16 +126,19 @@ pub(crate) async fn pre_init_gated(env: &Env, slot: &mut Option<Conn>, caps: &Ca
     pass()
 }
 
-pub(crate) async fn version_zero(env: &Env, slot: &mut Option<Conn>) -> Res {
+pub(crate) async fn version_zero(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
     let c = fresh(env, slot).await?;
     let r = c.call("initialize", init_params(0)).await?;
+    if sessions == Sessions::Global && r.code() == Some(-32600) {
+        return skip(format!("{GLOBAL} (answered -32600: the session is already initialized)"));
+    }
     expect_code(&r, -32002)?;
     pass()
 }
 
-pub(crate) async fn locked_after_failure(env: &Env, slot: &mut Option<Conn>, caps: &Caps, stateless: bool) -> Res {
-    if stateless {
-        return skip(STATELESS);
+pub(crate) async fn locked_after_failure(env: &Env, slot: &mut Option<Conn>, caps: &Caps, sessions: Sessions) -> Res {
+    if let Some(why) = sessions.no_fresh_session() {
+        return skip(why);
     }
     let c = fresh(env, slot).await?;
     let (method, params) = gated(caps);
@@ -87,7 +147,10 @@ pub(crate) async fn locked_after_failure(env: &Env, slot: &mut Option<Conn>, cap
     pass()
 }
 
-pub(crate) async fn retry_after_failure(env: &Env, slot: &mut Option<Conn>) -> Res {
+pub(crate) async fn retry_after_failure(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
+    if sessions == Sessions::Global {
+        return skip(GLOBAL);
+    }
     let c = fresh(env, slot).await?;
     let r = c.call("initialize", init_params(1)).await?;
     let res = r.ok()?;
@@ -95,11 +158,17 @@ pub(crate) async fn retry_after_failure(env: &Env, slot: &mut Option<Conn>) -> R
     verdict(problems.is_empty(), || format!("initialize result lacks {}", problems.join(", ")))
 }
 
-pub(crate) async fn repeat_rejected(env: &Env, slot: &mut Option<Conn>, stateless: bool) -> Res {
-    if stateless {
+pub(crate) async fn repeat_rejected(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
+    if sessions == Sessions::Stateless {
         return skip(STATELESS);
     }
     let c = fresh(env, slot).await?;
+    if sessions == Sessions::Global {
+        // The main session holds the one session: this initialize is the second one.
+        let r = c.call("initialize", init_params(1)).await?;
+        expect_code(&r, -32600)?;
+        return pass_note("checked against the process-wide session held by the main session");
+    }
     if !c.is_stdio() && c.http_session().is_none() {
         return skip("the retried initialize did not establish a session");
     }
@@ -108,11 +177,14 @@ pub(crate) async fn repeat_rejected(env: &Env, slot: &mut Option<Conn>, stateles
     pass()
 }
 
-pub(crate) async fn missing_version(env: &Env, slot: &mut Option<Conn>) -> Res {
+pub(crate) async fn missing_version(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
     let c = fresh(env, slot).await?;
     let r = c
         .call("initialize", json!({"client": {"name": "rcp-conformance", "version": "0"}, "capabilities": {}}))
         .await?;
+    if sessions == Sessions::Global && r.code() == Some(-32600) {
+        return skip(format!("{GLOBAL} (answered -32600: the session is already initialized)"));
+    }
     expect_code(&r, -32602)?;
     match r.data_str("field") {
         Some(f) if f.contains("protocolVersion") => pass(),
@@ -121,7 +193,10 @@ pub(crate) async fn missing_version(env: &Env, slot: &mut Option<Conn>) -> Res {
     }
 }
 
-pub(crate) async fn tolerant_init(env: &Env, slot: &mut Option<Conn>) -> Res {
+pub(crate) async fn tolerant_init(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
+    if sessions == Sessions::Global {
+        return skip(GLOBAL);
+    }
     let c = fresh(env, slot).await?;
     let params = json!({
         "protocolVersion": 1,
@@ -137,11 +212,9 @@ pub(crate) async fn tolerant_init(env: &Env, slot: &mut Option<Conn>) -> Res {
     verdict(v == Some(1), || format!("negotiated protocolVersion {v:?} for a client at version 1"))
 }
 
-pub(crate) async fn negotiates_min(env: &Env, slot: &mut Option<Conn>, main_version: Option<i64>) -> Res {
-    if let Some(v) = main_version
-        && v != 1
-    {
-        return fail(format!("a client at version 1 was answered with protocolVersion {v}; min(1, server) is 1"));
+pub(crate) async fn negotiates_min(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
+    if sessions == Sessions::Global {
+        return skip(GLOBAL);
     }
     let c = fresh(env, slot).await?;
     let r = c.call("initialize", init_params(99)).await?;
@@ -165,13 +238,19 @@ pub(crate) async fn shutdown_pre_init(env: &Env, slot: &mut Option<Conn>, stdio:
     exit_zero(c).await
 }
 
+/// The answer to `shutdown` is a MUST (§7.12); exiting afterwards is a SHOULD (§13.1: "After
+/// answering `shutdown` a server SHOULD stop reading new requests and exit"), so a process that
+/// lingers or exits non-zero is a warning.
 async fn exit_zero(c: &mut Conn) -> Res {
     let timeout = c.timeout();
     let Some(s) = c.stdio() else { return pass() };
     match s.wait_exit(timeout).await {
         Some(st) if st.success() => pass(),
-        Some(st) => fail(format!("the process exited with {st} after shutdown")),
-        None => fail(format!("the process did not exit within {} ms of answering shutdown", timeout.as_millis())),
+        Some(st) => warn(format!("the process exited with {st} after shutdown (SHOULD exit cleanly, §13.1)")),
+        None => warn(format!(
+            "the process did not exit within {} ms of answering shutdown (SHOULD exit, §13.1)",
+            timeout.as_millis()
+        )),
     }
 }
 
@@ -199,7 +278,10 @@ pub(crate) async fn nothing_after_shutdown(m: &mut Main) -> Res {
     verdict(late.is_empty(), || format!("the server answered after its shutdown response: {}", show(&late[0])))
 }
 
-pub(crate) async fn minimal_init(env: &Env, slot: &mut Option<Conn>) -> Res {
+pub(crate) async fn minimal_init(env: &Env, slot: &mut Option<Conn>, sessions: Sessions) -> Res {
+    if sessions == Sessions::Global {
+        return skip(GLOBAL);
+    }
     let c = fresh(env, slot).await?;
     let r = c.call("initialize", json!({"protocolVersion": 1})).await?;
     let res = r.ok()?;

@@ -60,3 +60,30 @@ pub fn tiny_engine() -> PathBuf {
 pub fn failed(report: &rcp_conformance::Report) -> Vec<&'static str> {
     report.checks.iter().filter(|c| c.status == rcp_conformance::Status::Fail).map(|c| c.id).collect()
 }
+
+/// A binary of another workspace package (`cargo build -p PACKAGE`), found beside the test
+/// executable in `target/<profile>` and built there with the cargo that runs the tests when it is
+/// missing. `None` when it cannot be built (the caller skips with a message).
+pub fn workspace_bin(package: &str, name: &str) -> Option<PathBuf> {
+    let dir = profile_dir();
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if bin.is_file() {
+        return Some(bin);
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_owned();
+    let target_dir = dir.parent()?.to_path_buf();
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", package, "--bin", name, "--target-dir"]).arg(&target_dir);
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let built = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().is_ok_and(|s| s.success());
+    (built && bin.is_file()).then_some(bin)
+}
