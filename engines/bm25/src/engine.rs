@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rcp_corpus::CorpusDoc;
 use rcp_protocol::filter::{FieldType, Filter, date_to_epoch_ms};
 use rcp_protocol::retrieve::{Citation, Trust};
 use rcp_protocol::{Hit, Meta};
-use rcp_server::corpus::CorpusDoc;
 use serde_json::Value;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;

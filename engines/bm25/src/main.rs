@@ -13,7 +13,6 @@ use rcp_bm25::{Bm25, ServiceOptions};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
-use rcp_server::corpus;
 
 /// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
 ///
@@ -157,8 +156,8 @@ fn run_index(args: IndexArgs) -> Result<(), String> {
     let declared = args.fields.resolve()?;
     let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
     let engine = Engine::open(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
-    let total = corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
-    let docs = corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
+    let total = rcp_corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
     let source = args.source.clone().unwrap_or_else(|| {
         args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
     });
@@ -201,7 +200,7 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         None => {
             let fields = if declared.is_empty() { rcp_bm25::builtin_fields() } else { declared };
             let engine = Engine::in_ram(fields, options).map_err(|e| e.to_string())?;
-            let docs = corpus::builtin().into_iter().map(Ok::<_, String>);
+            let docs = rcp_corpus::builtin().into_iter().map(Ok::<_, String>);
             engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {}).map_err(|e| e.to_string())?;
             engine
         }
