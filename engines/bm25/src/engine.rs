@@ -28,7 +28,7 @@ use crate::filter;
 use crate::schema::{self, Config, FieldSpec, Fields, MetaField};
 
 /// The trust level of a document (§7.7 `hit.trust`, §15.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrustLevel {
     /// Curated by the operator.
     Trusted,
