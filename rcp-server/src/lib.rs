@@ -36,7 +36,6 @@
 
 pub mod cli;
 mod context;
-pub mod corpus;
 mod dispatch;
 mod handler;
 mod outbound;

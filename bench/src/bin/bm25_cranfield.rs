@@ -23,7 +23,7 @@ use clap::Parser;
 use rcp_bench::quality::{Collection, Scores, cranfield_dir, evaluate, percentile};
 use rcp_bench::stdio::StdioServer;
 use rcp_bm25::engine::{Engine, EngineOptions, Hooks, SearchRequest, TrustLevel};
-use rcp_server::corpus::{self, CorpusDoc};
+use rcp_corpus::CorpusDoc;
 use serde_json::json;
 
 /// Reference figures of the Python BM25 baseline on Cranfield.
@@ -78,7 +78,7 @@ fn main() -> Result<(), String> {
     };
     let engine = Engine::open(&data, Vec::new(), options.clone()).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let docs = corpus::read_jsonl(&collection.corpus).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::read_jsonl(&collection.corpus).map_err(|e| e.to_string())?;
     let stats = engine.load(docs, TrustLevel::Trusted, "cranfield", true, |_| {}).map_err(|e| e.to_string())?;
     let cran_index_secs = started.elapsed().as_secs_f64();
     let cran_docs_per_s = stats.indexed as f64 / cran_index_secs;

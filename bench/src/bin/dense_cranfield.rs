@@ -21,12 +21,12 @@ use std::time::Instant;
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
+use rcp_corpus::read_jsonl;
 use rcp_dense::ann::{self, Ann, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
 use rcp_dense::model::{self, DIMENSION};
 use rcp_dense::store::{Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
-use rcp_server::corpus::read_jsonl;
 
 #[derive(Debug, Parser)]
 #[command(about = "Dense engine: Cranfield quality, HNSW recall and speed, embedding throughput")]

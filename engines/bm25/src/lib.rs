@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use rcp_bm25::engine::{Engine, EngineOptions, SearchRequest, TrustLevel, Hooks};
-//! use rcp_server::corpus::builtin;
+//! use rcp_corpus::builtin;
 //!
 //! let engine = Engine::in_ram(rcp_bm25::builtin_fields(), EngineOptions::default()).unwrap();
 //! let docs = builtin().into_iter().map(Ok::<_, String>);

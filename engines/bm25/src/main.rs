@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_bm25::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
 use rcp_bm25::schema::{self, FieldSpec};
@@ -13,7 +13,6 @@ use rcp_bm25::{Bm25, ServiceOptions};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
-use rcp_server::corpus;
 
 /// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
 ///
@@ -94,7 +93,7 @@ struct IndexArgs {
 
     /// Trust level recorded for these documents (`hit.trust.level`).
     #[arg(long, value_enum, default_value = "trusted")]
-    trust: TrustLevel,
+    trust: TrustArg,
 
     /// Citation source label (`hit.citation.source`); defaults to the corpus file name.
     #[arg(long, value_name = "LABEL")]
@@ -132,10 +131,32 @@ struct ServeCmd {
 
     /// Trust level of documents written with `index/add` (never `trusted`).
     #[arg(long, value_enum, default_value = "community")]
-    added_trust: TrustLevel,
+    added_trust: TrustArg,
 
     #[command(flatten)]
     serve: ServeArgs,
+}
+
+/// A `--trust` / `--added-trust` value (`hit.trust.level`, §15.1); converts into the engine's
+/// [`TrustLevel`], which stays free of CLI concerns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TrustArg {
+    /// Curated by the operator.
+    Trusted,
+    /// Contributed by known users.
+    Community,
+    /// Unknown provenance.
+    Untrusted,
+}
+
+impl From<TrustArg> for TrustLevel {
+    fn from(arg: TrustArg) -> Self {
+        match arg {
+            TrustArg::Trusted => TrustLevel::Trusted,
+            TrustArg::Community => TrustLevel::Community,
+            TrustArg::Untrusted => TrustLevel::Untrusted,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -157,8 +178,8 @@ fn run_index(args: IndexArgs) -> Result<(), String> {
     let declared = args.fields.resolve()?;
     let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
     let engine = Engine::open(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
-    let total = corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
-    let docs = corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
+    let total = rcp_corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
     let source = args.source.clone().unwrap_or_else(|| {
         args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
     });
@@ -169,7 +190,7 @@ fn run_index(args: IndexArgs) -> Result<(), String> {
     );
     let started = Instant::now();
     let stats = engine
-        .load(docs, args.trust, &source, args.strict, |problem| {
+        .load(docs, args.trust.into(), &source, args.strict, |problem| {
             bar.inc(1);
             if let Some(p) = problem {
                 bar.suspend(|| eprintln!("warning: {p}"));
@@ -201,14 +222,14 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         None => {
             let fields = if declared.is_empty() { rcp_bm25::builtin_fields() } else { declared };
             let engine = Engine::in_ram(fields, options).map_err(|e| e.to_string())?;
-            let docs = corpus::builtin().into_iter().map(Ok::<_, String>);
+            let docs = rcp_corpus::builtin().into_iter().map(Ok::<_, String>);
             engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {}).map_err(|e| e.to_string())?;
             engine
         }
     };
     let service = Arc::new(Bm25::new(
         Arc::new(engine),
-        ServiceOptions { max_k: args.max_k, added_trust: args.added_trust, ..Default::default() },
+        ServiceOptions { max_k: args.max_k, added_trust: args.added_trust.into(), ..Default::default() },
     ));
     let server = args
         .serve
@@ -221,4 +242,28 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         .build();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(args.serve.serve(server)).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn trust_flags_convert_to_the_engine_level_of_the_same_wire_name() {
+        for arg in TrustArg::value_variants() {
+            let name = arg.to_possible_value().map(|v| v.get_name().to_owned());
+            assert_eq!(name.as_deref(), Some(TrustLevel::from(*arg).as_str()));
+        }
+        let cli = Cli::try_parse_from(["rcp-bm25", "index", "--data-dir", "d", "--trust", "untrusted", "c.jsonl"])
+            .expect("valid command line");
+        let Command::Index(args) = cli.command else { panic!("expected the index subcommand") };
+        assert_eq!(TrustLevel::from(args.trust), TrustLevel::Untrusted);
+    }
 }

@@ -5,13 +5,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use rcp_corpus::CorpusDoc;
 use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
 use rcp_protocol::filter::{FilterCapability, Op};
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Usage;
 use rcp_protocol::{ErrorCode, Hit, RcpError, RetrieveResult};
-use rcp_server::corpus::CorpusDoc;
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
 
 use crate::engine::{Engine, Hooks, RecencySpec, SearchRequest, TrustLevel};

@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use rcp_corpus::CorpusDoc;
 use rcp_protocol::filter::FieldType;
-use rcp_server::corpus::CorpusDoc;
 use serde_json::Value;
 
 pub mod ann;

@@ -14,11 +14,11 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use rcp_corpus::CorpusDoc;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
-use rcp_server::corpus::{self, CorpusDoc};
 
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, ModelError};
@@ -242,7 +242,7 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
     let embedder = load_embedder(&cmd.model)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
-    let total = corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
+    let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{spinner} embedding [{bar:40}] {pos}/{len} docs {per_sec} eta {eta}")
@@ -250,7 +250,7 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
             .progress_chars("=> "),
     );
     let started = Instant::now();
-    let docs = corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?.map(|d| d.map_err(|e| e.to_string()));
+    let docs = rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?.map(|d| d.map_err(|e| e.to_string()));
     let mut metas = Vec::new();
     let (read, embedded) = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
     bar.finish_and_clear();
@@ -300,7 +300,7 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
         }
         None => {
             let store = Store::in_memory(options);
-            let docs = corpus::builtin();
+            let docs = rcp_corpus::builtin();
             let bar = ProgressBar::hidden();
             let mut metas = Vec::new();
             load_corpus(&store, embedder, docs.into_iter().map(Ok), 64, &bar, &mut metas)?;

@@ -7,13 +7,13 @@ mod common;
 
 use std::path::PathBuf;
 
+use rcp_corpus::read_jsonl;
 use rcp_dense::ann::{self, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION, IDENTITY};
 use rcp_dense::passage;
 use rcp_dense::store::{SearchPath, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
-use rcp_server::corpus::read_jsonl;
 
 fn cranfield() -> PathBuf {
     std::env::var_os("RCP_CRANFIELD")

@@ -1,6 +1,9 @@
 //! Corpus input shared by every engine: JSONL documents in the BEIR layout (`_id`/`id`,
 //! `title`, `text`, any other field becomes metadata) and a small built-in demo corpus.
 //!
+//! A [`CorpusDoc`] converts to and from the `index/add` [`Document`] of the spec (§7.10), so an
+//! engine can bulk-load a file with the same code path it uses for live writes.
+//!
 //! Reading is strict about what it cannot use and precise about where: invalid UTF-8,
 //! invalid JSON, a non-object line or a missing `text` is an error naming the line.
 

@@ -1,0 +1,325 @@
+//! Search (§7.7): the ranking query built from analyzed terms, filters and recency decay,
+//! one page collected from a snapshot, and hits materialised with cancellation checks and
+//! partial-hit progress.
+
+use std::collections::HashMap;
+
+use rcp_protocol::filter::{FieldType, Filter};
+use rcp_protocol::retrieve::{Citation, Trust};
+use rcp_protocol::{Hit, Meta};
+use serde_json::Value;
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Term, Value as _};
+use tantivy::{DocAddress, Searcher, TantivyDocument};
+
+use super::cursor::{self, Cursor};
+use super::{Engine, MAX_OFFSET, TrustLevel};
+use crate::analyzer;
+use crate::error::EngineError;
+use crate::filter;
+use crate::schema::MetaField;
+
+/// How many hits are materialised between cancellation checks and partial-hit frames.
+const CHUNK: usize = 32;
+
+/// `recency` (§7.7): exponential decay on a date field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecencySpec {
+    /// The date field.
+    pub field: String,
+    /// Half-life in days.
+    pub half_life_days: f64,
+}
+
+/// One search, in engine terms.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The user's query text (analyzed, never parsed as syntax).
+    pub query: String,
+    /// Page size.
+    pub k: usize,
+    /// Recall-stage depth (`candidateK`), reported in `usage.candidates`.
+    pub candidate_k: usize,
+    /// Validated metadata filter.
+    pub filter: Option<Filter>,
+    /// Drop hits scoring below this.
+    pub min_score: Option<f64>,
+    /// Recency decay: the score is multiplied by `0.5^(age / half-life)`, age measured from
+    /// the snapshot's publication; a document without the date field scores 0.
+    pub recency: Option<RecencySpec>,
+    /// Whether hits carry their text.
+    pub include_text: bool,
+    /// A pinned snapshot token (`indexVersion`).
+    pub index_version: Option<String>,
+    /// A pagination cursor from a previous page.
+    pub cursor: Option<String>,
+}
+
+impl SearchRequest {
+    /// A plain query for the top `k`.
+    pub fn new(query: impl Into<String>, k: usize) -> Self {
+        Self {
+            query: query.into(),
+            k,
+            candidate_k: k.max(100),
+            filter: None,
+            min_score: None,
+            recency: None,
+            include_text: true,
+            index_version: None,
+            cursor: None,
+        }
+    }
+}
+
+/// Callbacks a search makes while it runs.
+#[derive(Default)]
+pub struct Hooks<'a> {
+    /// Polled between phases; `true` stops the search with [`EngineError::Cancelled`].
+    pub cancelled: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Receives progress in `[0,1]`, a message, and hits as they are materialised.
+    pub progress: Option<&'a (dyn Fn(f64, String, Vec<Hit>) + Sync)>,
+}
+
+impl Hooks<'_> {
+    fn check(&self) -> Result<(), EngineError> {
+        match self.cancelled {
+            Some(c) if c() => Err(EngineError::Cancelled),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One page of results.
+#[derive(Debug, Clone)]
+pub struct SearchPage {
+    /// Ranked hits, best first.
+    pub hits: Vec<Hit>,
+    /// The snapshot served (`indexVersion`).
+    pub index_version: String,
+    /// Cursor for the next page, when there is one.
+    pub next_cursor: Option<String>,
+    /// Documents that matched the query and filter.
+    pub matched: u64,
+    /// Effective recall-stage depth.
+    pub candidates: u64,
+    /// Analyzed query terms.
+    pub terms: usize,
+    /// What was done differently from what was asked.
+    pub notes: Vec<String>,
+}
+
+impl Engine {
+    /// The ranking query for analyzed terms: one BM25 term query per distinct term on the
+    /// body (and on the title when `title_boost > 0`), weighted by the term's count in the
+    /// query, OR-ed together.
+    fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for t in terms {
+            match index.get(t.as_str()) {
+                Some(&i) => counts[i].1 += 1,
+                None => {
+                    index.insert(t, counts.len());
+                    counts.push((t, 1));
+                }
+            }
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let weighted = |q: TermQuery, w: f32| -> Box<dyn Query> {
+            if w == 1.0 { Box::new(q) } else { Box::new(BoostQuery::new(Box::new(q), w)) }
+        };
+        for (t, n) in counts {
+            let n = n as f32;
+            let body = TermQuery::new(Term::from_field_text(self.fields.text, t), IndexRecordOption::WithFreqs);
+            clauses.push((Occur::Should, weighted(body, n)));
+            if self.options.title_boost > 0.0 {
+                let title = TermQuery::new(Term::from_field_text(self.fields.title, t), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, weighted(title, n * self.options.title_boost)));
+            }
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// Runs one search: resolves the snapshot (pinned, from the cursor, or current), analyzes
+    /// the query, collects one page plus one look-ahead hit, and materialises the hits.
+    pub fn search(&self, req: &SearchRequest, hooks: &Hooks<'_>) -> Result<SearchPage, EngineError> {
+        let fp = cursor::fingerprint(req);
+        let mut notes = Vec::new();
+        // Snapshot, offset and the recency clock: from the cursor, else fresh.
+        let (snap, offset, now_ms) = match &req.cursor {
+            Some(c) => {
+                let cur = Cursor::decode(c)?;
+                if cur.offset > MAX_OFFSET {
+                    return Err(EngineError::invalid(
+                        "cursor",
+                        format!("pages may start at rank {MAX_OFFSET} at most; narrow the query or filter"),
+                    ));
+                }
+                if cur.fingerprint != fp {
+                    return Err(EngineError::invalid(
+                        "cursor",
+                        "this cursor belongs to a different query (query, filter, minScore and recency must not change between pages)",
+                    ));
+                }
+                if let Some(v) = &req.index_version
+                    && *v != cur.version
+                {
+                    return Err(EngineError::invalid(
+                        "cursor",
+                        format!("cursor is for indexVersion '{}', but '{v}' was pinned", cur.version),
+                    ));
+                }
+                let snap = self.pinned(&cur.version).map_err(|_| {
+                    EngineError::CursorExpired(format!(
+                        "cursor expired: snapshot '{}' is no longer held; restart pagination",
+                        cur.version
+                    ))
+                })?;
+                (snap, cur.offset, cur.now_ms)
+            }
+            None => {
+                let snap = match &req.index_version {
+                    Some(v) => self.pinned(v)?,
+                    None => self.current(),
+                };
+                let now = snap.published_ms;
+                (snap, 0, now)
+            }
+        };
+        let version = self.token(snap.opstamp);
+        let searcher = &snap.searcher;
+
+        let mut analyzer = self.analyzer.clone();
+        let terms = analyzer::terms(&mut analyzer, &req.query);
+        if terms.len() > self.options.max_query_terms {
+            return Err(EngineError::invalid(
+                "query",
+                format!(
+                    "query has {} terms after analysis; at most {} are allowed",
+                    terms.len(),
+                    self.options.max_query_terms
+                ),
+            ));
+        }
+        let empty = |notes: Vec<String>| SearchPage {
+            hits: Vec::new(),
+            index_version: version.clone(),
+            next_cursor: None,
+            matched: 0,
+            candidates: 0,
+            terms: terms.len(),
+            notes,
+        };
+        if terms.is_empty() {
+            notes.push("query has no searchable terms after analysis (only stopwords or punctuation)".into());
+            return Ok(empty(notes));
+        }
+        let text = self.text_query(&terms);
+        let query: Box<dyn Query> = match &req.filter {
+            None => text,
+            Some(f) => {
+                let compiled = filter::compile(f, &self.fields, searcher, &self.analyzer)?;
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text),
+                    (Occur::Must, Box::new(ConstScoreQuery::new(compiled, 0.0))),
+                ]))
+            }
+        };
+        hooks.check()?;
+
+        let k = req.k.max(1);
+        let window = TopDocs::with_limit(k + 1).and_offset(offset);
+        let (ranked, matched): (Vec<(f32, f32, DocAddress)>, usize) = match &req.recency {
+            None => {
+                let (top, n) = searcher.search(&query, &(window.order_by_score(), Count))?;
+                (top.into_iter().map(|(s, a)| (s, s, a)).collect(), n)
+            }
+            Some(r) => {
+                let m = self.date_field(&r.field)?;
+                let column = m.column.clone();
+                let half_life_ms = r.half_life_days * 86_400_000.0;
+                let tweak = window.tweak_score(move |segment: &tantivy::SegmentReader| {
+                    let col = segment.fast_fields().column_opt::<i64>(&column).ok().flatten();
+                    move |doc: tantivy::DocId, score: tantivy::Score| {
+                        let decay = col.as_ref().and_then(|c| c.first(doc)).map_or(0.0, |date| {
+                            let age = (now_ms - date).max(0) as f64;
+                            0.5f64.powf(age / half_life_ms)
+                        });
+                        ((score as f64 * decay) as f32, score)
+                    }
+                });
+                let (top, n) = searcher.search(&query, &(tweak, Count))?;
+                (top.into_iter().map(|((s, raw), a)| (s, raw, a)).collect(), n)
+            }
+        };
+        let matched = matched as u64;
+        if let Some(p) = hooks.progress {
+            p(0.5, format!("recall matched {matched} documents"), Vec::new());
+        }
+
+        // Page, cut at minScore (the list is sorted, so the first miss ends it).
+        let passes = |s: f32| req.min_score.is_none_or(|m| f64::from(s) >= m);
+        let more = ranked.len() > k && passes(ranked[k].0);
+        let page: Vec<(f32, f32, DocAddress)> = ranked.into_iter().take(k).take_while(|(s, _, _)| passes(*s)).collect();
+        let mut hits = Vec::with_capacity(page.len());
+        let total = page.len().max(1);
+        for chunk in page.chunks(CHUNK) {
+            hooks.check()?;
+            let mut part = Vec::with_capacity(chunk.len());
+            for &(score, raw, addr) in chunk {
+                part.push(self.hit(searcher, addr, score, raw, req.include_text)?);
+            }
+            if let Some(p) = hooks.progress {
+                let done = hits.len() + part.len();
+                p(0.5 + 0.5 * done as f64 / total as f64, format!("{done} hits"), part.clone());
+            }
+            hits.extend(part);
+        }
+        let next_cursor = more.then(|| {
+            Cursor { version: version.clone(), offset: offset + hits.len(), fingerprint: fp, now_ms }.encode()
+        });
+        let candidates = matched.min(req.candidate_k.max(offset + k) as u64);
+        Ok(SearchPage { hits, index_version: version, next_cursor, matched, candidates, terms: terms.len(), notes })
+    }
+
+    fn date_field(&self, name: &str) -> Result<&MetaField, EngineError> {
+        match self.fields.filterable.get(name) {
+            Some(m) if m.spec.ty == FieldType::Date => Ok(m),
+            Some(m) => Err(EngineError::invalid("recency.field", format!("field '{name}' is {}, not date", m.spec.ty))),
+            None => Err(EngineError::invalid("recency.field", format!("field '{name}' is not a declared date field"))),
+        }
+    }
+
+    fn hit(
+        &self,
+        searcher: &Searcher,
+        addr: DocAddress,
+        score: f32,
+        raw: f32,
+        include_text: bool,
+    ) -> Result<Hit, EngineError> {
+        let f = &self.fields;
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        let text_of = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
+        let id = text_of(f.id).unwrap_or_default();
+        let mut hit = Hit::new(id.as_str(), f64::from(score));
+        hit.unit = Some("document".into());
+        hit.scores = Some([("sparse".to_owned(), f64::from(raw))].into_iter().collect());
+        if include_text {
+            hit.text = text_of(f.text_raw);
+        }
+        if let Some(Ok(Value::Object(meta))) = text_of(f.meta).map(|m| serde_json::from_str::<Value>(&m)) {
+            hit.meta = (!meta.is_empty()).then_some(meta as Meta);
+        }
+        hit.citation = Some(Citation { source: text_of(f.source), title: text_of(f.title_raw), ..Default::default() });
+        hit.trust = Some(Trust {
+            level: text_of(f.trust).unwrap_or_else(|| TrustLevel::Untrusted.as_str().to_owned()),
+            score: None,
+            injection_suspected: None,
+            sanitized: None,
+        });
+        Ok(hit)
+    }
+}

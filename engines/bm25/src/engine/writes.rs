@@ -1,0 +1,229 @@
+//! The write paths (§7.10, §7.11): preparing a corpus document, upserts and deletes on the
+//! shared writer, and bulk loads. Every write commits durably and publishes a snapshot.
+
+use std::collections::HashSet;
+
+use rcp_corpus::CorpusDoc;
+use rcp_protocol::filter::{FieldType, date_to_epoch_ms};
+use serde_json::Value;
+use tantivy::collector::Count;
+use tantivy::query::{TermQuery, TermSetQuery};
+use tantivy::schema::{IndexRecordOption, Term};
+use tantivy::{IndexWriter, TantivyDocument};
+
+use super::{Engine, TrustLevel};
+use crate::error::EngineError;
+use crate::schema::MetaField;
+
+/// Outcome of loading a corpus file.
+#[derive(Debug, Clone, Default)]
+pub struct LoadStats {
+    /// Documents written.
+    pub indexed: u64,
+    /// Lines skipped as unusable.
+    pub skipped: u64,
+    /// Documents in the index after the commit.
+    pub total: u64,
+    /// The snapshot token after the commit.
+    pub index_version: String,
+}
+
+impl Engine {
+    /// Converts a corpus document to a tantivy document. Errors name the offending metadata
+    /// key (`meta.year`) and say what the field's type expects.
+    pub fn prepare(
+        &self,
+        doc: &CorpusDoc,
+        id: &str,
+        trust: TrustLevel,
+        source: &str,
+    ) -> Result<TantivyDocument, EngineError> {
+        let f = &self.fields;
+        let mut d = TantivyDocument::new();
+        d.add_text(f.id, id);
+        if let Some(title) = &doc.title {
+            d.add_text(f.title, title);
+            d.add_text(f.title_raw, title);
+        }
+        d.add_text(f.text, &doc.text);
+        d.add_text(f.text_raw, &doc.text);
+        d.add_text(f.meta, Value::Object(doc.meta.clone()).to_string());
+        d.add_text(f.trust, trust.as_str());
+        d.add_text(f.source, source);
+        for (name, m) in &f.filterable {
+            let Some(v) = doc.meta.get(name).filter(|v| !v.is_null()) else { continue };
+            d.add_text(f.present, name);
+            match v {
+                Value::Array(items) => {
+                    d.add_text(f.arrays, name);
+                    for (i, item) in items.iter().enumerate() {
+                        add_value(&mut d, m, item).map_err(|e| EngineError::invalid(format!("meta.{name}[{i}]"), e))?;
+                    }
+                }
+                v => add_value(&mut d, m, v).map_err(|e| EngineError::invalid(format!("meta.{name}"), e))?,
+            }
+        }
+        Ok(d)
+    }
+
+    /// Whether a document with this id is live in the current snapshot.
+    pub fn contains_id(&self, id: &str) -> Result<bool, EngineError> {
+        let q = TermQuery::new(Term::from_field_text(self.fields.id, id), IndexRecordOption::Basic);
+        Ok(self.current().searcher.search(&q, &Count)? > 0)
+    }
+
+    /// A fresh id that no live document and none of `taken` uses.
+    pub fn mint_id(&self, taken: &HashSet<String>) -> Result<String, EngineError> {
+        loop {
+            let id = format!("doc-{}", uuid::Uuid::new_v4().simple());
+            if !taken.contains(&id) && !self.contains_id(&id)? {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// Upserts prepared documents and commits: each id's previous version is deleted, then the
+    /// new one added, so re-adding an id replaces it. Durable when this returns (tantivy
+    /// commit: segments and `meta.json` are fsynced). `cancelled` is polled before the commit;
+    /// a cancelled batch is rolled back and nothing is written.
+    pub fn write(
+        &self,
+        writer: &mut IndexWriter,
+        docs: Vec<(String, TantivyDocument)>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<String, EngineError> {
+        if cancelled() {
+            return Err(EngineError::Cancelled);
+        }
+        let staged = (|| {
+            for (id, doc) in docs {
+                writer.delete_term(Term::from_field_text(self.fields.id, &id));
+                writer.add_document(doc)?;
+            }
+            Ok::<_, EngineError>(())
+        })();
+        if let Err(e) = staged {
+            writer.rollback()?;
+            return Err(e);
+        }
+        if cancelled() {
+            writer.rollback()?;
+            return Err(EngineError::Cancelled);
+        }
+        let opstamp = writer.commit()?;
+        self.publish(opstamp)?;
+        Ok(self.token(opstamp))
+    }
+
+    /// Deletes documents by id and commits; returns how many live documents were removed.
+    /// Absent ids are not an error; when none is present nothing is committed.
+    pub fn delete(&self, writer: &mut IndexWriter, ids: &[String]) -> Result<u64, EngineError> {
+        let unique: HashSet<&String> = ids.iter().collect();
+        let terms: Vec<Term> = unique.iter().map(|id| Term::from_field_text(self.fields.id, id)).collect();
+        if terms.is_empty() {
+            return Ok(0);
+        }
+        // The writer lock is held and every commit publishes, so the current snapshot is
+        // exactly the committed state the deletes apply to.
+        let present = self.current().searcher.search(&TermSetQuery::new(terms.clone()), &Count)? as u64;
+        if present == 0 {
+            return Ok(0);
+        }
+        for t in terms {
+            writer.delete_term(t);
+        }
+        let opstamp = writer.commit()?;
+        self.publish(opstamp)?;
+        Ok(present)
+    }
+
+    /// Loads documents in bulk (the `index` command): upserts each, mints ids for id-less
+    /// documents, commits once at the end. `on_doc` is called after each input item.
+    pub fn load<E: std::fmt::Display>(
+        &self,
+        docs: impl Iterator<Item = Result<CorpusDoc, E>>,
+        trust: TrustLevel,
+        source: &str,
+        strict: bool,
+        mut on_item: impl FnMut(Option<String>),
+    ) -> Result<LoadStats, EngineError> {
+        let writer_lock = self.writer();
+        let mut writer = writer_lock.blocking_lock();
+        let had_docs = self.num_docs() > 0;
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut stats = LoadStats::default();
+        let result = (|| {
+            for item in docs {
+                let doc = match item {
+                    Ok(d) => d,
+                    Err(e) if strict => return Err(EngineError::Config(format!("{e} (aborted: --strict)"))),
+                    Err(e) => {
+                        stats.skipped += 1;
+                        on_item(Some(format!("{e} (skipped)")));
+                        continue;
+                    }
+                };
+                let id = match &doc.id {
+                    Some(id) => id.clone(),
+                    None => self.mint_id(&seen)?,
+                };
+                let prepared = match self.prepare(&doc, &id, trust, source) {
+                    Ok(p) => p,
+                    Err(e) if strict => return Err(EngineError::Config(format!("document '{id}': {e} (aborted)"))),
+                    Err(e) => {
+                        stats.skipped += 1;
+                        on_item(Some(format!("document '{id}': {e} (skipped)")));
+                        continue;
+                    }
+                };
+                if had_docs || seen.contains(&id) {
+                    writer.delete_term(Term::from_field_text(self.fields.id, &id));
+                }
+                writer.add_document(prepared)?;
+                seen.insert(id);
+                stats.indexed += 1;
+                on_item(None);
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            writer.rollback()?;
+            return Err(e);
+        }
+        let opstamp = writer.commit()?;
+        self.publish(opstamp)?;
+        stats.total = self.num_docs();
+        stats.index_version = self.token(opstamp);
+        Ok(stats)
+    }
+}
+
+/// Adds one scalar metadata value to its field, checking it against the declared type.
+fn add_value(d: &mut TantivyDocument, m: &MetaField, v: &Value) -> Result<(), String> {
+    let name = &m.spec.name;
+    let ty = &m.spec.ty;
+    let bad = |want: &str| format!("field '{name}' is {ty}: expected {want}, got {v}");
+    match ty {
+        FieldType::Int => {
+            let n = v
+                .as_i64()
+                .or_else(|| v.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15).map(|x| x as i64))
+                .ok_or_else(|| bad("an integer"))?;
+            d.add_i64(m.field, n);
+        }
+        FieldType::Float => d.add_f64(m.field, v.as_f64().ok_or_else(|| bad("a number"))?),
+        FieldType::Bool => d.add_bool(m.field, v.as_bool().ok_or_else(|| bad("a boolean"))?),
+        FieldType::Date => {
+            let ms = date_to_epoch_ms(v).ok_or_else(|| bad("an RFC 3339 date or integer epoch milliseconds"))?;
+            d.add_i64(m.field, ms);
+        }
+        _ => {
+            let s = v.as_str().ok_or_else(|| bad("a string"))?;
+            d.add_text(m.field, s);
+            if let Some(tokens) = m.tokens {
+                d.add_text(tokens, s);
+            }
+        }
+    }
+    Ok(())
+}
