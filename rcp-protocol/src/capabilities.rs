@@ -491,6 +491,11 @@ pub fn hit_encodings() -> &'static [String] {
     &JSON_ONLY
 }
 
+/// The vector encodings of a capability that advertises none: `["json"]` (§7.3.1).
+pub fn default_encodings() -> &'static [String] {
+    &JSON_ONLY
+}
+
 /// The modalities of a capability that advertises none: `["text"]` (§4.8).
 pub fn default_modalities() -> &'static [String] {
     &TEXT_ONLY
