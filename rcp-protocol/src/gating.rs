@@ -118,6 +118,12 @@ impl Gate {
         Self::MemoryScope,
     ];
 
+    /// The gate of a method family checked with [`one_of`], by its option name: `method`
+    /// (`query/transform`), `op` (`graph`), `scope` (`memory/build`).
+    pub fn listed_option(option: &str) -> Option<Gate> {
+        [Self::TransformMethod, Self::GraphOp, Self::MemoryScope].into_iter().find(|g| g.option() == option)
+    }
+
     /// The method whose params carry the option.
     pub fn method(self) -> Method {
         match self {

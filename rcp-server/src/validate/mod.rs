@@ -165,13 +165,10 @@ pub(crate) fn rerank(
     Ok((RerankRequest { query: p.query, passages: p.passages, method, model: p.model, meta: p.meta }, top_n))
 }
 
-/// The gates of the method families checked with [`one_of`], by option name.
-const ONE_OF_GATES: [Gate; 3] = [Gate::TransformMethod, Gate::GraphOp, Gate::MemoryScope];
-
 /// Checks that `value` is one of `advertised` (no `strict` fallback for this method):
 /// `query/transform` `method`, `graph` `op`, `memory/build` `scope` (§7.8, §7.9, §7.17).
 pub(crate) fn one_of(option: &str, value: &str, advertised: &[String]) -> Result<(), RcpError> {
-    match ONE_OF_GATES.into_iter().find(|g| g.option() == option) {
+    match Gate::listed_option(option) {
         Some(gate) => gating::one_of(gate, value, advertised).map_or(Ok(()), |f| Err(f.error())),
         None if advertised.iter().any(|a| a == value) => Ok(()),
         None => {
