@@ -10,6 +10,7 @@
 use rcp_protocol::capabilities::{Capabilities, default_encodings};
 use rcp_protocol::embed::EmbedParams;
 use rcp_protocol::gating::{self, Finding, Gate, Kind};
+use rcp_protocol::index::IndexAddParams;
 use rcp_protocol::methods::Method;
 use rcp_protocol::rerank::RerankParams;
 use rcp_protocol::{ErrorCode, RetrieveParams};
@@ -106,3 +107,15 @@ pub(crate) fn rerank(caps: &Capabilities, p: &RerankParams) -> Result<(), Client
 pub(crate) fn index_add(caps: &Capabilities) -> Result<(), ClientError> {
     method(caps, Method::IndexAdd)
 }
+
+/// `index/add` options (§7.10): `chunk:true` and `contextual:true` need their capability
+/// flags; there is no `strict` fallback. The client's `index_add` call does not pass its
+/// params to the gate yet, so only the agreement test calls this today.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn index_add_options(caps: &Capabilities, p: &IndexAddParams) -> Result<(), ClientError> {
+    index_add(caps)?;
+    settle(gating::index_add(caps, p), true)
+}
+
+#[cfg(test)]
+mod agreement;
