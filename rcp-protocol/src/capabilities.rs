@@ -4,6 +4,8 @@
 //! and unknown fields inside known capabilities are kept in flattened maps so they survive a
 //! round trip (§6.2).
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -476,6 +478,127 @@ impl Capabilities {
     }
 }
 
+/// `["text"]`: the modalities every capability accepts when it names none (§4.8, §6).
+static TEXT_ONLY: LazyLock<Vec<String>> = LazyLock::new(|| vec!["text".to_owned()]);
+/// `["chunk", "passage"]`: the units of a server that advertises none (§6.1).
+static CLASSIC_UNITS: LazyLock<Vec<String>> = LazyLock::new(|| vec!["chunk".to_owned(), "passage".to_owned()]);
+/// `["json"]`: the vector encoding every peer supports (§7.3.1).
+static JSON_ONLY: LazyLock<Vec<String>> = LazyLock::new(|| vec!["json".to_owned()]);
+
+/// The vector encodings of `retrieve` hit vectors: always JSON numbers, following the
+/// schema's `Hit.vector` (§7.3.1 would allow a binary encoding; the normative schema does not).
+pub fn hit_encodings() -> &'static [String] {
+    &JSON_ONLY
+}
+
+/// The vector encodings of a capability that advertises none: `["json"]` (§7.3.1).
+pub fn default_encodings() -> &'static [String] {
+    &JSON_ONLY
+}
+
+/// The modalities of a capability that advertises none: `["text"]` (§4.8).
+pub fn default_modalities() -> &'static [String] {
+    &TEXT_ONLY
+}
+
+impl RetrieveCapability {
+    /// Query modalities accepted, `["text"]` when absent (§4.8, §6.1).
+    pub fn modalities(&self) -> &[String] {
+        self.modalities.as_deref().unwrap_or(&TEXT_ONLY)
+    }
+
+    /// Retrieval modes offered; none when absent (§6.1).
+    pub fn modes(&self) -> &[String] {
+        self.modes.as_deref().unwrap_or(&[])
+    }
+
+    /// The mode used when `mode` is absent: `defaultMode`, else the first of `modes` (§6.1).
+    pub fn default_mode(&self) -> Option<&str> {
+        self.default_mode.as_deref().or_else(|| self.modes().first().map(String::as_str))
+    }
+
+    /// Fusion strategies offered; none when absent (§6.1).
+    pub fn fusion_methods(&self) -> &[String] {
+        self.fusion.as_deref().unwrap_or(&[])
+    }
+
+    /// Units offered, `["chunk", "passage"]` when absent (§6.1, §7.7.2).
+    pub fn units(&self) -> &[String] {
+        self.units.as_deref().unwrap_or(&CLASSIC_UNITS)
+    }
+
+    /// Abstraction levels, `1` (a flat corpus) when absent (§6.1).
+    pub fn level_count(&self) -> u32 {
+        self.levels.unwrap_or(1)
+    }
+
+    /// The effective `maxK` (§7.7): unbounded when absent, never below 1.
+    pub fn max_k_or_unbounded(&self) -> u64 {
+        self.max_k.unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Whether inline MMR is offered (§6.1); absent means no.
+    pub fn offers_mmr(&self) -> bool {
+        self.mmr == Some(true)
+    }
+
+    /// Whether inline rerank is offered (§6.1); absent means no.
+    pub fn offers_rerank(&self) -> bool {
+        self.rerank_builtin == Some(true)
+    }
+
+    /// Whether `tokenBudget` is honoured (§7.7.2); absent means no.
+    pub fn offers_token_budget(&self) -> bool {
+        self.token_budget == Some(true)
+    }
+
+    /// Whether `seed` is honoured (§7.7.1); absent means no.
+    pub fn offers_determinism(&self) -> bool {
+        self.deterministic == Some(true)
+    }
+
+    /// Whether `indexVersion` pinning is honoured (§7.7.1); absent means no.
+    pub fn offers_snapshots(&self) -> bool {
+        self.snapshots == Some(true)
+    }
+}
+
+impl EmbedCapability {
+    /// Input modalities accepted, `["text"]` when absent (§4.8, §7.3).
+    pub fn modalities(&self) -> &[String] {
+        self.modalities.as_deref().unwrap_or(&TEXT_ONLY)
+    }
+
+    /// Vector encodings offered, `["json"]` when absent; `json` is always accepted (§7.3.1).
+    pub fn encodings(&self) -> &[String] {
+        self.encodings.as_deref().unwrap_or(&JSON_ONLY)
+    }
+}
+
+impl MultiVectorCapability {
+    /// Input modalities accepted, `["text"]` when absent (§4.8, §7.5).
+    pub fn modalities(&self) -> &[String] {
+        self.modalities.as_deref().unwrap_or(&TEXT_ONLY)
+    }
+
+    /// Vector encodings offered, `["json"]` when absent; `json` is always accepted (§7.3.1).
+    pub fn encodings(&self) -> &[String] {
+        self.encodings.as_deref().unwrap_or(&JSON_ONLY)
+    }
+}
+
+impl IndexCapability {
+    /// Whether server-side chunking (`index/add` `chunk:true`) is offered (§7.10).
+    pub fn offers_chunking(&self) -> bool {
+        self.chunking == Some(true)
+    }
+
+    /// Whether contextual retrieval (`index/add` `contextual:true`) is offered (§7.10).
+    pub fn offers_contextual(&self) -> bool {
+        self.contextual == Some(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,6 +622,19 @@ mod tests {
         assert_eq!(back["futureKey"]["a"], 1);
         assert_eq!(back["citations"], json!({}));
         assert_eq!(caps.keys(), vec!["retrieve", "streaming", "citations", "futureKey", "x-acme"]);
+    }
+
+    #[test]
+    fn defaults_of_section_6_apply_when_absent() {
+        let rc = RetrieveCapability::default();
+        assert_eq!(rc.modalities(), ["text"]);
+        assert_eq!(rc.units(), ["chunk", "passage"]);
+        assert_eq!(rc.level_count(), 1);
+        assert!(rc.modes().is_empty() && rc.default_mode().is_none());
+        let ec = EmbedCapability::default();
+        assert_eq!(ec.encodings(), ["json"]);
+        let rc = RetrieveCapability { modes: Some(vec!["sparse".into()]), ..Default::default() };
+        assert_eq!(rc.default_mode(), Some("sparse"));
     }
 
     #[test]

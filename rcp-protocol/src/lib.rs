@@ -14,9 +14,10 @@ pub mod error;
 pub mod feedback;
 pub mod filter;
 pub mod fusion;
+pub mod gating;
 pub mod graph;
 pub mod index;
-pub mod int;
+mod int;
 pub mod lifecycle;
 pub mod memory;
 pub mod message;
@@ -41,7 +42,7 @@ pub type Meta = serde_json::Map<String, serde_json::Value>;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Deserialises a field whose `null` means "absent" (§4.6) into its default value.
-pub fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: serde::Deserialize<'de> + Default,

@@ -1,0 +1,179 @@
+//! Params validation against the session's capabilities, done once for every engine:
+//! option values (§7.7 `strict`), funnel (§7.7), filters (§8), limits (§4.7, §15.5).
+//!
+//! Whether an option is advertised is decided by `rcp_protocol::gating`, the module the
+//! client gate calls too; this module turns each finding into `-32005` (strict) or the
+//! `strict:false` fallback plus its `usage.notes` entry, and adds the structural `-32602`
+//! checks (ranges, the funnel, empty queries).
+
+mod retrieve;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use retrieve::retrieve;
+
+use rcp_protocol::RcpError;
+use rcp_protocol::capabilities::{Capabilities, default_encodings, default_modalities};
+use rcp_protocol::content::{InputItem, QueryInput};
+use rcp_protocol::embed::EmbedParams;
+use rcp_protocol::gating::{self, Finding, Gate};
+use rcp_protocol::rerank::RerankParams;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::handler::{EmbedRequest, RerankRequest};
+
+/// Parses params into `T`, turning serde errors into `-32602` with `error.data.field` set to the
+/// offending path (`filter.and[1].value`, `k`, `documents[2].id`).
+pub(crate) fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, RcpError> {
+    let text = params.map(RawValue::get).unwrap_or("{}");
+    let text = if text.trim() == "null" { "{}" } else { text };
+    // Fast path; only a failure pays for tracking the path to the offending field.
+    if let Ok(v) = serde_json::from_str(text) {
+        return Ok(v);
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        // Strip serde's " at line L column C" suffix: positions mean nothing to the peer.
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
+        if let Some(name) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            path = if path == "." { name.to_owned() } else { format!("{path}.{name}") };
+        }
+        let path = path.trim_end_matches(".?").trim_end_matches('?').to_owned();
+        let path = if path.is_empty() || path == "." { "params".to_owned() } else { path };
+        RcpError::invalid_params(path, msg)
+    })
+}
+
+/// Applies the `strict` rule (§7.7) to a finding of the gating module: `Err` when it refuses
+/// the request, otherwise its note is recorded and `Ok(true)` tells the caller to fall back.
+pub(crate) fn settle(finding: Option<Finding>, strict: bool, notes: &mut Vec<String>) -> Result<bool, RcpError> {
+    let Some(f) = finding else { return Ok(false) };
+    if f.refuses(strict) {
+        return Err(f.error());
+    }
+    notes.extend(f.note());
+    Ok(true)
+}
+
+/// The shape of a query (§4.8): not empty, and every content block well formed.
+pub(crate) fn query_shape(query: &QueryInput, field: &str) -> Result<(), RcpError> {
+    match query {
+        QueryInput::Text(t) if t.trim().is_empty() => Err(RcpError::invalid_params(field, "query must not be empty")),
+        QueryInput::Block(b) => b.check().map_err(|d| RcpError::invalid_params(field, d)),
+        QueryInput::Blocks(bs) => {
+            if bs.is_empty() {
+                return Err(RcpError::invalid_params(field, "query must not be empty"));
+            }
+            for (i, b) in bs.iter().enumerate() {
+                b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d))?;
+            }
+            Ok(())
+        }
+        QueryInput::Text(_) => Ok(()),
+    }
+}
+
+/// Validates the inputs of `embed`, `embed/sparse` and `embed/multi` (§7.3–§7.5).
+pub(crate) fn inputs(
+    items: &[InputItem],
+    field: &str,
+    batch_limit: Option<u32>,
+    modalities: &[String],
+) -> Result<(), RcpError> {
+    if let Some(limit) = batch_limit
+        && items.len() > limit as usize
+    {
+        return Err(RcpError::invalid_params(field, format!("{} inputs exceed batchLimit {limit}", items.len())));
+    }
+    for (i, item) in items.iter().enumerate() {
+        if let InputItem::Block(b) = item {
+            b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d))?;
+        }
+        if let Some(f) = gating::input_modality(item, field, i, modalities) {
+            return Err(f.error());
+        }
+    }
+    Ok(())
+}
+
+fn check_kind(kind: &Option<String>) -> Result<(), RcpError> {
+    match kind.as_deref() {
+        None | Some("query") | Some("document") => Ok(()),
+        Some(other) => Err(RcpError::invalid_params("kind", format!("kind '{other}' must be 'query' or 'document'"))),
+    }
+}
+
+/// Validates `embed`/`embed/multi` params; returns the request and the encoding to use.
+pub(crate) fn embed(
+    p: EmbedParams,
+    batch_limit: Option<u32>,
+    modalities: Option<&Vec<String>>,
+    encodings: Option<&Vec<String>>,
+    notes: &mut Vec<String>,
+) -> Result<(EmbedRequest, String), RcpError> {
+    if p.inputs.is_none() && p.texts.is_none() {
+        return Err(RcpError::invalid_params("inputs", "missing field `inputs` (or legacy `texts`)"));
+    }
+    let field = p.items_field();
+    inputs(p.items(), field, batch_limit, modalities.map_or(default_modalities(), Vec::as_slice))?;
+    check_kind(&p.kind)?;
+    let strict = p.strict.unwrap_or(true);
+    let advertised = encodings.map_or(default_encodings(), Vec::as_slice);
+    let finding = gating::encoding(p.encoding.as_deref(), advertised);
+    let encoding = match p.encoding.clone() {
+        Some(e) if !settle(finding, strict, notes)? => e,
+        _ => "json".to_owned(),
+    };
+    let inputs = p.items().to_vec();
+    Ok((EmbedRequest { inputs, kind: p.kind, meta: p.meta }, encoding))
+}
+
+/// Validates `rerank` params (§7.6); returns the request and `topN`.
+pub(crate) fn rerank(
+    p: RerankParams,
+    caps: &Capabilities,
+    notes: &mut Vec<String>,
+) -> Result<(RerankRequest, Option<usize>), RcpError> {
+    let rc = caps.rerank.clone().unwrap_or_default();
+    let strict = p.strict.unwrap_or(true);
+    query_shape(&p.query, "query")?;
+    // The query of `rerank` is text (§7.6): refused whatever `strict` says.
+    settle(gating::query_modality(Gate::RerankQueryModality, &p.query, default_modalities()), true, notes)?;
+    if let Some(max) = rc.max_candidates
+        && p.passages.len() > max as usize
+    {
+        return Err(RcpError::invalid_params(
+            "passages",
+            format!("{} passages exceed rerank.maxCandidates {max}", p.passages.len()),
+        ));
+    }
+    inputs(&p.passages, "passages", None, default_modalities())?;
+    let fell_back = settle(gating::rerank_method(caps, &p), strict, notes)?;
+    let method = match p.method {
+        Some(m) if !fell_back => m,
+        _ => gating::default_rerank_method(&rc).to_owned(),
+    };
+    let top_n = match p.top_n {
+        Some(0) => return Err(RcpError::invalid_params("topN", "topN must be >= 1")),
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => None,
+    };
+    Ok((RerankRequest { query: p.query, passages: p.passages, method, model: p.model, meta: p.meta }, top_n))
+}
+
+/// Checks that `value` is one of `advertised` (no `strict` fallback for this method):
+/// `query/transform` `method`, `graph` `op`, `memory/build` `scope` (§7.8, §7.9, §7.17).
+pub(crate) fn one_of(option: &str, value: &str, advertised: &[String]) -> Result<(), RcpError> {
+    match Gate::listed_option(option) {
+        Some(gate) => gating::one_of(gate, value, advertised).map_or(Ok(()), |f| Err(f.error())),
+        None if advertised.iter().any(|a| a == value) => Ok(()),
+        None => {
+            let list: Vec<&str> = advertised.iter().map(String::as_str).collect();
+            Err(RcpError::option_unsupported(option, value, &list))
+        }
+    }
+}

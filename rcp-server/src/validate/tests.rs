@@ -1,0 +1,156 @@
+//! Unit tests of params validation: each finding of the gating module becomes `-32005` under
+//! `strict` and a fallback plus a note under `strict:false`.
+
+use rcp_protocol::{Capabilities, ErrorCode, RetrieveParams};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn caps(v: Value) -> Capabilities {
+    serde_json::from_value(v).expect("capabilities")
+}
+
+fn params(v: Value) -> RetrieveParams {
+    serde_json::from_value(v).expect("params")
+}
+
+fn run(c: &Capabilities, p: Value) -> (Result<crate::handler::RetrieveRequest, RcpError>, Vec<String>) {
+    let mut notes = Vec::new();
+    let r = retrieve(params(p), c, &mut notes);
+    (r, notes)
+}
+
+#[test]
+fn k_is_clamped_to_max_k_with_a_note() {
+    let c = caps(json!({"retrieve": {"maxK": 5}}));
+    let (r, notes) = run(&c, json!({"query": "q", "k": 9}));
+    assert_eq!(r.expect("ok").k, 5);
+    assert_eq!(notes, ["k clamped from 9 to maxK 5"]);
+    let (r, _) = run(&c, json!({"query": "q", "k": 0}));
+    assert_eq!(r.expect_err("k=0").code, ErrorCode::INVALID_PARAMS);
+}
+
+#[test]
+fn unadvertised_mode_is_refused_or_falls_back_to_the_default() {
+    let c = caps(json!({"retrieve": {"modes": ["sparse"]}}));
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "mode": "dense"}));
+    let e = r.expect_err("strict");
+    assert_eq!(e.code, ErrorCode::OPTION_UNSUPPORTED);
+    assert_eq!(e.option(), Some("mode"));
+    let (r, notes) = run(&c, json!({"query": "q", "k": 1, "mode": "dense", "strict": false}));
+    assert_eq!(r.expect("fallback").params.mode.as_deref(), Some("sparse"));
+    assert_eq!(notes, ["mode 'dense' not advertised; using 'sparse'"]);
+}
+
+#[test]
+fn flags_are_refused_when_strict_and_ignored_with_a_note_otherwise() {
+    let c = caps(json!({"retrieve": {}}));
+    for (option, value) in [
+        ("level", json!(2)),
+        ("tokenBudget", json!(100)),
+        ("indexVersion", json!("v1")),
+        ("cursor", json!("c")),
+        ("mmr", json!({"lambda": 0.5})),
+        ("rerank", json!(true)),
+    ] {
+        let mut p = json!({"query": "q", "k": 1});
+        p[option] = value;
+        let (r, _) = run(&c, p.clone());
+        assert_eq!(r.expect_err(option).option(), Some(option));
+        p["strict"] = json!(false);
+        let (r, notes) = run(&c, p);
+        assert!(r.is_ok(), "{option}");
+        assert!(notes[0].starts_with(&format!("{option} ignored: ")), "{notes:?}");
+    }
+}
+
+#[test]
+fn rewrite_is_gated_on_transform_methods() {
+    let c = caps(json!({"retrieve": {}, "transform": {"methods": ["hyde"]}}));
+    assert!(run(&c, json!({"query": "q", "k": 1, "rewrite": "hyde"})).0.is_ok());
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "rewrite": "decompose"}));
+    assert_eq!(r.expect_err("strict").option(), Some("rewrite"));
+    let (r, notes) = run(&c, json!({"query": "q", "k": 1, "rewrite": "decompose", "strict": false}));
+    assert!(r.expect("fallback").params.rewrite.is_none());
+    assert_eq!(notes, ["rewrite 'decompose' not advertised; query used as given"]);
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "rewrite": true}));
+    assert_eq!(r.expect_err("true").code, ErrorCode::INVALID_PARAMS);
+}
+
+#[test]
+fn filter_operator_drops_but_field_and_recency_field_are_invalid_params() {
+    let c = caps(json!({"retrieve": {}, "filter": {"fields": {"lang": "keyword", "ts": "date"}, "operators": ["eq"]}}));
+    let ne = json!({"field": "lang", "op": "ne", "value": "en"});
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "filter": ne}));
+    assert_eq!(r.expect_err("strict").code, ErrorCode::OPTION_UNSUPPORTED);
+    let (r, notes) = run(&c, json!({"query": "q", "k": 1, "filter": ne, "strict": false}));
+    let req = r.expect("dropped");
+    assert!(req.filter.is_none() && req.params.filter.is_none());
+    assert!(notes[0].starts_with("filter dropped: "), "{notes:?}");
+    let (r, _) =
+        run(&c, json!({"query": "q", "k": 1, "strict": false, "filter": {"field": "x", "op": "eq", "value": 1}}));
+    assert_eq!(r.expect_err("field").code, ErrorCode::INVALID_PARAMS);
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "strict": false, "recency": {"field": "lang"}}));
+    assert_eq!(r.expect_err("recency").field(), Some("recency.field"));
+    assert!(run(&c, json!({"query": "q", "k": 1, "recency": {"field": "ts"}})).0.is_ok());
+}
+
+#[test]
+fn units_default_to_chunk_and_passage() {
+    let c = caps(json!({"retrieve": {}}));
+    assert!(run(&c, json!({"query": "q", "k": 1, "unit": "passage"})).0.is_ok());
+    let (r, notes) = run(&c, json!({"query": "q", "k": 1, "unit": "document", "strict": false}));
+    assert!(r.expect("fallback").params.unit.is_none());
+    assert_eq!(notes, ["unit 'document' not advertised; returning the default unit"]);
+}
+
+#[test]
+fn seed_is_never_an_error() {
+    let c = caps(json!({"retrieve": {}}));
+    let (r, notes) = run(&c, json!({"query": "q", "k": 1, "seed": 7}));
+    assert!(r.is_ok());
+    assert_eq!(notes, ["seed ignored: this server does not advertise retrieve.deterministic"]);
+}
+
+#[test]
+fn embed_encoding_falls_back_to_json() {
+    let p: EmbedParams =
+        serde_json::from_value(json!({"inputs": ["a"], "encoding": "f32-base64", "strict": false})).expect("params");
+    let mut notes = Vec::new();
+    let (_, enc) = embed(p, None, None, None, &mut notes).expect("fallback");
+    assert_eq!(enc, "json");
+    assert_eq!(notes, ["encoding 'f32-base64' not advertised; using json"]);
+    let p: EmbedParams = serde_json::from_value(json!({"inputs": ["a"], "encoding": "f32-base64"})).expect("params");
+    let e = embed(p, None, None, None, &mut notes).expect_err("strict");
+    assert_eq!(e.option(), Some("encoding"));
+}
+
+#[test]
+fn rerank_method_falls_back_to_the_first_advertised() {
+    let c = caps(json!({"rerank": {"methods": ["colbert"]}}));
+    let p: RerankParams =
+        serde_json::from_value(json!({"query": "q", "passages": ["a"], "method": "llm", "strict": false}))
+            .expect("params");
+    let mut notes = Vec::new();
+    let (req, _) = rerank(p, &c, &mut notes).expect("fallback");
+    assert_eq!(req.method, "colbert");
+    assert_eq!(notes, ["method 'llm' not advertised; using 'colbert'"]);
+}
+
+#[test]
+fn one_of_reports_the_option_and_the_list() {
+    let e = one_of("op", "global", &["local".to_owned()]).expect_err("refused");
+    assert_eq!(e.option(), Some("op"));
+    assert!(e.message.contains("advertised: local"));
+    assert!(one_of("scope", "global", &["global".to_owned()]).is_ok());
+}
+
+#[test]
+fn embed_input_modality_names_the_input() {
+    let items: Vec<InputItem> =
+        serde_json::from_value(json!(["a", {"type": "image", "data": "AAAA", "mimeType": "image/png"}]))
+            .expect("items");
+    let e = inputs(&items, "inputs", None, default_modalities()).expect_err("image");
+    assert_eq!(e.field(), Some("inputs[1]"));
+    assert_eq!(e.option(), Some("modality"));
+}
