@@ -292,9 +292,9 @@ impl Client {
         self.typed(Method::Graph, &params).await
     }
 
-    /// `index/add` (§7.10), gated on `index.writable`.
+    /// `index/add` (§7.10), gated on `index.writable` and on the `chunk`/`contextual` flags.
     pub async fn index_add(&self, params: IndexAddParams) -> Result<IndexAddResult, ClientError> {
-        gate::index_add(&self.capabilities())?;
+        gate::index_add(&self.capabilities(), &params)?;
         self.typed(Method::IndexAdd, &params).await
     }
 

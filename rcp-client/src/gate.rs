@@ -103,17 +103,10 @@ pub(crate) fn rerank(caps: &Capabilities, p: &RerankParams) -> Result<(), Client
     settle(gating::rerank(caps, p), p.strict.unwrap_or(true))
 }
 
-/// `index/add` needs `index.writable` (§7.10).
-pub(crate) fn index_add(caps: &Capabilities) -> Result<(), ClientError> {
-    method(caps, Method::IndexAdd)
-}
-
-/// `index/add` options (§7.10): `chunk:true` and `contextual:true` need their capability
-/// flags; there is no `strict` fallback. The client's `index_add` call does not pass its
-/// params to the gate yet, so only the agreement test calls this today.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn index_add_options(caps: &Capabilities, p: &IndexAddParams) -> Result<(), ClientError> {
-    index_add(caps)?;
+/// `index/add` (§7.10): `index.writable`, and `chunk:true`/`contextual:true` need their
+/// capability flags (no `strict` fallback).
+pub(crate) fn index_add(caps: &Capabilities, p: &IndexAddParams) -> Result<(), ClientError> {
+    method(caps, Method::IndexAdd)?;
     settle(gating::index_add(caps, p), true)
 }
 

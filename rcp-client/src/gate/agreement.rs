@@ -245,7 +245,7 @@ fn client(caps: &Capabilities, method: &str, p: &Value) -> Result<(), ClientErro
         "retrieve" => retrieve(caps, &parse(p)),
         "embed" => embed(caps, &parse(p)),
         "rerank" => rerank(caps, &parse(p)),
-        "index/add" => index_add_options(caps, &parse(p)),
+        "index/add" => index_add(caps, &parse(p)),
         "query/transform" => {
             let p: TransformParams = parse(p);
             super::method(caps, Method::QueryTransform)?;
