@@ -34,13 +34,14 @@
 //! }
 //! ```
 
+#[cfg(feature = "cli")]
 pub mod cli;
 mod context;
 pub mod corpus;
 mod dispatch;
 mod handler;
 mod outbound;
-pub mod profile;
+mod profile;
 mod server;
 mod session;
 pub mod transport;
@@ -53,11 +54,12 @@ pub use handler::{
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 pub use outbound::Outbound;
-pub use profile::Profile;
+pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
 
+#[cfg(feature = "cli")]
 /// Sends `tracing` output to stderr (never stdout, which carries protocol frames only, §5.1),
 /// filtered by `RCP_LOG` (falling back to `RUST_LOG`, default `warn`).
 pub fn init_tracing() {
