@@ -23,10 +23,10 @@ use rcp_protocol::RcpError;
 use rcp_protocol::notifications::{self, CancelParams};
 use serde_json::value::RawValue;
 
+pub(crate) use frame::error_frame;
 use frame::{Inbound, decode, duplicate_id_frame, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use frame::{Shape, shape};
-pub(crate) use frame::{error_frame, is_valid_id};
 use request::Refusal;
 
 use crate::handler::BoxFuture;

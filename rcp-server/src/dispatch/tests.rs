@@ -74,7 +74,7 @@ async fn lifecycle_methods_answer_before_initialize_and_others_do_not() {
     let info = answer(&s, &session, json!({"jsonrpc":"2.0","id":2,"method":"info"})).await;
     assert!(info["result"]["capabilities"]["retrieve"].is_object(), "{info}");
     let early = answer(&s, &session, retrieve(json!(3), "q")).await;
-    assert_eq!(code(&early), i64::from(ErrorCode::NOT_INITIALIZED.0), "{early}");
+    assert_eq!(code(&early), ErrorCode::NOT_INITIALIZED.0, "{early}");
     assert_eq!(early["id"], 3);
 }
 
@@ -85,14 +85,14 @@ async fn initialize_negotiates_once() {
     let again =
         answer(&s, &session, json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1}}))
             .await;
-    assert_eq!(code(&again), i64::from(ErrorCode::INVALID_REQUEST.0), "{again}");
+    assert_eq!(code(&again), ErrorCode::INVALID_REQUEST.0, "{again}");
     let low = answer(
         &s,
         &Arc::new(Session::new()),
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":0}}),
     )
     .await;
-    assert_eq!(code(&low), i64::from(ErrorCode::VERSION_MISMATCH.0), "{low}");
+    assert_eq!(code(&low), ErrorCode::VERSION_MISMATCH.0, "{low}");
 }
 
 #[tokio::test]
@@ -100,11 +100,11 @@ async fn gating_distinguishes_unknown_and_unadvertised_methods() {
     let s = server();
     let session = initialized(&s).await;
     let unknown = answer(&s, &session, json!({"jsonrpc":"2.0","id":1,"method":"nope"})).await;
-    assert_eq!(code(&unknown), i64::from(ErrorCode::UNKNOWN_METHOD.0), "{unknown}");
+    assert_eq!(code(&unknown), ErrorCode::UNKNOWN_METHOD.0, "{unknown}");
     let missing = answer(&s, &session, json!({"jsonrpc":"2.0","id":2,"method":"embed","params":{"texts":[]}})).await;
-    assert_eq!(code(&missing), i64::from(ErrorCode::CAPABILITY_MISSING.0), "{missing}");
+    assert_eq!(code(&missing), ErrorCode::CAPABILITY_MISSING.0, "{missing}");
     let notification = answer(&s, &session, json!({"jsonrpc":"2.0","id":3,"method":"notifications/cancel"})).await;
-    assert_eq!(code(&notification), i64::from(ErrorCode::INVALID_REQUEST.0), "{notification}");
+    assert_eq!(code(&notification), ErrorCode::INVALID_REQUEST.0, "{notification}");
 }
 
 #[tokio::test]
@@ -119,7 +119,7 @@ async fn retrieve_results_are_finished_by_the_framework() {
     assert!(v["result"]["hits"][0]["score"].is_number(), "{v}");
     let bad =
         answer(&s, &session, json!({"jsonrpc":"2.0","id":4,"method":"retrieve","params":{"query":"q","k":0}})).await;
-    assert_eq!(code(&bad), i64::from(ErrorCode::INVALID_PARAMS.0), "{bad}");
+    assert_eq!(code(&bad), ErrorCode::INVALID_PARAMS.0, "{bad}");
     assert_eq!(bad["error"]["data"]["field"], "k", "{bad}");
 }
 
@@ -135,14 +135,14 @@ async fn a_duplicate_in_flight_id_is_answered_uncorrelated_and_cancel_frees_it()
     };
     let dup = parse(&dup);
     assert_eq!(dup["id"], Value::Null, "{dup}");
-    assert_eq!(code(&dup), i64::from(ErrorCode::INVALID_REQUEST.0), "{dup}");
+    assert_eq!(code(&dup), ErrorCode::INVALID_REQUEST.0, "{dup}");
     let first = tokio::spawn(first);
     let cancel = send(&s, &session, json!({"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":7}}));
     assert!(matches!(cancel, Processed::Nothing));
     let done = tokio::time::timeout(Duration::from_secs(5), first).await;
     let first = done.ok().and_then(Result::ok).flatten().map_or(Value::Null, |b| parse(&b));
     assert_eq!(first["id"], 7, "{first}");
-    assert_eq!(code(&first), i64::from(ErrorCode::CANCELLED.0), "{first}");
+    assert_eq!(code(&first), ErrorCode::CANCELLED.0, "{first}");
     // The id is free again once answered.
     let again = answer(&s, &session, retrieve(json!(7), "q")).await;
     assert!(again["result"].is_object(), "{again}");
@@ -161,7 +161,7 @@ async fn batches_answer_every_request_in_one_frame() {
     let ids: Vec<i64> = v.as_array().into_iter().flatten().filter_map(|m| m["id"].as_i64()).collect();
     assert_eq!(ids, [1, 2], "{v}");
     let empty = answer(&s, &session, json!([])).await;
-    assert_eq!(code(&empty), i64::from(ErrorCode::INVALID_REQUEST.0), "{empty}");
+    assert_eq!(code(&empty), ErrorCode::INVALID_REQUEST.0, "{empty}");
     let only_notifications = send(&s, &session, json!([{"jsonrpc":"2.0","method":"notifications/x"}]));
     assert!(matches!(only_notifications, Processed::Nothing));
 }
@@ -173,13 +173,13 @@ async fn malformed_frames_and_stray_responses() {
     let Processed::Ready(b) = s.process(&session, b"{\"jsonrpc\":", &Outbound::discard()) else {
         panic!("a parse error is answered")
     };
-    assert_eq!(code(&parse(&b)), i64::from(ErrorCode::PARSE_ERROR.0));
+    assert_eq!(code(&parse(&b)), ErrorCode::PARSE_ERROR.0);
     let Processed::Ready(b) = s.process(&session, b"42", &Outbound::discard()) else { panic!("not an object") };
-    assert_eq!(code(&parse(&b)), i64::from(ErrorCode::INVALID_REQUEST.0));
+    assert_eq!(code(&parse(&b)), ErrorCode::INVALID_REQUEST.0);
     let response = send(&s, &session, json!({"jsonrpc":"2.0","id":1,"result":{}}));
     assert!(matches!(response, Processed::Nothing));
     let no_method = answer(&s, &session, json!({"jsonrpc":"2.0","id":1})).await;
-    assert_eq!(code(&no_method), i64::from(ErrorCode::INVALID_REQUEST.0));
+    assert_eq!(code(&no_method), ErrorCode::INVALID_REQUEST.0);
     assert_eq!(no_method["id"], 1);
 }
 
