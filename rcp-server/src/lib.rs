@@ -29,6 +29,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> std::io::Result<()> {
+//!     # #[cfg(feature = "cli")]
 //!     rcp_server::init_tracing();
 //!     Server::builder("echo", "0.1.0").retrieve(Echo).build().serve_stdio().await
 //! }
