@@ -9,6 +9,10 @@
 //! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
 //! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
 //!
+//! Cargo features, both on by default: `http` (the HTTP transport of §5.2 on axum, in
+//! `transport::http`) and `cli` (the clap `ServeArgs` of `cli` and `init_tracing`; implies
+//! `http`). Without them the crate serves NDJSON over stdio or any async byte stream (§5.1).
+//!
 //! ```no_run
 //! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 //! use rcp_protocol::capabilities::RetrieveCapability;
