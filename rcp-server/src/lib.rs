@@ -9,6 +9,10 @@
 //! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
 //! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
 //!
+//! Cargo features, both on by default: `http` (the HTTP transport of §5.2 on axum, in
+//! `transport::http`) and `cli` (the clap `ServeArgs` of `cli` and `init_tracing`; implies
+//! `http`). Without them the crate serves NDJSON over stdio or any async byte stream (§5.1).
+//!
 //! ```no_run
 //! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 //! use rcp_protocol::capabilities::RetrieveCapability;
@@ -29,17 +33,19 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> std::io::Result<()> {
+//!     # #[cfg(feature = "cli")]
 //!     rcp_server::init_tracing();
 //!     Server::builder("echo", "0.1.0").retrieve(Echo).build().serve_stdio().await
 //! }
 //! ```
 
+#[cfg(feature = "cli")]
 pub mod cli;
 mod context;
 mod dispatch;
 mod handler;
 mod outbound;
-pub mod profile;
+mod profile;
 mod server;
 mod session;
 pub mod transport;
@@ -52,11 +58,12 @@ pub use handler::{
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 pub use outbound::Outbound;
-pub use profile::Profile;
+pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
 
+#[cfg(feature = "cli")]
 /// Sends `tracing` output to stderr (never stdout, which carries protocol frames only, §5.1),
 /// filtered by `RCP_LOG` (falling back to `RUST_LOG`, default `warn`).
 pub fn init_tracing() {

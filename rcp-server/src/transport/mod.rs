@@ -1,7 +1,8 @@
 //! Transports: they only frame bytes. Every protocol rule lives in the dispatcher.
 
+#[cfg(feature = "http")]
 pub mod http;
 mod lines;
-pub mod stdio;
+mod stdio;
 
 pub(crate) use lines::{Line, LineSplitter};

@@ -1,0 +1,141 @@
+//! The dispatcher: one place where every rule of the protocol is applied, whatever the
+//! transport. It turns one inbound frame (a request, a notification or a batch) into at most
+//! one outbound frame, enforcing lifecycle (§7.1, §13), gating (§7, §12), params validation and
+//! the `strict` rule, cancellation (§7.14), deadlines (§13.1) and panics-as-errors.
+//!
+//! - [`frame`]: envelope decoding, the id check and the frames written back;
+//! - [`lifecycle`]: `initialize`, `info`, `ping`, `shutdown`;
+//! - [`request`]: gating, request context, deadline, cancellation;
+//! - [`methods`]: one validating function per method family;
+//! - [`finish`]: what the framework guarantees about every result.
+
+mod finish;
+mod frame;
+mod lifecycle;
+mod methods;
+mod request;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use rcp_protocol::RcpError;
+use rcp_protocol::notifications::{self, CancelParams};
+use serde_json::value::RawValue;
+
+pub(crate) use frame::error_frame;
+use frame::{Inbound, decode, duplicate_id_frame, join_batch};
+#[cfg(feature = "http")]
+pub(crate) use frame::{Shape, shape};
+use request::Refusal;
+
+use crate::handler::BoxFuture;
+use crate::outbound::Outbound;
+use crate::server::Server;
+use crate::session::Session;
+
+/// The outcome of processing one inbound frame.
+pub enum Processed {
+    /// Nothing to send (notifications, all-notification batches, stray responses).
+    Nothing,
+    /// The answer is ready.
+    Ready(Vec<u8>),
+    /// The answer will be ready when this future completes; transports spawn it.
+    Pending(BoxFuture<Option<Vec<u8>>>),
+    /// `shutdown` was received: stop reading, drain in-flight requests, then send this answer.
+    Shutdown(Vec<u8>),
+}
+
+impl std::fmt::Debug for Processed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Nothing => f.write_str("Nothing"),
+            Self::Ready(b) => write!(f, "Ready({})", String::from_utf8_lossy(b)),
+            Self::Pending(_) => f.write_str("Pending"),
+            Self::Shutdown(_) => f.write_str("Shutdown"),
+        }
+    }
+}
+
+impl Server {
+    /// Processes one inbound frame (a single message or a batch) for `session`.
+    ///
+    /// `out` receives notifications the request emits while it runs (progress, logs); the
+    /// answer itself is returned. This is the entry point transports use.
+    pub fn process(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+        let first = frame.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            return self.process_batch(session, frame, out);
+        }
+        self.process_one(session, frame, out)
+    }
+
+    /// A batch (§11): every member processed, the answers joined into one array frame.
+    fn process_batch(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+        let members: Vec<&RawValue> = match serde_json::from_slice(frame) {
+            Ok(m) => m,
+            Err(e) => return Processed::Ready(error_frame(None, &RcpError::parse_error(e.to_string()))),
+        };
+        if members.is_empty() {
+            return Processed::Ready(error_frame(None, &RcpError::invalid_request("empty batch")));
+        }
+        if members.len() > self.shared.options.max_batch {
+            let e = RcpError::payload_too_large(format!(
+                "batch of {} requests exceeds the limit of {}",
+                members.len(),
+                self.shared.options.max_batch
+            ));
+            return Processed::Ready(error_frame(None, &e));
+        }
+        let mut ready = Vec::new();
+        let mut pending = Vec::new();
+        for m in members {
+            match self.process_one(session, m.get().as_bytes(), out) {
+                Processed::Nothing => {}
+                Processed::Ready(b) | Processed::Shutdown(b) => ready.push(b),
+                Processed::Pending(f) => pending.push(f),
+            }
+        }
+        if ready.is_empty() && pending.is_empty() {
+            return Processed::Nothing;
+        }
+        if pending.is_empty() {
+            return Processed::Ready(join_batch(ready));
+        }
+        Processed::Pending(Box::pin(async move {
+            let rest = futures::future::join_all(pending).await;
+            ready.extend(rest.into_iter().flatten());
+            Some(join_batch(ready))
+        }))
+    }
+
+    fn process_one(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+        match decode(frame) {
+            Inbound::Invalid(answer) => Processed::Ready(answer),
+            Inbound::Response => Processed::Nothing,
+            Inbound::Notification { method, params } => {
+                self.notification(session, &method, params);
+                Processed::Nothing
+            }
+            Inbound::Request { id, method, params } => match self.request(session, id, &method, params, out) {
+                Ok(p) => p,
+                Err(Refusal::Error(e)) => Processed::Ready(error_frame(Some(id), &e)),
+                Err(Refusal::DuplicateId(dup)) => Processed::Ready(duplicate_id_frame(&dup)),
+            },
+        }
+    }
+
+    /// A notification (§4.5): `notifications/cancel` cancels an in-flight request (§7.14);
+    /// every other notification, known or not, is ignored and never answered.
+    fn notification(&self, session: &Session, method: &str, params: Option<&RawValue>) {
+        if method == notifications::CANCEL {
+            match params.map(|p| serde_json::from_str::<CancelParams>(p.get())) {
+                Some(Ok(c)) => {
+                    let found = session.cancel(&c.id);
+                    tracing::debug!(id = %c.id, found, "cancel");
+                }
+                _ => tracing::debug!("ignoring a malformed notifications/cancel"),
+            }
+        }
+    }
+}

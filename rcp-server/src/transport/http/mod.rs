@@ -1,0 +1,138 @@
+//! The HTTP transport (§5.2) on axum: `POST <base>/<method>` (or the base path for batches),
+//! buffered JSON or Server-Sent Events, stateless or stateful sessions, bearer auth, body and
+//! rate limits, CORS. Like stdio, it only frames bytes: every protocol rule is the dispatcher's.
+//!
+//! Status mapping: every well-formed JSON-RPC response, errors included, is `200`; a body that
+//! is not JSON is `400`; a notification is `204` with no body; an unknown path is `404`; a
+//! per-client request rate above the limit is `429` with `Retry-After`; a rejected caller whose
+//! request has no id to answer is `401`; a failure before any response exists is `500`/`503`.
+
+mod admission;
+mod auth;
+mod router;
+mod session;
+mod sse;
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use axum::Router;
+
+use crate::server::Server;
+
+/// The header carrying a stateful session token (§5.2).
+pub const SESSION_HEADER: &str = "rcp-session";
+
+/// How HTTP requests map to sessions (§5.2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionMode {
+    /// Every request is served on its own at the advertised capabilities, with no handshake;
+    /// `initialize`/`info` answer idempotently. Any replica can answer any request.
+    Stateless,
+    /// `initialize` returns `_meta.session`; later requests carry it in the `RCP-Session`
+    /// header. Sessions idle for longer than `ttl` expire (then `-32001`).
+    Stateful {
+        /// Idle time after which a session expires.
+        ttl: Duration,
+    },
+}
+
+/// A per-client token bucket: a sustained rate with bounded bursts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Requests per second admitted in the long run.
+    pub per_second: f64,
+    /// Largest burst admitted at once.
+    pub burst: f64,
+}
+
+/// Options of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Base path (default `/rcp`).
+    pub base: String,
+    /// Session handling.
+    pub sessions: SessionMode,
+    /// Accepted bearer tokens; empty means no authentication.
+    pub bearer_tokens: Vec<String>,
+    /// Largest accepted request body, in bytes (larger: `-32013`).
+    pub body_limit: usize,
+    /// Most requests one client (IP address) may have in flight (more: `-32011`).
+    pub max_in_flight_per_client: usize,
+    /// Per-client request rate (exceeded: HTTP `429` with `Retry-After`).
+    pub rate_limit: Option<RateLimit>,
+    /// Allowed CORS origins (`"*"` for any); `None` disables CORS headers.
+    pub cors_origins: Option<Vec<String>>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            base: "/rcp".into(),
+            sessions: SessionMode::Stateless,
+            bearer_tokens: Vec::new(),
+            body_limit: 8 * 1024 * 1024,
+            max_in_flight_per_client: 256,
+            rate_limit: None,
+            cors_origins: None,
+        }
+    }
+}
+
+/// The default bind address: loopback only (§15).
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
+
+impl Server {
+    /// An axum [`Router`] serving RCP under `opts.base`, to nest in an application or serve.
+    ///
+    /// Per-client limits key on the peer address, which axum provides when the router is
+    /// served with `into_make_service_with_connect_info::<SocketAddr>()` (as
+    /// [`Server::serve_http`] does); without it all callers share one budget.
+    pub fn http_router(&self, opts: HttpOptions) -> Router {
+        router::build(self, opts)
+    }
+
+    /// Serves HTTP on `addr` until SIGINT/SIGTERM, then stops accepting and drains in-flight
+    /// requests before returning.
+    pub async fn serve_http(&self, addr: SocketAddr, opts: HttpOptions) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        tracing::info!(addr = %listener.local_addr()?, "serving RCP over HTTP");
+        self.serve_http_on(listener, opts, shutdown_signal()).await
+    }
+
+    /// Serves HTTP on a bound listener until `shutdown` completes, then drains.
+    pub async fn serve_http_on(
+        &self,
+        listener: tokio::net::TcpListener,
+        opts: HttpOptions,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let app = self.http_router(opts);
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown signal received; draining in-flight requests");
+}
