@@ -193,7 +193,7 @@ impl Client {
             Err(ClientError::Rpc(e))
                 if e.code == rcp_protocol::ErrorCode::INVALID_REQUEST && self.inner.transport.may_share_session() =>
             {
-                tracing::warn!(
+                tracing::info!(
                     engine = %self.label(),
                     message = %e.message,
                     "initialize refused with -32600: the server already holds a session; joining it through info (§13.2)"
