@@ -158,21 +158,51 @@ impl Client {
         }
         let params =
             json!({"protocolVersion": rcp_protocol::PROTOCOL_VERSION, "client": o.client, "capabilities": caps});
-        let fut = self.request_once(Method::Initialize.name(), params, None, None);
-        let v = tokio::time::timeout(o.connect_timeout, fut)
+        let fut = self.initialize_or_join(params);
+        let (v, joined) = tokio::time::timeout(o.connect_timeout, fut)
             .await
             .map_err(|_| ConnectError::HandshakeTimeout(o.connect_timeout))??;
-        let info: InitializeResult =
-            serde_json::from_value(v).map_err(|e| ClientError::decode("initialize result", e))?;
+        let what = if joined { "info result" } else { "initialize result" };
+        let info: InitializeResult = serde_json::from_value(v).map_err(|e| ClientError::decode(what, e))?;
+        for (cap, unparsed) in &info.capabilities.unparsed {
+            tracing::warn!(
+                engine = %self.label(),
+                capability = %cap,
+                raw = %unparsed.raw,
+                error = %unparsed.error,
+                "capability metadata not understood; the capability stays advertised (§6.2)"
+            );
+        }
         if info.protocol_version < o.min_protocol_version {
             let e = ClientError::VersionTooOld { negotiated: info.protocol_version, minimum: o.min_protocol_version };
             self.inner.router.close(Disconnect::Aborted(e.to_string()));
             return Err(e);
         }
         let session = info.meta.as_ref().and_then(|m| m.get("session")).and_then(Value::as_str);
-        self.inner.transport.session_started(session);
+        self.inner.transport.session_started(if joined { None } else { session });
         let _ = self.inner.info.set(info);
         Ok(())
+    }
+
+    /// Sends `initialize`; the result, and whether the session was joined instead. An HTTP
+    /// server that keeps one process-wide session refuses a second `initialize` with -32600
+    /// (§13); the client then joins that session and takes its capabilities from `info`, which
+    /// reports the same set once a session exists (§13.2).
+    async fn initialize_or_join(&self, params: Value) -> Result<(Value, bool), ClientError> {
+        match self.request_once(Method::Initialize.name(), params, None, None).await {
+            Err(ClientError::Rpc(e))
+                if e.code == rcp_protocol::ErrorCode::INVALID_REQUEST && self.inner.transport.may_share_session() =>
+            {
+                tracing::info!(
+                    engine = %self.label(),
+                    message = %e.message,
+                    "initialize refused with -32600: the server already holds a session; joining it through info (§13.2)"
+                );
+                let info = self.request_once(Method::Info.name(), json!({}), None, None).await?;
+                Ok((info, true))
+            }
+            other => other.map(|v| (v, false)),
+        }
     }
 
     /// The `initialize` result: server identity, negotiated version, capabilities.
@@ -270,10 +300,15 @@ impl Client {
             .collect()
     }
 
-    /// `rerank` (§7.6).
+    /// `rerank` (§7.6). A result that only carries a `results` array gets `scores` rebuilt
+    /// by index, one per passage (a passage it left out scores `f64::NEG_INFINITY`).
     pub async fn rerank(&self, params: RerankParams) -> Result<RerankResult, ClientError> {
         gate::rerank(&self.capabilities(), &params)?;
-        self.typed(Method::Rerank, &params).await
+        let mut res: RerankResult = self.typed(Method::Rerank, &params).await?;
+        if res.results.is_some() {
+            res.cover(params.passages.len());
+        }
+        Ok(res)
     }
 
     /// `query/transform` (§7.8).

@@ -3,10 +3,18 @@
 //! Every known key has a typed struct. Unknown capability keys (including vendor `x-` keys)
 //! and unknown fields inside known capabilities are kept in flattened maps so they survive a
 //! round trip (§6.2).
+//!
+//! Reading is liberal (§6, §6.2: metadata is informational, presence is what signals support):
+//! a metadata field a peer leaves out takes its default, `dimensions` is read as `dimension`,
+//! and a known capability whose metadata still cannot be read stays present, with the fields
+//! that could be read and its raw JSON in [`Capabilities::unparsed`]. Writing is unchanged.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::Meta;
@@ -40,9 +48,12 @@ impl<'de> Deserialize<'de> for Flag {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmbedCapability {
-    /// Vector dimension.
+    /// Vector dimension; read from `dimensions` too, `0` when the server does not say.
+    #[serde(default, alias = "dimensions")]
     pub dimension: u32,
     /// Model identity (name and quantization); a change corrupts client indexes (§15.7).
+    /// Empty when the server does not say.
+    #[serde(default)]
     pub identity: String,
     /// Maximum inputs per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,7 +76,8 @@ pub struct EmbedCapability {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SparseEmbedCapability {
-    /// Model identity.
+    /// Model identity; empty when the server does not say.
+    #[serde(default)]
     pub identity: String,
     /// Vocabulary size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,9 +91,11 @@ pub struct SparseEmbedCapability {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MultiVectorCapability {
-    /// Per-token vector dimension.
+    /// Per-token vector dimension; read from `dimensions` too, `0` when the server does not say.
+    #[serde(default, alias = "dimensions")]
     pub dimension: u32,
-    /// Model identity.
+    /// Model identity; empty when the server does not say.
+    #[serde(default)]
     pub identity: String,
     /// `dot` or `cosine`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,63 +274,61 @@ pub struct CatalogCapability {
 }
 
 /// The capability object of `initialize`/`info` (§6), for servers and clients alike.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Serialises as the wire object (a capability in [`Self::unparsed`] as the raw JSON it came
+/// in); deserialises liberally (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Capabilities {
     /// `embed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed: Option<EmbedCapability>,
     /// `sparseEmbed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sparse_embed: Option<SparseEmbedCapability>,
     /// `multiVector`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multi_vector: Option<MultiVectorCapability>,
     /// `rerank`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankCapability>,
     /// `retrieve`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieve: Option<RetrieveCapability>,
     /// `transform`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transform: Option<TransformCapability>,
     /// `graph`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<GraphCapability>,
     /// `index`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<IndexCapability>,
     /// `session`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionCapability>,
     /// `feedback`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<Flag>,
     /// `memory`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryCapability>,
     /// `filter`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<FilterCapability>,
     /// `streaming`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<Flag>,
     /// `pagination`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pagination: Option<Flag>,
     /// `citations`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub citations: Option<Flag>,
     /// `log`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<LogCapability>,
     /// `catalog`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<CatalogCapability>,
     /// Unknown and vendor (`x-`) capability keys, kept verbatim.
-    #[serde(flatten)]
     pub extra: Meta,
+    /// Known capabilities whose metadata could not be read as typed (§6.2). Each is still
+    /// present in its typed field (with the fields that could be read, defaults for the rest),
+    /// so calls are not gated away; its raw JSON is kept here and written back on output.
+    pub unparsed: BTreeMap<Capability, Unparsed>,
+}
+
+/// A known capability's metadata that could not be read as typed: the raw JSON the peer sent
+/// and why it could not be read (§6.2: the capability stays present all the same).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unparsed {
+    /// The capability's value as received.
+    pub raw: Value,
+    /// What could not be read (the fields left out of the typed value), for diagnostics.
+    pub error: String,
 }
 
 /// A capability key of §6, used for gating and `supports()` queries.
@@ -415,6 +427,102 @@ impl std::fmt::Display for Capability {
     }
 }
 
+/// The one list of known capability fields, in §6 order, from which the wire (de)serialisation
+/// of [`Capabilities`] is generated.
+macro_rules! known_capabilities {
+    ($($field:ident => $cap:ident),* $(,)?) => {
+        impl Serialize for Capabilities {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(None)?;
+                $(
+                    if let Some(value) = &self.$field {
+                        let key = Capability::$cap.key();
+                        match self.unparsed.get(&Capability::$cap) {
+                            Some(unparsed) => map.serialize_entry(key, &unparsed.raw)?,
+                            None => map.serialize_entry(key, value)?,
+                        }
+                    }
+                )*
+                for (key, value) in &self.extra {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+
+        impl<'de> Deserialize<'de> for Capabilities {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let mut extra = Meta::deserialize(d)?;
+                let mut caps = Capabilities::default();
+                $( caps.$field = lenient(&mut extra, Capability::$cap, &mut caps.unparsed); )*
+                caps.extra = extra;
+                Ok(caps)
+            }
+        }
+    };
+}
+
+known_capabilities! {
+    embed => Embed,
+    sparse_embed => SparseEmbed,
+    multi_vector => MultiVector,
+    rerank => Rerank,
+    retrieve => Retrieve,
+    transform => Transform,
+    graph => Graph,
+    index => Index,
+    session => Session,
+    feedback => Feedback,
+    memory => Memory,
+    filter => Filter,
+    streaming => Streaming,
+    pagination => Pagination,
+    citations => Citations,
+    log => Log,
+    catalog => Catalog,
+}
+
+/// Takes `cap` out of the capability object and reads it liberally (§6.2): `null` is absence;
+/// a value that does not read as `T` keeps the fields that do (each field alone must read),
+/// and is recorded in `unparsed` with its raw JSON. Presence is never lost.
+fn lenient<T: DeserializeOwned + Default>(
+    map: &mut Meta,
+    cap: Capability,
+    unparsed: &mut BTreeMap<Capability, Unparsed>,
+) -> Option<T> {
+    let raw = map.remove(cap.key())?;
+    if raw.is_null() {
+        return None;
+    }
+    let error = match T::deserialize(&raw) {
+        Ok(value) => return Some(value),
+        Err(e) => e.to_string(),
+    };
+    let (value, dropped) = salvage::<T>(&raw);
+    let error = if dropped.is_empty() { error } else { format!("{error} (fields left out: {})", dropped.join(", ")) };
+    unparsed.insert(cap, Unparsed { raw, error });
+    Some(value)
+}
+
+/// The fields of `raw` that read as part of a `T` one by one, read together; the default `T`
+/// when `raw` is not an object or the kept fields still do not read. Also returns the names of
+/// the fields left out.
+fn salvage<T: DeserializeOwned + Default>(raw: &Value) -> (T, Vec<String>) {
+    let Value::Object(fields) = raw else { return (T::default(), Vec::new()) };
+    let mut kept = Meta::new();
+    let mut dropped = Vec::new();
+    for (key, value) in fields {
+        let alone = Value::Object(Meta::from_iter([(key.clone(), value.clone())]));
+        if T::deserialize(&alone).is_ok() {
+            kept.insert(key.clone(), value.clone());
+        } else {
+            dropped.push(key.clone());
+        }
+    }
+    let value = T::deserialize(&Value::Object(kept)).unwrap_or_default();
+    (value, dropped)
+}
+
 impl Capabilities {
     /// Whether `cap` is present.
     pub fn has(&self, cap: Capability) -> bool {
@@ -441,6 +549,7 @@ impl Capabilities {
 
     /// Removes `cap` (used when a protocol profile does not permit it).
     pub fn remove(&mut self, cap: Capability) {
+        self.unparsed.remove(&cap);
         match cap {
             Capability::Embed => self.embed = None,
             Capability::SparseEmbed => self.sparse_embed = None,
@@ -635,6 +744,71 @@ mod tests {
         assert_eq!(ec.encodings(), ["json"]);
         let rc = RetrieveCapability { modes: Some(vec!["sparse".into()]), ..Default::default() };
         assert_eq!(rc.default_mode(), Some("sparse"));
+    }
+
+    #[test]
+    fn missing_metadata_takes_defaults_and_dimensions_reads_as_dimension() {
+        let raw = json!({
+            "embed": {"dimensions": 384, "modes": ["dense"]},
+            "sparseEmbed": {},
+            "multiVector": {"dimensions": 128}
+        });
+        let caps: Capabilities = serde_json::from_value(raw).unwrap();
+        let embed = caps.embed.as_ref().unwrap();
+        assert_eq!((embed.dimension, embed.identity.as_str()), (384, ""));
+        assert_eq!(embed.extra["modes"], json!(["dense"]));
+        assert_eq!(caps.sparse_embed.as_ref().unwrap().identity, "");
+        assert_eq!(caps.multi_vector.as_ref().unwrap().dimension, 128);
+        assert!(caps.unparsed.is_empty(), "{:?}", caps.unparsed);
+    }
+
+    #[test]
+    fn unreadable_metadata_keeps_the_capability_its_readable_fields_and_its_raw_json() {
+        let raw = json!({
+            "rerank": {"methods": "cross-encoder", "maxCandidates": 10},
+            "retrieve": ["sparse"],
+            "index": {"writable": true, "chunking": "yes"},
+            "streaming": 1
+        });
+        let caps: Capabilities = serde_json::from_value(raw.clone()).unwrap();
+        for cap in [Capability::Rerank, Capability::Retrieve, Capability::Index, Capability::Streaming] {
+            assert!(caps.has(cap), "{cap} must stay present");
+            assert!(caps.unparsed.contains_key(&cap), "{cap} must be recorded as unparsed");
+        }
+        let rerank = caps.rerank.as_ref().unwrap();
+        assert_eq!((rerank.max_candidates, rerank.methods.is_empty()), (Some(10), true));
+        assert!(caps.unparsed[&Capability::Rerank].error.contains("methods"), "{:?}", caps.unparsed);
+        let index = caps.index.as_ref().unwrap();
+        assert!(index.writable && index.chunking.is_none());
+        assert_eq!(caps.unparsed[&Capability::Index].raw, raw["index"]);
+        assert_eq!(serde_json::to_value(&caps).unwrap(), raw, "unparsed values are written back as received");
+        let mut caps = caps;
+        caps.remove(Capability::Rerank);
+        assert!(!caps.unparsed.contains_key(&Capability::Rerank));
+        assert!(serde_json::to_value(&caps).unwrap().get("rerank").is_none());
+    }
+
+    #[test]
+    fn a_servers_own_capabilities_serialise_as_before() {
+        let mut caps = Capabilities {
+            embed: Some(EmbedCapability { dimension: 8, identity: "m".into(), ..Default::default() }),
+            retrieve: Some(RetrieveCapability { max_k: Some(5), ..Default::default() }),
+            streaming: Some(Flag::default()),
+            ..Default::default()
+        };
+        caps.extra.insert("x-acme".into(), json!({"v": 1}));
+        let wire = serde_json::to_string(&caps).unwrap();
+        assert_eq!(
+            wire,
+            r#"{"embed":{"dimension":8,"identity":"m"},"retrieve":{"maxK":5},"streaming":{},"x-acme":{"v":1}}"#
+        );
+        let back: Capabilities = serde_json::from_str(&wire).unwrap();
+        assert_eq!(back, caps);
+    }
+
+    #[test]
+    fn a_capability_object_that_is_not_an_object_is_still_an_error() {
+        assert!(serde_json::from_value::<Capabilities>(json!(["retrieve"])).is_err());
     }
 
     #[test]

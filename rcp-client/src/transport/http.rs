@@ -75,6 +75,10 @@ impl Transport for HttpTransport {
         }
     }
 
+    fn may_share_session(&self) -> bool {
+        true
+    }
+
     fn end_session(&self) -> bool {
         self.state.session.lock().map(|mut s| s.take().is_some()).unwrap_or(false)
     }

@@ -52,6 +52,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Records the session token of an `initialize` result (`_meta.session`, §11).
     fn session_started(&self, _token: Option<&str>) {}
 
+    /// Whether the server behind this transport may be shared with other clients in one
+    /// process-wide session, so that a -32600 to `initialize` means "already initialized by
+    /// someone else" rather than a fault of this connection (HTTP, §5.2, §13).
+    fn may_share_session(&self) -> bool {
+        false
+    }
+
     /// Forgets the session after the server said it is unknown or expired (-32001); `true`
     /// when there was one, so `initialize` again and one retry may succeed (§12.2).
     fn end_session(&self) -> bool {
