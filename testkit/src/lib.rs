@@ -49,6 +49,34 @@ pub fn example_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// A binary of another workspace package (`rcp-bm25`, `rcp-dense`, ...), built beside the
+/// test executable. Integration tests cannot name another package's `CARGO_BIN_EXE_*`, so
+/// a missing binary is built with the cargo that runs the tests, in the same profile.
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf();
+    let bin = dir.join(name);
+    if bin.is_file() {
+        return bin;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_owned();
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", package, "--bin", name, "--target-dir"]).arg(dir.parent().expect("target dir"));
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success() && bin.is_file(), "building {name} ({package}) failed");
+    bin
+}
+
 /// A running engine process.
 pub struct Engine {
     child: Child,

@@ -46,6 +46,13 @@ enum Command {
     Index(IndexCmd),
     /// Serve the index in a data directory, or the built-in demo corpus without one.
     Serve(ServeCmd),
+    /// Salvage a data directory whose write-ahead log is corrupt: keep every record that
+    /// verifies, report what was kept and dropped, and back the original log up first.
+    Repair {
+        /// The data directory to repair.
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -136,6 +143,7 @@ fn main() -> ExitCode {
         Command::FetchModel { model_dir } => fetch_model(model_dir),
         Command::Index(cmd) => index(cmd),
         Command::Serve(cmd) => serve(cmd),
+        Command::Repair { data_dir } => repair(&data_dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,6 +156,33 @@ fn main() -> ExitCode {
 
 fn say(msg: &str) {
     eprintln!("rcp-dense: {msg}");
+}
+
+fn repair(dir: &std::path::Path) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: no such data directory", dir.display()));
+    }
+    let wal = dir.join("wal.log");
+    if !wal.exists() {
+        say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
+        return Ok(());
+    }
+    let report = rcp_dense::wal::salvage(&wal, rcp_dense::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
+    let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
+    if report.dropped.is_empty() {
+        say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));
+        return Ok(());
+    }
+    let ranges: Vec<String> = report.dropped.iter().map(|(a, b)| format!("[{a}, {b})")).collect();
+    say(&format!(
+        "{}: kept {} records (sequence {seqs}); dropped {} bytes at {}; original saved as {}",
+        wal.display(),
+        report.kept,
+        report.dropped_bytes,
+        ranges.join(", "),
+        report.backup.as_deref().map_or_else(|| "-".into(), |b| b.display().to_string())
+    ));
+    Ok(())
 }
 
 fn fetch_model(dir: Option<PathBuf>) -> Result<(), String> {

@@ -48,6 +48,9 @@ pub enum StoreError {
         /// What is wrong.
         detail: String,
     },
+    /// The write-ahead log is damaged beyond a torn final write.
+    #[error(transparent)]
+    Wal(#[from] crate::wal::WalError),
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -417,7 +420,7 @@ impl Store {
             last_seq = snap.seq;
         }
         let wal_path = dir.join(WAL);
-        let (wal, replay) = Wal::open(&wal_path, DIMENSION).map_err(io_at(&wal_path))?;
+        let (wal, replay) = Wal::open(&wal_path, DIMENSION)?;
         report.truncated = replay.truncated;
         let mut max_seq = last_seq;
         for (seq, op) in replay.records {
