@@ -204,3 +204,99 @@ impl Engine {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rcp_corpus::CorpusDoc;
+
+    use super::*;
+    use crate::engine::{EngineOptions, TrustLevel};
+
+    fn engine() -> Engine {
+        Engine::in_ram(Vec::new(), EngineOptions::default()).expect("engine")
+    }
+
+    fn add(engine: &Engine, ids: &[&str]) -> WriteOp {
+        WriteOp::Add(
+            ids.iter()
+                .map(|id| {
+                    let doc = CorpusDoc {
+                        id: Some((*id).into()),
+                        title: None,
+                        text: format!("text of {id}"),
+                        meta: Default::default(),
+                    };
+                    (id.to_string(), engine.prepare(&doc, id, TrustLevel::Community, "test").expect("prepare"))
+                })
+                .collect(),
+        )
+    }
+
+    fn delete(ids: &[&str]) -> WriteOp {
+        WriteOp::Delete(ids.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn never() -> CancelFlag {
+        Box::new(|| false)
+    }
+
+    #[test]
+    fn a_group_applies_in_order_counts_deletes_against_itself_and_commits_once() {
+        let e = engine();
+        let before = e.index_version();
+        let writer = e.writer();
+        let mut w = writer.blocking_lock();
+        let ops = vec![
+            (add(&e, &["a", "b"]), never()),
+            (delete(&["a", "zz", "a"]), never()),
+            (add(&e, &["a"]), never()),
+            (delete(&["b"]), never()),
+            (add(&e, &["c"]), Box::new(|| true) as CancelFlag),
+        ];
+        let results = e.commit_group(&mut w, ops);
+        let version = e.index_version();
+        assert_ne!(version, before);
+        let added = WriteOutcome::Added { index_version: version };
+        assert_eq!(results[0].as_ref().ok(), Some(&added));
+        assert_eq!(results[1].as_ref().ok(), Some(&WriteOutcome::Deleted { count: 1 }));
+        assert_eq!(results[2].as_ref().ok(), Some(&added));
+        assert_eq!(results[3].as_ref().ok(), Some(&WriteOutcome::Deleted { count: 1 }));
+        assert!(matches!(results[4], Err(EngineError::Cancelled)));
+        assert!(e.contains_id("a").unwrap());
+        assert!(!e.contains_id("b").unwrap() && !e.contains_id("c").unwrap());
+        assert_eq!(e.num_docs(), 1);
+    }
+
+    #[test]
+    fn a_group_that_changes_nothing_does_not_commit() {
+        let e = engine();
+        let before = e.index_version();
+        let writer = e.writer();
+        let results = e.commit_group(&mut writer.blocking_lock(), vec![(delete(&["nope"]), never())]);
+        assert_eq!(results[0].as_ref().ok(), Some(&WriteOutcome::Deleted { count: 0 }));
+        assert_eq!(e.index_version(), before);
+    }
+
+    #[tokio::test]
+    async fn concurrent_submissions_are_each_answered_after_their_commit() {
+        let e = Arc::new(engine());
+        let queue = Arc::new(GroupCommit::start(Arc::clone(&e)));
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let (e, queue) = (Arc::clone(&e), Arc::clone(&queue));
+                tokio::spawn(async move {
+                    let id = format!("d{i}");
+                    let op = add(&e, &[id.as_str()]);
+                    let outcome = queue.submit(op, never()).await.expect("write");
+                    // Answered means committed and published.
+                    assert!(e.contains_id(&id).unwrap());
+                    outcome
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert!(matches!(t.await.expect("task"), WriteOutcome::Added { .. }));
+        }
+        assert_eq!(e.num_docs(), 20);
+    }
+}
