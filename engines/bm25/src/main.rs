@@ -241,7 +241,12 @@ fn move_into_place(partial: &Path, dir: &Path) -> Result<(), String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(true);
     if empty {
-        return std::fs::rename(partial, dir).map_err(|e| io(dir, e));
+        std::fs::rename(partial, dir).map_err(|e| io(dir, e))?;
+        // Make the rename itself durable.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::File::open(parent).and_then(|d| d.sync_all());
+        }
+        return Ok(());
     }
     let index_dir = dir.join(schema::INDEX_DIR);
     if index_dir.exists() {

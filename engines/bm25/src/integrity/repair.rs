@@ -18,9 +18,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rcp_corpus::CorpusDoc;
 use rcp_protocol::Meta;
 use serde_json::Value;
-use tantivy::directory::MmapDirectory;
+use tantivy::directory::{INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::schema::Value as _;
-use tantivy::{Index, SegmentReader, TantivyDocument};
+use tantivy::{Directory, Index, SegmentReader, TantivyDocument};
 
 use super::{Problem, Report, verify};
 use crate::engine::{Engine, EngineOptions, TrustLevel};
@@ -114,6 +114,17 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
     }
     let config = Config::load(dir)?
         .ok_or_else(|| EngineError::Integrity(format!("{}: rcp-bm25.json vanished", dir.display())))?;
+    // Hold the writer lock through the repair: a running `serve` or `index` (say, one started
+    // with --skip-verify) would keep writing into the directory being moved aside.
+    let _lock = MmapDirectory::open(dir.join(INDEX_DIR))
+        .map_err(|e| EngineError::Config(e.to_string()))?
+        .acquire_lock(&INDEX_WRITER_LOCK)
+        .map_err(|_| {
+            EngineError::Integrity(format!(
+                "{} is open for writing by another process (a running `rcp-bm25 serve` or `index`?): stop it first; nothing was changed",
+                dir.display()
+            ))
+        })?;
     let backup = sibling(dir, &format!("bak-{}", unix_secs()));
     let partial = sibling(dir, &format!("repair-{}", std::process::id()));
     std::fs::rename(dir, &backup).map_err(|e| io(dir, e))?;
