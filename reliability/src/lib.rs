@@ -4,5 +4,11 @@
 //!   validation through the real dispatcher; every input must yield a well-formed JSON-RPC
 //!   answer (or none, for notifications) and never a panic. `RCP_FUZZ_CASES` sets the number
 //!   of cases per property (default 2,500, with a fixed seed; `RCP_FUZZ_SEED` changes it).
+//! - `bm25.rs`: `rcp-bm25` under kill -9 during pipelined writes and deletes (`RCP_KILL_CYCLES`
+//!   cycles, default 3): every acknowledged write and delete survives each restart; and a
+//!   corruption matrix (missing `meta.json` or configuration, flipped bytes in `.term`, `.idx`
+//!   and `.store`, truncated and zeroed files): each is refused at start, naming the file, and
+//!   repaired by `rcp-bm25 repair` with an exact count of what was kept; never served as less
+//!   data. Also: a mistyped `--data-dir`, an aborted `index` run, and group commit.
 //!
 //! Short runs are part of `cargo test --workspace`; long runs raise the environment knobs.

@@ -11,6 +11,12 @@ pub enum EngineError {
     /// The data directory's configuration is unreadable or inconsistent.
     #[error("configuration: {0}")]
     Config(String),
+    /// The data directory does not exist or holds no index (and creating one was not asked).
+    #[error("{0}")]
+    NoIndex(String),
+    /// The data directory is damaged: a file is missing, unreadable or fails its checksum.
+    #[error("{0}")]
+    Integrity(String),
     /// A params value is unusable; `field` is the params path (§12.1).
     #[error("{field}: {detail}")]
     InvalidParams {

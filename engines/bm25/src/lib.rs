@@ -9,6 +9,7 @@
 //! - [`engine`]: the index, its snapshots (§7.7.1), search with pagination cursors (§10) and
 //!   the durable write paths (§7.10, §7.11).
 //! - [`service`]: the `Retrieve` and `Index` handlers.
+//! - [`integrity`]: verification of a data directory at open, `verify` and `repair`.
 //!
 //! The engine is usable in-process without the protocol:
 //!
@@ -27,6 +28,7 @@ pub mod analyzer;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod integrity;
 pub mod schema;
 pub mod service;
 

@@ -1,6 +1,6 @@
 //! `rcp-bm25`: build a BM25 index from JSONL and serve it over RCP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,6 +8,8 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_bm25::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
+use rcp_bm25::integrity::repair::{self, Repair};
+use rcp_bm25::integrity::{self, DirState};
 use rcp_bm25::schema::{self, FieldSpec};
 use rcp_bm25::{Bm25, ServiceOptions};
 use rcp_protocol::lifecycle::ConformanceLevel;
@@ -30,6 +32,9 @@ const EXAMPLES: &str = "Examples:
   rcp-bm25 index --data-dir ./idx --field year:int --field lang:keyword corpus.jsonl
   rcp-bm25 serve --data-dir ./idx            # NDJSON on stdin/stdout
   rcp-bm25 serve --data-dir ./idx --http 127.0.0.1:8080
+  rcp-bm25 serve --data-dir ./new --create --field lang:keyword   # start empty, fill with index/add
+  rcp-bm25 verify --data-dir ./idx           # exit 0 when whole, 1 when damaged
+  rcp-bm25 repair --data-dir ./idx           # keep what verifies, back up the original
   rcp-bm25 serve                             # built-in demo corpus (topic:keyword, year:int)";
 
 #[derive(Debug, Subcommand)]
@@ -51,9 +56,24 @@ enum Command {
     /// `retrieve` ranks by BM25 over title and body with an English analyzer; filters,
     /// pagination cursors, snapshots (`indexVersion`), streaming, logs and citations are
     /// advertised. `index/add` upserts (durable when answered) and `index/delete` removes
-    /// documents; both serialise on one writer while reads continue on the last snapshot.
-    /// A missing data directory is created empty with the declared fields.
+    /// documents; concurrent writes share one commit (group commit) while reads continue on
+    /// the last snapshot. The data directory must hold an index, which is verified before it
+    /// is served (a damaged one is refused); `--create` starts a new, empty one instead.
     Serve(ServeCmd),
+    /// Check a data directory: configuration, `meta.json`, and every committed segment file
+    /// (presence and checksum). Prints what is broken; exit code 0 when whole, 1 otherwise.
+    Verify(DirArgs),
+    /// Salvage a damaged data directory: the original is moved aside untouched
+    /// (`DIR.bak-<unix seconds>`) and the index rebuilt from the stored documents of every
+    /// segment that verifies. Prints exactly what was kept and dropped.
+    Repair(DirArgs),
+}
+
+#[derive(Debug, Args)]
+struct DirArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -80,7 +100,8 @@ impl FieldArgs {
 
 #[derive(Debug, Args)]
 struct IndexArgs {
-    /// Directory holding the index (created if missing).
+    /// Directory holding the index. A new index is built beside it (`DIR.partial-<pid>`) and
+    /// moved into place only when the run succeeds; an existing one is verified and extended.
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
 
@@ -113,6 +134,16 @@ struct ServeCmd {
     /// Directory holding the index; without it the built-in demo corpus is served from memory.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+
+    /// Create a new, empty index in `--data-dir` when it does not exist or holds no index
+    /// (without it, such a directory is an error: a mistyped path must not serve nothing).
+    #[arg(long, requires = "data_dir")]
+    create: bool,
+
+    /// Skip the checksum verification of every segment file at start (the structural checks
+    /// still run). Only for very large indexes whose open time matters more.
+    #[arg(long, requires = "data_dir")]
+    skip_verify: bool,
 
     #[command(flatten)]
     fields: FieldArgs,
@@ -164,6 +195,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Index(args) => run_index(args),
         Command::Serve(args) => run_serve(args),
+        Command::Verify(args) => run_verify(&args),
+        Command::Repair(args) => run_repair(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -177,7 +210,56 @@ fn main() -> ExitCode {
 fn run_index(args: IndexArgs) -> Result<(), String> {
     let declared = args.fields.resolve()?;
     let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
-    let engine = Engine::open(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
+    if integrity::state(&args.data_dir) == DirState::Index {
+        let engine = Engine::open_existing(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
+        return load(&engine, &args);
+    }
+    // A new index: build it beside the target and move it in only when the run succeeds, so a
+    // failed or interrupted run never leaves an empty index that `serve` would open.
+    let partial = partial_dir(&args.data_dir);
+    let built =
+        Engine::create(&partial, declared, options).map_err(|e| e.to_string()).and_then(|engine| load(&engine, &args));
+    match built.and_then(|()| move_into_place(&partial, &args.data_dir)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// `DIR.partial-<pid>`, beside `dir`.
+fn partial_dir(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map_or_else(|| "data".to_owned(), |n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!("{name}.partial-{}", std::process::id()))
+}
+
+/// Moves a freshly built index from `partial` to `dir` (which does not exist or holds no
+/// index): the whole directory when `dir` is absent or empty, else its two entries, the
+/// configuration last (it is what marks the directory as an index).
+fn move_into_place(partial: &Path, dir: &Path) -> Result<(), String> {
+    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(true);
+    if empty {
+        std::fs::rename(partial, dir).map_err(|e| io(dir, e))?;
+        // Make the rename itself durable.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::File::open(parent).and_then(|d| d.sync_all());
+        }
+        return Ok(());
+    }
+    let index_dir = dir.join(schema::INDEX_DIR);
+    if index_dir.exists() {
+        // Classified as holding no index: at most lock files and an empty meta.json.
+        std::fs::remove_dir_all(&index_dir).map_err(|e| io(&index_dir, e))?;
+    }
+    std::fs::rename(partial.join(schema::INDEX_DIR), &index_dir).map_err(|e| io(&index_dir, e))?;
+    let config = dir.join(schema::CONFIG_FILE);
+    std::fs::rename(partial.join(schema::CONFIG_FILE), &config).map_err(|e| io(&config, e))?;
+    std::fs::remove_dir_all(partial).map_err(|e| io(partial, e))
+}
+
+fn load(engine: &Engine, args: &IndexArgs) -> Result<(), String> {
     let total = rcp_corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
     let docs = rcp_corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
     let source = args.source.clone().unwrap_or_else(|| {
@@ -212,13 +294,37 @@ fn run_index(args: IndexArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn run_verify(args: &DirArgs) -> Result<(), String> {
+    let report = integrity::verify(&args.data_dir, true);
+    if report.is_ok() {
+        println!("{report}");
+        Ok(())
+    } else {
+        Err(format!("{report}"))
+    }
+}
+
+fn run_repair(args: &DirArgs) -> Result<(), String> {
+    match repair::repair(&args.data_dir).map_err(|e| e.to_string())? {
+        Repair::Whole(report) => println!("{report}\nnothing to repair; nothing was changed"),
+        Repair::Rebuilt(rebuilt) => println!("{rebuilt}"),
+    }
+    Ok(())
+}
+
 fn run_serve(args: ServeCmd) -> Result<(), String> {
     rcp_server::init_tracing();
     let declared = args.fields.resolve()?;
-    let options =
-        EngineOptions { title_boost: args.title_boost, keep_snapshots: args.keep_snapshots, ..Default::default() };
+    let options = EngineOptions {
+        title_boost: args.title_boost,
+        keep_snapshots: args.keep_snapshots,
+        verify_checksums: !args.skip_verify,
+        ..Default::default()
+    };
+    let started = Instant::now();
     let engine = match &args.data_dir {
-        Some(dir) => Engine::open(dir, declared, options).map_err(|e| e.to_string())?,
+        Some(dir) if args.create => Engine::open(dir, declared, options).map_err(|e| e.to_string())?,
+        Some(dir) => Engine::open_existing(dir, declared, options).map_err(|e| e.to_string())?,
         None => {
             let fields = if declared.is_empty() { rcp_bm25::builtin_fields() } else { declared };
             let engine = Engine::in_ram(fields, options).map_err(|e| e.to_string())?;
@@ -227,6 +333,18 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
             engine
         }
     };
+    let data_dir = args
+        .data_dir
+        .as_ref()
+        .map_or_else(|| "(built-in demo corpus, in memory)".to_owned(), |d| d.display().to_string());
+    tracing::info!(
+        data_dir = %data_dir,
+        documents = engine.num_docs(),
+        index_version = %engine.index_version(),
+        checksums_verified = args.data_dir.is_some() && !args.skip_verify,
+        open_ms = started.elapsed().as_millis() as u64,
+        "rcp-bm25 index opened"
+    );
     let service = Arc::new(Bm25::new(
         Arc::new(engine),
         ServiceOptions { max_k: args.max_k, added_trust: args.added_trust.into(), ..Default::default() },

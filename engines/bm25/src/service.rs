@@ -1,6 +1,8 @@
 //! The engine on the framework: `retrieve` (§7.7) and `index/add`/`index/delete` (§7.10,
 //! §7.11). Handlers only translate between the protocol and [`Engine`]; blocking tantivy
-//! work runs on `spawn_blocking`, writes hold the writer lock, reads never do.
+//! work runs on `spawn_blocking`, reads never take the writer lock, and writes are validated
+//! here and then queued for group commit ([`GroupCommit`]): each is answered once the commit
+//! holding it is durable.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use rcp_protocol::retrieve::Usage;
 use rcp_protocol::{ErrorCode, Hit, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
 
-use crate::engine::{Engine, Hooks, RecencySpec, SearchRequest, TrustLevel};
+use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
 use crate::error::EngineError;
 
 /// Default half-life of `recency` when the client gives none.
@@ -41,6 +43,7 @@ impl Default for ServiceOptions {
 #[derive(Debug)]
 pub struct Bm25 {
     engine: Arc<Engine>,
+    writes: GroupCommit,
     options: ServiceOptions,
 }
 
@@ -51,7 +54,8 @@ impl Bm25 {
         if options.added_trust == TrustLevel::Trusted {
             options.added_trust = TrustLevel::Community;
         }
-        Self { engine, options }
+        let writes = GroupCommit::start(Arc::clone(&engine));
+        Self { engine, writes, options }
     }
 
     /// The engine.
@@ -199,33 +203,27 @@ impl Index for Bm25 {
             ids.push(id.clone());
             batch.push((id, doc));
         }
-        let engine = Arc::clone(&self.engine);
-        let writer = engine.writer().lock_owned().await;
         let task_ctx = ctx.clone();
-        let version = tokio::task::spawn_blocking(move || {
-            let mut writer = writer;
-            engine.write(&mut writer, batch, &|| task_ctx.is_cancelled())
-        })
-        .await
-        .map_err(join_error)?
-        .map_err(to_rcp)?;
+        let version = match self.writes.submit(WriteOp::Add(batch), Box::new(move || task_ctx.is_cancelled())).await {
+            Ok(WriteOutcome::Added { index_version }) => index_version,
+            Ok(other) => return Err(RcpError::internal(format!("unexpected write outcome {other:?}"))),
+            Err(e) => return Err(to_rcp(e)),
+        };
         ctx.log(LogLevel::Info, format!("indexed {} documents; snapshot {version}", ids.len()));
         Ok(IndexAddResult { ids, ..Default::default() })
     }
 
     async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
-        let engine = Arc::clone(&self.engine);
-        let writer = engine.writer().lock_owned().await;
         if ctx.is_cancelled() {
             return Err(RcpError::cancelled(Some("stopped before deleting")));
         }
-        let deleted = tokio::task::spawn_blocking(move || {
-            let mut writer = writer;
-            engine.delete(&mut writer, &params.ids)
-        })
-        .await
-        .map_err(join_error)?
-        .map_err(to_rcp)?;
+        let task_ctx = ctx.clone();
+        let deleted =
+            match self.writes.submit(WriteOp::Delete(params.ids), Box::new(move || task_ctx.is_cancelled())).await {
+                Ok(WriteOutcome::Deleted { count }) => count,
+                Ok(other) => return Err(RcpError::internal(format!("unexpected delete outcome {other:?}"))),
+                Err(e) => return Err(to_rcp(e)),
+            };
         ctx.log(LogLevel::Info, format!("deleted {deleted} documents"));
         Ok(IndexDeleteResult { deleted, ..Default::default() })
     }

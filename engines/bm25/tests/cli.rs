@@ -47,8 +47,12 @@ fn bad_lines_are_reported_and_skipped_or_abort_with_strict() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("c.jsonl:2") && err.contains("UTF-8"), "{err}");
 
-    // Default: each bad line is named (file:line) and skipped; the rest is indexed.
-    let out = index(&["--data-dir", d, "--trust", "untrusted", c]);
+    // The aborted run left nothing behind: the directory does not exist (issue #12).
+    assert!(!data.exists(), "an aborted --strict run left {} behind", data.display());
+
+    // Default: each bad line is named (file:line) and skipped; the rest is indexed. The fields
+    // are declared again: the aborted run created no index to remember them.
+    let out = index(&["--data-dir", d, "--field", "year:int", "--field", "lang:keyword", "--trust", "untrusted", c]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("c.jsonl:2"), "{err}");

@@ -17,7 +17,7 @@ const KILL_AFTER: usize = 40;
 #[test]
 fn kill_9_mid_stream_loses_no_acknowledged_write() {
     let dir = tempdir();
-    let mut e = serve_dir(dir.path(), &["--field", "batch:int"]);
+    let mut e = serve_dir(dir.path(), &["--create", "--field", "batch:int"]);
     // Pipeline every request up front: the server is busy writing when it dies.
     for i in 0..REQUESTS {
         let docs = json!([

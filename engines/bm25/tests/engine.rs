@@ -48,7 +48,7 @@ fn capabilities_declare_l2_and_bm25_scores() {
 #[test]
 fn upsert_replaces_delete_counts_and_minted_ids_are_fresh() {
     let dir = tempdir();
-    let mut e = serve_dir(dir.path(), &["--field", "lang:keyword"]);
+    let mut e = serve_dir(dir.path(), &["--create", "--field", "lang:keyword"]);
     let r = add(&mut e, &[("a", "zebra stripes", json!({"lang": "en"})), ("b", "zebra crossing", json!({}))]);
     assert_eq!(r["ids"], json!(["a", "b"]));
     add(&mut e, &[("a", "giraffe necks", json!({"lang": "fr"}))]);
@@ -86,7 +86,7 @@ fn upsert_replaces_delete_counts_and_minted_ids_are_fresh() {
 #[test]
 fn pagination_covers_the_ranking_exactly_once() {
     let dir = tempdir();
-    let mut e = serve_dir(dir.path(), &[]);
+    let mut e = serve_dir(dir.path(), &["--create"]);
     let docs: Vec<Value> = (0..57)
         .map(|i| {
             let words = "alpha ".repeat(1 + i % 7) + &"beta ".repeat(i % 5) + &format!("filler{i}");
@@ -146,7 +146,7 @@ fn pagination_covers_the_ranking_exactly_once() {
 #[test]
 fn snapshots_pin_old_versions_and_garbage_versions_fail() {
     let dir = tempdir();
-    let mut e = serve_dir(dir.path(), &["--keep-snapshots", "2"]);
+    let mut e = serve_dir(dir.path(), &["--create", "--keep-snapshots", "2"]);
     add(&mut e, &[("v1", "kiwi fruit", json!({}))]);
     let before = e.ok("retrieve", json!({"query": "kiwi", "k": 10}));
     let old = before["indexVersion"].as_str().unwrap().to_owned();
@@ -213,7 +213,7 @@ fn streaming_sends_progress_and_partial_hits() {
 #[test]
 fn recency_prefers_recent_documents() {
     let dir = tempdir();
-    let mut e = serve_dir(dir.path(), &["--field", "published:date"]);
+    let mut e = serve_dir(dir.path(), &["--create", "--field", "published:date"]);
     add(
         &mut e,
         &[

@@ -8,6 +8,7 @@ use rcp_testkit::{Engine, code};
 use serde_json::{Value, json};
 
 const FIELDS: &[&str] = &[
+    "--create",
     "--field",
     "lang:keyword",
     "--field",

@@ -6,11 +6,13 @@
 //! `Searcher` (a consistent snapshot), published after every commit.
 //!
 //! One file per purpose: `snapshots` (the published ring and `indexVersion` pins, §7.7.1),
-//! `writes` (document preparation, upserts, deletes and bulk loads, §7.10, §7.11), `search`
+//! `writes` (document preparation, upserts, deletes and bulk loads, §7.10, §7.11), `group`
+//! (group commit of concurrent writes), `search`
 //! (query building, ranking and hit materialisation) and `cursor` (pagination cursors, §10).
 //! This file holds the [`Engine`] itself and how it is opened or created.
 
 mod cursor;
+mod group;
 mod search;
 mod snapshots;
 mod writes;
@@ -26,8 +28,10 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy};
 
 use crate::analyzer::{self, ANALYZER};
 use crate::error::EngineError;
+use crate::integrity::{self, DirState};
 use crate::schema::{self, Config, FieldSpec, Fields};
 
+pub use group::{CancelFlag, GroupCommit, MAX_GROUP, WriteOp, WriteOutcome};
 pub use search::{Hooks, RecencySpec, SearchPage, SearchRequest};
 use snapshots::{Snapshot, Snapshots};
 pub use writes::LoadStats;
@@ -52,6 +56,11 @@ impl TrustLevel {
             TrustLevel::Untrusted => "untrusted",
         }
     }
+
+    /// The level of a wire name (`None` for an unknown one).
+    pub fn from_wire(name: &str) -> Option<Self> {
+        [TrustLevel::Trusted, TrustLevel::Community, TrustLevel::Untrusted].into_iter().find(|t| t.as_str() == name)
+    }
 }
 
 /// Tunables of a running engine.
@@ -67,6 +76,9 @@ pub struct EngineOptions {
     pub writer_heap: usize,
     /// Indexing threads (0: tantivy's default for the machine).
     pub writer_threads: usize,
+    /// Verify every segment file's checksum when opening an existing index (structural
+    /// checks always run; see [`crate::integrity`]).
+    pub verify_checksums: bool,
 }
 
 impl Default for EngineOptions {
@@ -77,6 +89,7 @@ impl Default for EngineOptions {
             max_query_terms: 1024,
             writer_heap: 64 << 20,
             writer_threads: 1,
+            verify_checksums: true,
         }
     }
 }
@@ -107,35 +120,81 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Opens the index in `dir`, creating it with `declared` fields if the directory holds
-    /// none. For an existing index, `declared` must be empty or equal to its fields.
+    /// Opens the index in `dir`, creating it with `declared` fields if the directory does not
+    /// exist or holds no index. For an existing index, `declared` must be empty or equal to its
+    /// fields, and the index must verify (see [`Engine::open_existing`]).
     pub fn open(dir: &Path, declared: Vec<FieldSpec>, options: EngineOptions) -> Result<Self, EngineError> {
-        let config = match Config::load(dir)? {
-            Some(c) => {
-                if !declared.is_empty() && declared != c.fields {
-                    return Err(EngineError::Config(format!(
-                        "{} was created with fields [{}]; it cannot change to [{}] (index into a new data dir instead)",
-                        dir.display(),
-                        describe(&c.fields),
-                        describe(&declared)
-                    )));
-                }
-                c
+        match integrity::state(dir) {
+            DirState::Index => Self::open_existing(dir, declared, options),
+            DirState::Missing | DirState::NoIndex => Self::create(dir, declared, options),
+        }
+    }
+
+    /// Opens the existing index in `dir`. A directory that does not exist or holds no index
+    /// is an error, and so is a damaged one ([`integrity::verify`]: configuration,
+    /// `meta.json`, every committed segment file, checksums unless
+    /// [`EngineOptions::verify_checksums`] is off); nothing in `dir` is changed then.
+    pub fn open_existing(dir: &Path, declared: Vec<FieldSpec>, options: EngineOptions) -> Result<Self, EngineError> {
+        match integrity::state(dir) {
+            DirState::Missing => {
+                return Err(EngineError::NoIndex(format!(
+                    "{} does not exist (pass --create to create a new, empty index there)",
+                    dir.display()
+                )));
             }
-            None => {
-                let c = Config::new(declared);
-                std::fs::create_dir_all(dir.join(schema::INDEX_DIR))
-                    .map_err(|e| EngineError::Config(format!("{}: {e}", dir.display())))?;
-                c.save(dir)?;
-                c
+            DirState::NoIndex => {
+                return Err(EngineError::NoIndex(format!(
+                    "{} holds no rcp-bm25 index (pass --create to create a new, empty index there)",
+                    dir.display()
+                )));
             }
-        };
+            DirState::Index => {}
+        }
+        let report = integrity::verify(dir, options.verify_checksums);
+        if !report.is_ok() {
+            return Err(EngineError::Integrity(report.refusal()));
+        }
+        let config = Config::load(dir)?
+            .ok_or_else(|| EngineError::Integrity(format!("{}: {} vanished", dir.display(), schema::CONFIG_FILE)))?;
+        if !declared.is_empty() && declared != config.fields {
+            return Err(EngineError::Config(format!(
+                "{} was created with fields [{}]; it cannot change to [{}] (index into a new data dir instead)",
+                dir.display(),
+                describe(&config.fields),
+                describe(&declared)
+            )));
+        }
+        let (tantivy_schema, fields) = schema::build(&config);
+        let directory =
+            MmapDirectory::open(dir.join(schema::INDEX_DIR)).map_err(|e| EngineError::Config(e.to_string()))?;
+        let index = Index::open(directory)?;
+        if index.schema() != tantivy_schema {
+            return Err(EngineError::Integrity(format!(
+                "{}: the index schema does not match the fields in {}",
+                dir.display(),
+                schema::CONFIG_FILE
+            )));
+        }
+        Self::start(index, fields, config, options)
+    }
+
+    /// Creates a new, empty index with `declared` fields in `dir` (created if missing; it must
+    /// hold no index). The tantivy index is created first and `rcp-bm25.json` written last,
+    /// so an interrupted creation leaves no configuration behind.
+    pub fn create(dir: &Path, declared: Vec<FieldSpec>, options: EngineOptions) -> Result<Self, EngineError> {
+        if integrity::state(dir) == DirState::Index {
+            return Err(EngineError::Config(format!("{} already holds an index", dir.display())));
+        }
+        let config = Config::new(declared);
         let (tantivy_schema, fields) = schema::build(&config);
         let index_dir = dir.join(schema::INDEX_DIR);
         std::fs::create_dir_all(&index_dir)
             .map_err(|e| EngineError::Config(format!("{}: {e}", index_dir.display())))?;
         let directory = MmapDirectory::open(&index_dir).map_err(|e| EngineError::Config(e.to_string()))?;
+        // A directory classified as holding no index may still have an empty meta.json left by
+        // an interrupted creation: reuse it rather than fail.
         let index = Index::open_or_create(directory, tantivy_schema)?;
+        config.save(dir)?;
         Self::start(index, fields, config, options)
     }
 

@@ -7,10 +7,11 @@ use rcp_corpus::CorpusDoc;
 use rcp_protocol::filter::{FieldType, date_to_epoch_ms};
 use serde_json::Value;
 use tantivy::collector::Count;
-use tantivy::query::{TermQuery, TermSetQuery};
+use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Term};
 use tantivy::{IndexWriter, TantivyDocument};
 
+use super::group::{CancelFlag, WriteOp, WriteOutcome};
 use super::{Engine, TrustLevel};
 use crate::error::EngineError;
 use crate::schema::MetaField;
@@ -84,8 +85,9 @@ impl Engine {
 
     /// Upserts prepared documents and commits: each id's previous version is deleted, then the
     /// new one added, so re-adding an id replaces it. Durable when this returns (tantivy
-    /// commit: segments and `meta.json` are fsynced). `cancelled` is polled before the commit;
-    /// a cancelled batch is rolled back and nothing is written.
+    /// commit: segments and `meta.json` are fsynced). A batch cancelled before it is applied
+    /// writes nothing. One request under its own commit; the server groups concurrent ones
+    /// ([`super::GroupCommit`]).
     pub fn write(
         &self,
         writer: &mut IndexWriter,
@@ -95,46 +97,21 @@ impl Engine {
         if cancelled() {
             return Err(EngineError::Cancelled);
         }
-        let staged = (|| {
-            for (id, doc) in docs {
-                writer.delete_term(Term::from_field_text(self.fields.id, &id));
-                writer.add_document(doc)?;
-            }
-            Ok::<_, EngineError>(())
-        })();
-        if let Err(e) = staged {
-            writer.rollback()?;
-            return Err(e);
+        match self.commit_group(writer, vec![(WriteOp::Add(docs), Box::new(|| false) as CancelFlag)]).pop() {
+            Some(Ok(WriteOutcome::Added { index_version })) => Ok(index_version),
+            Some(Err(e)) => Err(e),
+            other => Err(EngineError::Internal(format!("unexpected write outcome {other:?}"))),
         }
-        if cancelled() {
-            writer.rollback()?;
-            return Err(EngineError::Cancelled);
-        }
-        let opstamp = writer.commit()?;
-        self.publish(opstamp)?;
-        Ok(self.token(opstamp))
     }
 
     /// Deletes documents by id and commits; returns how many live documents were removed.
     /// Absent ids are not an error; when none is present nothing is committed.
     pub fn delete(&self, writer: &mut IndexWriter, ids: &[String]) -> Result<u64, EngineError> {
-        let unique: HashSet<&String> = ids.iter().collect();
-        let terms: Vec<Term> = unique.iter().map(|id| Term::from_field_text(self.fields.id, id)).collect();
-        if terms.is_empty() {
-            return Ok(0);
+        match self.commit_group(writer, vec![(WriteOp::Delete(ids.to_vec()), Box::new(|| false) as CancelFlag)]).pop() {
+            Some(Ok(WriteOutcome::Deleted { count })) => Ok(count),
+            Some(Err(e)) => Err(e),
+            other => Err(EngineError::Internal(format!("unexpected delete outcome {other:?}"))),
         }
-        // The writer lock is held and every commit publishes, so the current snapshot is
-        // exactly the committed state the deletes apply to.
-        let present = self.current().searcher.search(&TermSetQuery::new(terms.clone()), &Count)? as u64;
-        if present == 0 {
-            return Ok(0);
-        }
-        for t in terms {
-            writer.delete_term(t);
-        }
-        let opstamp = writer.commit()?;
-        self.publish(opstamp)?;
-        Ok(present)
     }
 
     /// Loads documents in bulk (the `index` command): upserts each, mints ids for id-less
