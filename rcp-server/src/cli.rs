@@ -9,6 +9,23 @@ use clap::Args;
 use crate::transport::http::{HttpOptions, RateLimit, SessionMode};
 use crate::{Server, ServerBuilder};
 
+/// The tokens `--tokens-env VAR` names, split on commas and trimmed (§15.6).
+///
+/// Authentication must never fail open: an unset variable, or one holding no usable token
+/// (`""`, `","`, `" , "`), is a start-up error naming the variable, not a server without auth.
+fn bearer_tokens(var: &str, raw: Option<String>) -> std::io::Result<Vec<String>> {
+    let invalid =
+        |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--tokens-env: ${var} {why}"));
+    let raw = raw.ok_or_else(|| invalid("is not set"))?;
+    let tokens: Vec<String> = raw.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+    if tokens.is_empty() {
+        return Err(invalid(
+            "holds no token (expected comma-separated bearer tokens); refusing to serve without authentication",
+        ));
+    }
+    Ok(tokens)
+}
+
 /// How to serve: flatten this into an engine's `serve` subcommand with `#[command(flatten)]`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -26,6 +43,12 @@ pub struct ServeArgs {
     #[arg(long, requires = "http")]
     pub stateful: bool,
 
+    /// HTTP with --stateful: refuse requests without an `RCP-Session` token (-32001) instead
+    /// of serving them statelessly. Public SDK clients never send the header: leave this off
+    /// to serve them.
+    #[arg(long, requires = "stateful")]
+    pub require_session: bool,
+
     /// HTTP: idle seconds after which a stateful session expires.
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
     pub session_ttl: u64,
@@ -38,6 +61,19 @@ pub struct ServeArgs {
     /// HTTP: largest request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit: usize,
+
+    /// HTTP: most connections open at once; more are answered 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
+
+    /// HTTP: seconds a connection has to send a request's headers, counted from when it opens
+    /// or its previous response is sent (so also the idle keep-alive timeout); then it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub header_timeout: u64,
+
+    /// HTTP: seconds a request has to send its body once the headers are in (then 408).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub body_timeout: u64,
 
     /// HTTP: per-client request rate (requests/second; bursts up to twice that). Off by default.
     #[arg(long, value_name = "RPS")]
@@ -68,12 +104,7 @@ impl ServeArgs {
     /// The HTTP options these arguments describe.
     pub fn http_options(&self) -> std::io::Result<HttpOptions> {
         let bearer_tokens = match &self.tokens_env {
-            Some(var) => {
-                let raw = std::env::var(var).map_err(|_| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--tokens-env: ${var} is not set"))
-                })?;
-                raw.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()
-            }
+            Some(var) => bearer_tokens(var, std::env::var(var).ok())?,
             None => Vec::new(),
         };
         Ok(HttpOptions {
@@ -86,6 +117,10 @@ impl ServeArgs {
             body_limit: self.body_limit,
             rate_limit: self.rate_limit.map(|r| RateLimit { per_second: r, burst: (2.0 * r).max(1.0) }),
             cors_origins: (!self.cors_origins.is_empty()).then(|| self.cors_origins.clone()),
+            require_session: self.require_session,
+            max_connections: self.max_connections.max(1),
+            header_read_timeout: Duration::from_secs(self.header_timeout.max(1)),
+            body_read_timeout: Duration::from_secs(self.body_timeout.max(1)),
             ..HttpOptions::default()
         })
     }
@@ -96,6 +131,63 @@ impl ServeArgs {
         match self.http {
             Some(addr) => server.serve_http(addr, self.http_options()?).await,
             None => server.serve_stdio().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> ServeArgs {
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).expect("arguments").serve
+    }
+
+    #[test]
+    fn stateful_serves_sessionless_requests_unless_sessions_are_required() {
+        let opts = parse(&["--http", "127.0.0.1:0", "--stateful"]).http_options().expect("options");
+        assert!(!opts.require_session);
+        let opts =
+            parse(&["--http", "127.0.0.1:0", "--stateful", "--require-session"]).http_options().expect("options");
+        assert!(opts.require_session);
+    }
+
+    #[test]
+    fn connection_limits_have_safe_defaults_and_are_configurable() {
+        let opts = parse(&["--http", "127.0.0.1:0"]).http_options().expect("options");
+        assert_eq!(
+            (opts.max_connections, opts.header_read_timeout, opts.body_read_timeout),
+            (1024, Duration::from_secs(10), Duration::from_secs(30))
+        );
+        let opts =
+            parse(&["--http", "127.0.0.1:0", "--max-connections", "8", "--header-timeout", "2", "--body-timeout", "3"])
+                .http_options()
+                .expect("options");
+        assert_eq!(
+            (opts.max_connections, opts.header_read_timeout, opts.body_read_timeout),
+            (8, Duration::from_secs(2), Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn tokens_are_split_and_trimmed() {
+        let tokens = bearer_tokens("T", Some(" a, b ,,c".into())).expect("tokens");
+        assert_eq!(tokens, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_source_without_a_usable_token_is_an_error_naming_the_variable() {
+        for raw in [None, Some(""), Some(","), Some(" , "), Some("  ")] {
+            let err = bearer_tokens("RCP_TOKENS", raw.map(str::to_owned)).expect_err("must not fail open");
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains("$RCP_TOKENS"), "{err}");
         }
     }
 }

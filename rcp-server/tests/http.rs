@@ -281,6 +281,37 @@ async fn stateful_mode_issues_sessions_and_expires_them() {
 }
 
 #[tokio::test]
+async fn stateful_mode_serves_requests_without_a_session_statelessly_unless_required() {
+    let s = start(HttpOptions {
+        sessions: SessionMode::Stateful { ttl: Duration::from_secs(60) },
+        require_session: false,
+        ..Default::default()
+    })
+    .await;
+    // A client that never sends RCP-Session (public SDKs) is served at the advertised capabilities.
+    let (_, v) = s.rpc("retrieve", json!(1), json!({"query": "q", "k": 1})).await;
+    assert!(v["result"]["hits"].is_array(), "{v}");
+    let (_, v) = s.rpc("index/add", json!(2), json!({"documents": []})).await;
+    assert_eq!(v["error"]["code"], -32003, "still gated on what is advertised");
+    // A token that names no live session is still refused.
+    let v: Value = s
+        .client
+        .post(format!("{}/retrieve", s.base))
+        .header("RCP-Session", "bogus")
+        .json(&req(json!(3), "retrieve", json!({"query": "q", "k": 1})))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["error"]["code"], -32001);
+    // initialize still issues a session.
+    let (_, v) = s.rpc("initialize", json!(4), json!({"protocolVersion": 1})).await;
+    assert!(v["result"]["_meta"]["session"].is_string(), "{v}");
+}
+
+#[tokio::test]
 async fn bearer_tokens_are_checked_before_anything_else() {
     let s = start(HttpOptions { bearer_tokens: vec!["s3cret".into(), "other".into()], ..Default::default() }).await;
     // A request with an id gets a JSON-RPC -32012 in a 200 body, even for initialize.

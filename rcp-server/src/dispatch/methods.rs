@@ -2,10 +2,9 @@
 //! (with `crate::validate`), then return the handler call, whose result is finished and
 //! serialised by [`super::finish`]. Gating has already happened in [`super::request`].
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use rcp_protocol::capabilities::Capability;
+use rcp_protocol::capabilities::{Capability, default_modalities};
 use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
 use rcp_protocol::feedback::FeedbackParams;
 use rcp_protocol::graph::GraphParams;
@@ -63,14 +62,6 @@ fn registered<T: ?Sized>(handler: &Option<Arc<T>>, m: Method) -> Result<Arc<T>, 
     handler.clone().ok_or_else(|| RcpError::capability_missing(m.name(), m.capability().map_or("?", Capability::key)))
 }
 
-/// `k >= 1`-style structural checks of optional counts.
-fn at_least_one(field: &str, value: Option<impl Into<u64>>) -> Result<(), RcpError> {
-    match value.map(Into::into) {
-        Some(0) => Err(RcpError::invalid_params(field, format!("{field} must be >= 1"))),
-        _ => Ok(()),
-    }
-}
-
 /// `retrieve` (§7.7): funnel, options and filter validated; hits finished.
 fn retrieve(handler: Arc<dyn DynRetrieve>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
@@ -90,13 +81,8 @@ fn retrieve(handler: Arc<dyn DynRetrieve>, params: Option<&RawValue>, ctx: Reque
 fn embed(handler: Arc<dyn DynEmbed>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
     let cap = ctx.capabilities().embed.clone().unwrap_or_default();
-    let (req, encoding) = validate::embed(
-        validate::parse(params)?,
-        cap.batch_limit,
-        cap.modalities.as_ref(),
-        cap.encodings.as_ref(),
-        &mut notes,
-    )?;
+    let (req, encoding) =
+        validate::embed(validate::parse(params)?, cap.batch_limit, cap.modalities(), cap.encodings(), &mut notes)?;
     let n = req.inputs.len();
     Ok(Box::pin(async move {
         let vectors = if n == 0 { Vec::new() } else { handler.embed(req, ctx.clone()).await? };
@@ -115,7 +101,7 @@ fn embed_multi(
     let mut notes = Vec::new();
     let cap = ctx.capabilities().multi_vector.clone().unwrap_or_default();
     let (req, encoding) =
-        validate::embed(validate::parse(params)?, None, cap.modalities.as_ref(), cap.encodings.as_ref(), &mut notes)?;
+        validate::embed(validate::parse(params)?, None, cap.modalities(), cap.encodings(), &mut notes)?;
     let n = req.inputs.len();
     Ok(Box::pin(async move {
         let matrices = if n == 0 { Vec::new() } else { handler.embed_multi(req, ctx.clone()).await? };
@@ -148,7 +134,7 @@ fn embed_sparse(
     if p.texts.is_none() && p.inputs.is_none() {
         return Err(RcpError::invalid_params("texts", "missing field `texts`"));
     }
-    validate::inputs(p.items(), "texts", None, &["text".to_owned()])?;
+    validate::inputs(p.items(), "texts", None, default_modalities())?;
     let req = EmbedRequest { inputs: p.items().to_vec(), kind: p.kind, meta: p.meta };
     let n = req.inputs.len();
     Ok(Box::pin(async move {
@@ -184,7 +170,7 @@ fn transform(handler: Arc<dyn DynTransform>, params: Option<&RawValue>, ctx: Req
     let p: TransformParams = validate::parse(params)?;
     let methods = ctx.capabilities().transform.as_ref().map(|t| t.methods.as_slice()).unwrap_or_default();
     validate::one_of("method", &p.method, methods)?;
-    at_least_one("n", p.n)?;
+    validate::at_least_one("n", p.n)?;
     Ok(Box::pin(async move { to_json(&handler.transform(p, ctx).await?) }))
 }
 
@@ -193,8 +179,8 @@ fn graph(handler: Arc<dyn DynGraph>, params: Option<&RawValue>, ctx: RequestCont
     let p: GraphParams = validate::parse(params)?;
     let ops = ctx.capabilities().graph.as_ref().map(|g| g.ops.as_slice()).unwrap_or_default();
     validate::one_of("op", &p.op, ops)?;
-    at_least_one("k", p.k)?;
-    at_least_one("hops", p.hops)?;
+    validate::at_least_one("k", p.k)?;
+    validate::at_least_one("hops", p.hops)?;
     Ok(Box::pin(async move { to_json(&handler.graph(p, ctx).await?) }))
 }
 
@@ -206,27 +192,7 @@ fn index_add(
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
     let p: IndexAddParams = validate::parse(params)?;
-    let ic = ctx.capabilities().index.clone().unwrap_or_default();
-    if p.chunk == Some(true) && ic.chunking != Some(true) {
-        return Err(RcpError::option_unsupported("chunk", "true", &[]));
-    }
-    if p.contextual == Some(true) && ic.contextual != Some(true) {
-        return Err(RcpError::option_unsupported("contextual", "true", &[]));
-    }
-    let mut seen = HashSet::new();
-    for (i, d) in p.documents.iter().enumerate() {
-        if let Some(doc_id) = &d.id {
-            if doc_id.is_empty() {
-                return Err(RcpError::invalid_params(format!("documents[{i}].id"), "id must not be empty"));
-            }
-            if !seen.insert(doc_id.as_str()) {
-                return Err(RcpError::invalid_params(
-                    format!("documents[{i}].id"),
-                    format!("duplicate id '{doc_id}' in one batch"),
-                ));
-            }
-        }
-    }
+    validate::index_add(&p, ctx.capabilities())?;
     let key = p.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
     let expected: Vec<Option<String>> = p.documents.iter().map(|d| d.id.clone()).collect();
     let add = async move {
@@ -262,13 +228,7 @@ fn catalog_list(handler: Arc<dyn DynCatalog>, ctx: RequestContext) -> Result<Cal
 /// `feedback` (§7.16): every reward in `[-1,1]`.
 fn feedback(handler: Arc<dyn DynFeedback>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let p: FeedbackParams = validate::parse(params)?;
-    for (i, s) in p.signals.iter().enumerate() {
-        if let Some(r) = s.reward
-            && !(-1.0..=1.0).contains(&r)
-        {
-            return Err(RcpError::invalid_params(format!("signals[{i}].reward"), "reward must be in [-1,1]"));
-        }
-    }
+    validate::rewards(&p.signals)?;
     Ok(Box::pin(async move { to_json(&handler.feedback(p, ctx).await?) }))
 }
 
@@ -289,6 +249,6 @@ fn memory_recall(
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
     let p: MemoryRecallParams = validate::parse(params)?;
-    at_least_one("n", p.n)?;
+    validate::at_least_one("n", p.n)?;
     Ok(Box::pin(async move { to_json(&handler.recall(p, ctx).await?) }))
 }

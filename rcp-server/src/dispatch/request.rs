@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use rcp_protocol::gating;
 use rcp_protocol::methods::Method;
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::{Meta, RcpError, RequestId};
@@ -23,6 +24,7 @@ use crate::context::{ContextParts, RequestContext};
 use crate::outbound::Outbound;
 use crate::server::Server;
 use crate::session::Session;
+use crate::validate;
 
 /// Why a request was answered at once with an error instead of being dispatched.
 #[derive(Debug)]
@@ -81,14 +83,7 @@ impl Server {
             return Err(RcpError::unknown_method(name).into());
         };
         let caps = &neg.capabilities;
-        if let Some(cap) = m.capability()
-            && !caps.has(cap)
-        {
-            return Err(RcpError::capability_missing(name, cap.key()).into());
-        }
-        if m == Method::IndexAdd && !caps.index.as_ref().is_some_and(|i| i.writable) {
-            return Err(RcpError::capability_missing(name, "index (writable: true)").into());
-        }
+        gating::method(caps, m).map_err(|missing| missing.error())?;
 
         let request_id: RequestId = serde_json::from_str(id).map_err(|_| RcpError::invalid_request("bad id"))?;
         let meta = params
@@ -98,6 +93,11 @@ impl Server {
             .map_err(|e| RcpError::invalid_params("_meta", e.to_string()))?
             .unwrap_or_default()
             .meta;
+        let deadline_ms = validate::deadline_ms(meta.as_ref())?;
+        if deadline_ms == Some(0) {
+            // Already expired on arrival (§13.1): answered at once, the handler never runs.
+            return Err(RcpError::timeout(0).into());
+        }
         let Some(in_flight) = session.begin(&request_id) else {
             return Err(Refusal::DuplicateId(request_id));
         };
@@ -106,7 +106,7 @@ impl Server {
             Method::IndexAdd | Method::IndexDelete | Method::MemoryBuild => self.shared.options.write_deadline,
             _ => self.shared.options.request_deadline,
         };
-        if let Some(ms) = meta.as_ref().and_then(|m| m.get("deadlineMs")).and_then(Value::as_u64) {
+        if let Some(ms) = deadline_ms {
             budget = budget.min(Duration::from_millis(ms));
         }
         let deadline = Instant::now() + budget;

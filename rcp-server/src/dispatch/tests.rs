@@ -192,3 +192,45 @@ async fn shutdown_is_answered_after_the_drain() {
     assert_eq!(parse(&b), json!({"jsonrpc":"2.0","id":5,"result":{}}));
     assert!(session.is_shutting_down());
 }
+
+/// Counts handler calls, to show a request was refused before reaching the engine.
+#[derive(Default)]
+struct Counting {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Retrieve for Counting {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability { max_k: Some(5), modes: Some(vec!["sparse".into()]), ..Default::default() }
+    }
+
+    async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]))
+    }
+}
+
+fn with_deadline(id: i64, deadline: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"retrieve","params":{"query":"q","k":1,"_meta":{"deadlineMs":deadline}}})
+}
+
+#[tokio::test]
+async fn a_malformed_deadline_is_invalid_params_and_zero_is_already_expired() {
+    let engine = Arc::new(Counting::default());
+    let s = Server::builder("test", "0").retrieve(Arc::clone(&engine)).build();
+    let session = initialized(&s).await;
+    let two_63: Value = serde_json::from_str("9223372036854775808").unwrap_or(Value::Null);
+    for (id, bad) in [json!(-1), json!("5"), json!(0.5), json!(true), two_63, json!(1e300)].into_iter().enumerate() {
+        let v = answer(&s, &session, with_deadline(id as i64 + 1, bad.clone())).await;
+        assert_eq!(code(&v), ErrorCode::INVALID_PARAMS.0, "{bad}: {v}");
+        assert_eq!(v["error"]["data"]["field"], "_meta.deadlineMs", "{bad}: {v}");
+    }
+    for id in 10..13 {
+        let v = answer(&s, &session, with_deadline(id, json!(0))).await;
+        assert_eq!(code(&v), ErrorCode::TIMEOUT.0, "deadlineMs 0: {v}");
+    }
+    assert_eq!(engine.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no handler ran");
+    let v = answer(&s, &session, with_deadline(20, json!(5_000))).await;
+    assert!(v["result"]["hits"].is_array(), "{v}");
+    assert_eq!(engine.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

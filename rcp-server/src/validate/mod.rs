@@ -12,12 +12,16 @@ mod tests;
 
 pub(crate) use retrieve::retrieve;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::{Capabilities, default_encodings, default_modalities};
+use std::collections::HashSet;
+
+use rcp_protocol::capabilities::{Capabilities, default_modalities};
 use rcp_protocol::content::{InputItem, QueryInput};
 use rcp_protocol::embed::EmbedParams;
+use rcp_protocol::feedback::Signal;
 use rcp_protocol::gating::{self, Finding, Gate};
+use rcp_protocol::index::{Document, IndexAddParams};
 use rcp_protocol::rerank::RerankParams;
+use rcp_protocol::{Meta, RcpError};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
@@ -107,23 +111,23 @@ fn check_kind(kind: &Option<String>) -> Result<(), RcpError> {
     }
 }
 
-/// Validates `embed`/`embed/multi` params; returns the request and the encoding to use.
+/// Validates `embed`/`embed/multi` params against the advertised modalities and encodings
+/// (the capability accessors, which apply the §6 defaults); returns the request and the encoding to use.
 pub(crate) fn embed(
     p: EmbedParams,
     batch_limit: Option<u32>,
-    modalities: Option<&Vec<String>>,
-    encodings: Option<&Vec<String>>,
+    modalities: &[String],
+    encodings: &[String],
     notes: &mut Vec<String>,
 ) -> Result<(EmbedRequest, String), RcpError> {
     if p.inputs.is_none() && p.texts.is_none() {
         return Err(RcpError::invalid_params("inputs", "missing field `inputs` (or legacy `texts`)"));
     }
     let field = p.items_field();
-    inputs(p.items(), field, batch_limit, modalities.map_or(default_modalities(), Vec::as_slice))?;
+    inputs(p.items(), field, batch_limit, modalities)?;
     check_kind(&p.kind)?;
     let strict = p.strict.unwrap_or(true);
-    let advertised = encodings.map_or(default_encodings(), Vec::as_slice);
-    let finding = gating::encoding(p.encoding.as_deref(), advertised);
+    let finding = gating::encoding(p.encoding.as_deref(), encodings);
     let encoding = match p.encoding.clone() {
         Some(e) if !settle(finding, strict, notes)? => e,
         _ => "json".to_owned(),
@@ -175,5 +179,66 @@ pub(crate) fn one_of(option: &str, value: &str, advertised: &[String]) -> Result
             let list: Vec<&str> = advertised.iter().map(String::as_str).collect();
             Err(RcpError::option_unsupported(option, value, &list))
         }
+    }
+}
+
+/// The largest `_meta.deadlineMs` accepted: 2^53 - 1, the largest integer every JSON peer
+/// represents exactly (about 285,000 years, so never a real limit).
+const MAX_DEADLINE_MS: u64 = (1 << 53) - 1;
+
+/// `_meta.deadlineMs` (§13.1, §16.2): milliseconds remaining, a non-negative integer. Absent
+/// is `None`; anything else that is not such an integer (`-1`, `"5"`, `0.5`, `true`, `2^63`,
+/// `1e300`) is `-32602` at `_meta.deadlineMs` rather than silently ignored.
+pub(crate) fn deadline_ms(meta: Option<&Meta>) -> Result<Option<u64>, RcpError> {
+    let Some(v) = meta.and_then(|m| m.get("deadlineMs")) else { return Ok(None) };
+    match v.as_u64() {
+        Some(ms) if ms <= MAX_DEADLINE_MS => Ok(Some(ms)),
+        _ => Err(RcpError::invalid_params(
+            "_meta.deadlineMs",
+            format!("deadlineMs must be an integer number of milliseconds in [0, {MAX_DEADLINE_MS}], got {v}"),
+        )),
+    }
+}
+
+/// A count that must be `>= 1` when present: `n`, `k`, `hops` (§7.8, §7.9, §7.17).
+pub(crate) fn at_least_one(field: &str, value: Option<impl Into<u64>>) -> Result<(), RcpError> {
+    match value.map(Into::into) {
+        Some(0) => Err(RcpError::invalid_params(field, format!("{field} must be >= 1"))),
+        _ => Ok(()),
+    }
+}
+
+/// `index/add` params (§7.10): only advertised options (`chunk`, `contextual`; no `strict`
+/// fallback), and well-formed document ids.
+pub(crate) fn index_add(p: &IndexAddParams, caps: &Capabilities) -> Result<(), RcpError> {
+    if let Some(f) = gating::index_add(caps, p).first() {
+        return Err(f.error());
+    }
+    document_ids(&p.documents)
+}
+
+/// The document ids of one `index/add` batch (§7.10): each given id non-empty and unique.
+pub(crate) fn document_ids(docs: &[Document]) -> Result<(), RcpError> {
+    let mut seen = HashSet::new();
+    for (i, d) in docs.iter().enumerate() {
+        let Some(id) = &d.id else { continue };
+        if id.is_empty() {
+            return Err(RcpError::invalid_params(format!("documents[{i}].id"), "id must not be empty"));
+        }
+        if !seen.insert(id.as_str()) {
+            return Err(RcpError::invalid_params(
+                format!("documents[{i}].id"),
+                format!("duplicate id '{id}' in one batch"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every `feedback` reward in `[-1, 1]` (§7.16).
+pub(crate) fn rewards(signals: &[Signal]) -> Result<(), RcpError> {
+    match signals.iter().position(|s| s.reward.is_some_and(|r| !(-1.0..=1.0).contains(&r))) {
+        Some(i) => Err(RcpError::invalid_params(format!("signals[{i}].reward"), "reward must be in [-1,1]")),
+        None => Ok(()),
     }
 }

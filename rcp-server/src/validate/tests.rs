@@ -1,6 +1,7 @@
 //! Unit tests of params validation: each finding of the gating module becomes `-32005` under
 //! `strict` and a fallback plus a note under `strict:false`.
 
+use rcp_protocol::capabilities::default_encodings;
 use rcp_protocol::{Capabilities, ErrorCode, RetrieveParams};
 use serde_json::{Value, json};
 
@@ -117,11 +118,11 @@ fn embed_encoding_falls_back_to_json() {
     let p: EmbedParams =
         serde_json::from_value(json!({"inputs": ["a"], "encoding": "f32-base64", "strict": false})).expect("params");
     let mut notes = Vec::new();
-    let (_, enc) = embed(p, None, None, None, &mut notes).expect("fallback");
+    let (_, enc) = embed(p, None, default_modalities(), default_encodings(), &mut notes).expect("fallback");
     assert_eq!(enc, "json");
     assert_eq!(notes, ["encoding 'f32-base64' not advertised; using json"]);
     let p: EmbedParams = serde_json::from_value(json!({"inputs": ["a"], "encoding": "f32-base64"})).expect("params");
-    let e = embed(p, None, None, None, &mut notes).expect_err("strict");
+    let e = embed(p, None, default_modalities(), default_encodings(), &mut notes).expect_err("strict");
     assert_eq!(e.option(), Some("encoding"));
 }
 
@@ -153,4 +154,40 @@ fn embed_input_modality_names_the_input() {
     let e = inputs(&items, "inputs", None, default_modalities()).expect_err("image");
     assert_eq!(e.field(), Some("inputs[1]"));
     assert_eq!(e.option(), Some("modality"));
+}
+
+#[test]
+fn deadline_ms_must_be_a_non_negative_integer() {
+    let meta = |v: Value| json!({ "deadlineMs": v }).as_object().cloned().expect("object");
+    assert_eq!(deadline_ms(None).expect("absent"), None);
+    assert_eq!(deadline_ms(Some(&meta(json!(0)))).expect("zero"), Some(0));
+    assert_eq!(deadline_ms(Some(&meta(json!(1500)))).expect("ms"), Some(1500));
+    let two_63: Value = serde_json::from_str("9223372036854775808").expect("2^63");
+    for bad in [json!(-1), json!("5"), json!(0.5), json!(true), two_63, json!(1e300), Value::Null] {
+        let e = deadline_ms(Some(&meta(bad.clone()))).expect_err("refused");
+        assert_eq!((e.code, e.field()), (ErrorCode::INVALID_PARAMS, Some("_meta.deadlineMs")), "{bad}");
+    }
+}
+
+#[test]
+fn counts_ids_and_rewards_are_checked() {
+    assert!(at_least_one("k", Some(0u32)).is_err());
+    assert!(at_least_one("k", Some(1u32)).is_ok() && at_least_one("k", None::<u32>).is_ok());
+    let docs: Vec<Document> =
+        serde_json::from_value(json!([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])).expect("documents");
+    assert_eq!(document_ids(&docs).expect_err("duplicate").field(), Some("documents[1].id"));
+    let docs: Vec<Document> = serde_json::from_value(json!([{"id": "", "text": "x"}])).expect("documents");
+    assert_eq!(document_ids(&docs).expect_err("empty").field(), Some("documents[0].id"));
+    let signals: Vec<Signal> =
+        serde_json::from_value(json!([{"hitId": "h1", "reward": 0.5}, {"hitId": "h2", "reward": 1.5}]))
+            .expect("signals");
+    assert_eq!(rewards(&signals).expect_err("range").field(), Some("signals[1].reward"));
+}
+
+#[test]
+fn index_add_options_are_gated_by_the_shared_module() {
+    let p: IndexAddParams = serde_json::from_value(json!({"documents": [], "chunk": true})).expect("params");
+    let e = index_add(&p, &caps(json!({"index": {"writable": true}}))).expect_err("chunking not advertised");
+    assert_eq!(e.code, ErrorCode::OPTION_UNSUPPORTED);
+    assert!(index_add(&p, &caps(json!({"index": {"writable": true, "chunking": true}}))).is_ok());
 }

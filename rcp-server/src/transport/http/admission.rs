@@ -21,16 +21,6 @@ pub(super) struct Admission {
     clients: Mutex<HashMap<IpAddr, ClientState>>,
 }
 
-/// The decision on one request.
-pub(super) enum Verdict {
-    /// Serve it; the slot is released when dropped.
-    Admitted(Slot),
-    /// Over the request rate; retry after this long.
-    RateLimited(Duration),
-    /// Too many requests of this client in flight.
-    Busy,
-}
-
 /// A client's in-flight slot, released when the request ends, however it ends.
 pub(super) struct Slot {
     admission: Arc<Admission>,
@@ -53,27 +43,35 @@ impl Admission {
         Self { rate_limit, max_in_flight, clients: Mutex::new(HashMap::new()) }
     }
 
-    /// Admits one request of `ip`, or says why not.
-    pub(super) fn admit(self: &Arc<Self>, ip: IpAddr) -> Verdict {
-        let Ok(mut clients) = self.clients.lock() else { return Verdict::Busy };
+    /// Takes one token of `ip`'s request rate; `Err` says how long to wait when it has none.
+    /// Decided from the headers alone, before the body is read.
+    pub(super) fn pace(&self, ip: IpAddr) -> Result<(), Duration> {
+        let Some(r) = self.rate_limit else { return Ok(()) };
+        let Ok(mut clients) = self.clients.lock() else { return Err(Duration::from_secs(1)) };
         let now = Instant::now();
-        let burst = self.rate_limit.map_or(f64::INFINITY, |r| r.burst);
-        let c = clients.entry(ip).or_insert(ClientState { tokens: burst, refilled: now, in_flight: 0 });
-        if let Some(r) = self.rate_limit {
-            let elapsed = now.duration_since(c.refilled).as_secs_f64();
-            c.tokens = (c.tokens + elapsed * r.per_second).min(r.burst);
-            c.refilled = now;
-            if c.tokens < 1.0 {
-                let wait = (1.0 - c.tokens) / r.per_second.max(f64::MIN_POSITIVE);
-                return Verdict::RateLimited(Duration::from_secs_f64(wait.min(3600.0)));
-            }
-            c.tokens -= 1.0;
+        let c = clients.entry(ip).or_insert(ClientState { tokens: r.burst, refilled: now, in_flight: 0 });
+        let elapsed = now.duration_since(c.refilled).as_secs_f64();
+        c.tokens = (c.tokens + elapsed * r.per_second).min(r.burst);
+        c.refilled = now;
+        if c.tokens < 1.0 {
+            let wait = (1.0 - c.tokens) / r.per_second.max(f64::MIN_POSITIVE);
+            return Err(Duration::from_secs_f64(wait.min(3600.0)));
         }
+        c.tokens -= 1.0;
+        Ok(())
+    }
+
+    /// Takes one of `ip`'s in-flight slots, or `None` when all are taken. Called once the
+    /// body is read, so a client still sending (or stalling) holds no slot.
+    pub(super) fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let mut clients = self.clients.lock().ok()?;
+        let burst = self.rate_limit.map_or(0.0, |r| r.burst);
+        let c = clients.entry(ip).or_insert(ClientState { tokens: burst, refilled: Instant::now(), in_flight: 0 });
         if c.in_flight >= self.max_in_flight {
-            return Verdict::Busy;
+            return None;
         }
         c.in_flight += 1;
-        Verdict::Admitted(Slot { admission: Arc::clone(self), ip })
+        Some(Slot { admission: Arc::clone(self), ip })
     }
 }
 
@@ -89,22 +87,23 @@ mod tests {
     #[test]
     fn in_flight_slots_are_per_client_and_released_on_drop() {
         let admission = Arc::new(Admission::new(None, 1));
-        let slot = admission.admit(A);
-        assert!(matches!(slot, Verdict::Admitted(_)));
-        assert!(matches!(admission.admit(A), Verdict::Busy));
-        assert!(matches!(admission.admit(B), Verdict::Admitted(_)));
+        let slot = admission.enter(A);
+        assert!(slot.is_some());
+        assert!(admission.enter(A).is_none());
+        assert!(admission.enter(B).is_some());
         drop(slot);
-        assert!(matches!(admission.admit(A), Verdict::Admitted(_)));
+        assert!(admission.enter(A).is_some());
     }
 
     #[test]
     fn the_rate_limit_admits_a_burst_then_asks_to_wait() {
         let admission = Arc::new(Admission::new(Some(RateLimit { per_second: 1.0, burst: 2.0 }), 100));
-        assert!(matches!(admission.admit(A), Verdict::Admitted(_)));
-        assert!(matches!(admission.admit(A), Verdict::Admitted(_)));
-        match admission.admit(A) {
-            Verdict::RateLimited(wait) => assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1)),
-            _ => panic!("the third request in a burst of two must wait"),
+        assert!(admission.pace(A).is_ok());
+        assert!(admission.pace(A).is_ok());
+        match admission.pace(A) {
+            Err(wait) => assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1)),
+            Ok(()) => panic!("the third request in a burst of two must wait"),
         }
+        assert!(admission.enter(A).is_some(), "the rate does not take in-flight slots");
     }
 }

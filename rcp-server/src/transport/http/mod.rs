@@ -2,6 +2,12 @@
 //! buffered JSON or Server-Sent Events, stateless or stateful sessions, bearer auth, body and
 //! rate limits, CORS. Like stdio, it only frames bytes: every protocol rule is the dispatcher's.
 //!
+//! Slow clients (§15.5): a connection has `header_read_timeout` to send each request's headers
+//! (also the idle keep-alive limit) and `body_read_timeout` to send its body (else `408`); at
+//! most `max_connections` are open at once (more: `503` with `Retry-After`). Authentication is
+//! decided from the headers, so an unauthenticated body is never read beyond a small prefix,
+//! and a request takes one of its client's in-flight slots only once its body is read.
+//!
 //! Status mapping: every well-formed JSON-RPC response, errors included, is `200`; a body that
 //! is not JSON is `400`; a notification is `204` with no body; an unknown path is `404`; a
 //! per-client request rate above the limit is `429` with `Retry-After`; a rejected caller whose
@@ -9,6 +15,7 @@
 
 mod admission;
 mod auth;
+mod connections;
 mod router;
 mod session;
 mod sse;
@@ -64,6 +71,20 @@ pub struct HttpOptions {
     pub rate_limit: Option<RateLimit>,
     /// Allowed CORS origins (`"*"` for any); `None` disables CORS headers.
     pub cors_origins: Option<Vec<String>>,
+    /// Stateful mode only: whether a request without `RCP-Session` is refused (`-32001`)
+    /// instead of served statelessly at the advertised capabilities (§5.2). Clients that
+    /// never send the header (the public SDKs) interoperate only when this is `false`, as it
+    /// is by default on the command line; this library default keeps the strict behaviour.
+    pub require_session: bool,
+    /// Most connections open at once (§15.5); more are answered `503` with `Retry-After`.
+    pub max_connections: usize,
+    /// Time a connection has to send a request's complete headers, counted from when it is
+    /// ready for a request (accepted, or its previous response sent): it is also the idle
+    /// keep-alive timeout. Expired: the connection is closed.
+    pub header_read_timeout: Duration,
+    /// Time a request has to send its complete body once its headers are in (expired: `408`,
+    /// and the connection is closed).
+    pub body_read_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -76,6 +97,10 @@ impl Default for HttpOptions {
             max_in_flight_per_client: 256,
             rate_limit: None,
             cors_origins: None,
+            require_session: true,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -87,8 +112,9 @@ impl Server {
     /// An axum [`Router`] serving RCP under `opts.base`, to nest in an application or serve.
     ///
     /// Per-client limits key on the peer address, which axum provides when the router is
-    /// served with `into_make_service_with_connect_info::<SocketAddr>()` (as
-    /// [`Server::serve_http`] does); without it all callers share one budget.
+    /// served with `into_make_service_with_connect_info::<SocketAddr>()` ([`Server::serve_http`]
+    /// sets it itself); without it all callers share one budget. The connection cap and the
+    /// header timeout belong to the accept loop of [`Server::serve_http_on`], not the router.
     pub fn http_router(&self, opts: HttpOptions) -> Router {
         router::build(self, opts)
     }
@@ -101,17 +127,19 @@ impl Server {
         self.serve_http_on(listener, opts, shutdown_signal()).await
     }
 
-    /// Serves HTTP on a bound listener until `shutdown` completes, then drains.
+    /// Serves HTTP on a bound listener until `shutdown` completes, then drains. Connections
+    /// are capped and timed out as `opts` says (`max_connections`, `header_read_timeout`).
     pub async fn serve_http_on(
         &self,
         listener: tokio::net::TcpListener,
         opts: HttpOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let app = self.http_router(opts);
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let limits = connections::ConnectionLimits {
+            max_connections: opts.max_connections,
+            header_read_timeout: opts.header_read_timeout,
+        };
+        connections::serve(listener, self.http_router(opts), limits, shutdown).await
     }
 }
 

@@ -1,9 +1,10 @@
-//! The axum router: paths, CORS, and the request pipeline — authenticate, admit, read and
-//! check the body, pick the session, then answer as JSON or as Server-Sent Events.
+//! The axum router: paths, CORS, and the request pipeline — authenticate (from the headers),
+//! pace, read the body within its timeout, take an in-flight slot, check the body, pick the
+//! session, then answer as JSON or as Server-Sent Events.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -14,7 +15,7 @@ use axum::routing::post;
 use rcp_protocol::RcpError;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::admission::{Admission, Slot, Verdict};
+use super::admission::{Admission, Slot};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
 use crate::dispatch::{Processed, error_frame, shape};
@@ -104,10 +105,36 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     response
 }
 
-/// The id of a body, when it has one to answer with.
-async fn body_id(body: Body, limit: usize) -> Option<String> {
-    let bytes = read_body(body, limit).await.ok();
-    bytes.as_deref().and_then(|b| shape(b).ok()).and_then(|s| s.id)
+/// The most of an unauthenticated body read to find the id to answer with; a larger body is
+/// refused from its headers, unread.
+const UNAUTHENTICATED_PEEK: usize = 4096;
+
+/// The longest wait for that small unauthenticated body.
+const UNAUTHENTICATED_WAIT: Duration = Duration::from_secs(2);
+
+fn content_length(headers: &HeaderMap) -> Option<usize> {
+    headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
+}
+
+/// The answer to a caller without valid credentials (§15.6), decided from the headers: a small
+/// body is read to answer `-32012` with its id; anything larger is refused unread with `401`
+/// and the connection closed, so a stranger cannot make the server read megabytes.
+async fn refuse_unauthenticated(headers: &HeaderMap, body: Body, body_read_timeout: Duration) -> Response {
+    let small = content_length(headers).is_none_or(|len| len <= UNAUTHENTICATED_PEEK);
+    let id = if small {
+        let wait = body_read_timeout.min(UNAUTHENTICATED_WAIT);
+        match tokio::time::timeout(wait, read_body(body, UNAUTHENTICATED_PEEK)).await {
+            Ok(Ok(bytes)) => shape(&bytes).ok().and_then(|s| s.id),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    match id {
+        Some(id) => error_response(StatusCode::OK, Some(&id), &RcpError::unauthorized()),
+        None => (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONNECTION, "close")])
+            .into_response(),
+    }
 }
 
 async fn serve_one(
@@ -120,29 +147,29 @@ async fn serve_one(
     let opts = &state.opts;
     // Authentication comes before anything else, including initialize and gating (§15.6).
     if !auth::authorized(&opts.bearer_tokens, headers) {
-        return match body_id(body, opts.body_limit).await {
-            Some(id) => error_response(StatusCode::OK, Some(&id), &RcpError::unauthorized()),
-            None => (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response(),
-        };
+        return refuse_unauthenticated(headers, body, opts.body_read_timeout).await;
     }
-    match state.admission.admit(ip) {
-        Verdict::RateLimited(wait) => {
-            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-            let e = RcpError::rate_limited(wait.as_millis().max(1) as u64);
-            let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, None, &e);
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            r
+    if let Err(wait) = state.admission.pace(ip) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let e = RcpError::rate_limited(wait.as_millis().max(1) as u64);
+        let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, None, &e);
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
         }
-        Verdict::Busy => {
-            let id = body_id(body, opts.body_limit).await;
-            let e = RcpError::rate_limited(50)
-                .with_detail(format!("more than {} requests in flight for this client", opts.max_in_flight_per_client));
-            error_response(StatusCode::OK, id.as_deref(), &e)
-        }
-        Verdict::Admitted(slot) => dispatch(state, path_method, headers, body, slot).await,
+        return r;
     }
+    let bytes = match read_request_body(opts, headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    // Only a request whose body is in counts against its client's in-flight limit.
+    let Some(slot) = state.admission.enter(ip) else {
+        let id = shape(&bytes).ok().and_then(|s| s.id);
+        let e = RcpError::rate_limited(50)
+            .with_detail(format!("more than {} requests in flight for this client", opts.max_in_flight_per_client));
+        return error_response(StatusCode::OK, id.as_deref(), &e);
+    };
+    dispatch(state, path_method, headers, &bytes, slot).await
 }
 
 enum BodyError {
@@ -163,33 +190,34 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
     })
 }
 
-/// Reads, checks and dispatches one admitted request. `slot` is the client's in-flight slot; it
-/// is released when the answer is complete (for SSE, when the stream ends).
+/// Reads an authenticated body: at most `body_limit` bytes (`-32013`), within
+/// `body_read_timeout` (`408`, connection closed).
+async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
+    let too_large = |detail: String| error_response(StatusCode::OK, None, &RcpError::payload_too_large(detail));
+    if let Some(len) = content_length(headers)
+        && len > opts.body_limit
+    {
+        return Err(too_large(format!("body of {len} bytes exceeds the limit of {} bytes", opts.body_limit)));
+    }
+    match tokio::time::timeout(opts.body_read_timeout, read_body(body, opts.body_limit)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(BodyError::TooLarge)) => Err(too_large(format!("body exceeds the limit of {} bytes", opts.body_limit))),
+        Ok(Err(BodyError::Broken)) => Err(StatusCode::BAD_REQUEST.into_response()),
+        Err(_) => Err((StatusCode::REQUEST_TIMEOUT, [(header::CONNECTION, "close")]).into_response()),
+    }
+}
+
+/// Checks and dispatches one admitted request whose body is read. `slot` is the client's
+/// in-flight slot; it is released when the answer is complete (for SSE, when the stream ends).
 async fn dispatch(
     state: &Arc<HttpState>,
     path_method: Option<&str>,
     headers: &HeaderMap,
-    body: Body,
+    bytes: &[u8],
     slot: Slot,
 ) -> Response {
     let opts = &state.opts;
-    if let Some(len) =
-        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
-        && len > opts.body_limit
-    {
-        let e =
-            RcpError::payload_too_large(format!("body of {len} bytes exceeds the limit of {} bytes", opts.body_limit));
-        return error_response(StatusCode::OK, None, &e);
-    }
-    let bytes = match read_body(body, opts.body_limit).await {
-        Ok(b) => b,
-        Err(BodyError::TooLarge) => {
-            let e = RcpError::payload_too_large(format!("body exceeds the limit of {} bytes", opts.body_limit));
-            return error_response(StatusCode::OK, None, &e);
-        }
-        Err(BodyError::Broken) => return StatusCode::BAD_REQUEST.into_response(),
-    };
-    let shape = match shape(&bytes) {
+    let shape = match shape(bytes) {
         Ok(s) => s,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, None, &RcpError::parse_error(e.to_string())),
     };
@@ -208,10 +236,11 @@ async fn dispatch(
     }
 
     let server = &state.server;
-    let (session, new_session) = match resolve(server, &opts.sessions, state.sessions.as_ref(), headers, &shape) {
-        Ok(s) => s,
-        Err(e) => return error_response(StatusCode::OK, shape.id.as_deref(), &e),
-    };
+    let (session, new_session) =
+        match resolve(server, &opts.sessions, opts.require_session, state.sessions.as_ref(), headers, &shape) {
+            Ok(s) => s,
+            Err(e) => return error_response(StatusCode::OK, shape.id.as_deref(), &e),
+        };
 
     // A new stateful session is registered after its handshake, so its initialize is never
     // streamed (it has no progress to report anyway).
@@ -221,10 +250,10 @@ async fn dispatch(
         && server.shared.default_caps.streaming.is_some()
         && headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
     if wants_sse {
-        return sse::respond(server, &session, &bytes, slot);
+        return sse::respond(server, &session, bytes, slot);
     }
 
-    let answer = match server.process(&session, &bytes, &Outbound::discard()) {
+    let answer = match server.process(&session, bytes, &Outbound::discard()) {
         Processed::Nothing => None,
         Processed::Ready(b) => Some(b),
         Processed::Pending(f) => f.await,

@@ -84,9 +84,15 @@ impl SessionManager for NoSessions {
 
 /// Picks the session a request runs in; for a stateful `initialize` without a live token, also
 /// returns the new session's id, to [`SessionManager::register`] once its handshake succeeds.
+///
+/// In stateful mode a request that carries no token is served statelessly (implicitly
+/// initialized at the advertised capabilities, as §5.2 permits), so clients that never send
+/// `RCP-Session` interoperate; with `require_session` it is `-32001` instead. A token that
+/// names no live session is always `-32001` (except on `initialize`, which starts a new one).
 pub(super) fn resolve(
     server: &Server,
     mode: &SessionMode,
+    require_session: bool,
     sessions: &dyn SessionManager,
     headers: &HeaderMap,
     shape: &Shape,
@@ -111,6 +117,9 @@ pub(super) fn resolve(
     if is_initialize {
         let id = uuid::Uuid::new_v4().simple().to_string();
         return Ok((Arc::new(Session::with_id(id.clone())), Some(id)));
+    }
+    if token.is_none() && !require_session {
+        return Ok((Arc::new(server.stateless_session()), None));
     }
     Ok((Arc::new(Session::new()), None))
 }
