@@ -1,18 +1,16 @@
 //! `rcp-bm25` at the edges (issue #12): kill -9 during pipelined writes, a corruption matrix,
 //! a mistyped data directory, an aborted `index` run, and group commit of concurrent writes.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rcp_testkit::{Engine, kill9};
+use rcp_testkit::{Engine, kill9, workspace_bin};
 use serde_json::{Value, json};
 
 fn bin() -> PathBuf {
-    common::workspace_bin("rcp-bm25", "rcp-bm25")
+    workspace_bin("rcp-bm25", "rcp-bm25")
 }
 
 fn tempdir() -> tempfile::TempDir {

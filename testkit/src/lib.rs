@@ -55,7 +55,7 @@ pub fn example_bin(name: &str) -> PathBuf {
 pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test exe path");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf();
-    let bin = dir.join(name);
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if bin.is_file() {
         return bin;
     }
