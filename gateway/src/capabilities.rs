@@ -48,8 +48,11 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
         deterministic,
         ..RetrieveCapability::default()
     };
-    let filter = retrievers.iter().try_fold(first.filter.clone()?, |acc, c| intersect_filter(&acc, c.filter.as_ref()?));
-    let filter = filter.filter(|f| !f.fields.names().is_empty());
+    let filter = first
+        .filter
+        .clone()
+        .and_then(|f0| retrievers.iter().try_fold(f0, |acc, c| intersect_filter(&acc, c.filter.as_ref()?)))
+        .filter(|f| !f.fields.names().is_empty());
     let citations = retrievers.iter().all(|c| c.citations.is_some());
     Some(FederatedRetrieve { retrieve, filter, citations })
 }
@@ -138,6 +141,7 @@ mod tests {
         let b = caps(json!({"retrieve": {}}));
         let f = federate_retrieve(&[&a, &b]).unwrap();
         assert_eq!((f.filter, f.retrieve.max_k), (None, None));
+        assert_eq!(federate_retrieve(&[&b]).map(|f| f.filter), Some(None), "no filter still retrieves");
         assert_eq!(federate_retrieve(&[&caps(json!({}))]), None);
     }
 }

@@ -91,7 +91,7 @@ pub struct Gateway {
 
 /// What one engine contributed to a fan-out.
 enum Outcome {
-    Answered(RetrieveResult),
+    Answered(RetrieveResult, Duration),
     Skipped(String),
     Failed(ClientError),
 }
@@ -102,7 +102,8 @@ impl Gateway {
     ///
     /// When this gateway's identity is already in [`PATH_ENV`] (a stdio gateway started,
     /// directly or not, by itself: a registry cycle), it does not connect at start-up, so the
-    /// cycle stops spawning processes; it then advertises `retrieve` without options.
+    /// cycle stops spawning processes. When no engine is reachable at start-up, `retrieve` is
+    /// advertised without options (nothing can be promised about engines not yet seen).
     pub async fn start(registry: GatewayRegistry, options: GatewayOptions) -> Self {
         let mut ancestry: Vec<String> = std::env::var(PATH_ENV)
             .unwrap_or_default()
@@ -138,7 +139,9 @@ impl Gateway {
             }
         }
         let caps: Vec<Capabilities> = connected.iter().flatten().map(Client::capabilities).collect();
-        let federated = if in_cycle && caps.is_empty() {
+        // With no engine reachable yet (or inside a start-up cycle), `retrieve` is still
+        // advertised, without options, so the gateway serves engines that come up later.
+        let federated = if caps.is_empty() && !pool.entries().is_empty() {
             Some(FederatedRetrieve {
                 retrieve: RetrieveCapability {
                     fusion: Some(crate::capabilities::FUSION_METHODS.map(String::from).to_vec()),
@@ -272,12 +275,13 @@ impl Gateway {
             let ctx = ctx.clone();
             let done = Arc::clone(&done);
             calls.push(async move {
+                let t = Instant::now();
                 let r = tokio::time::timeout(budget, call_engine(&client, p, &ctx, &id, &done, total))
                     .await
                     .unwrap_or(Err(ClientError::Timeout(budget.as_millis() as u64)));
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 ctx.progress(n as f64 / total.max(1) as f64, "fan-out", format!("engine '{id}' done"));
-                (index, r)
+                (index, r.map(|r| (r, t.elapsed())))
             });
         }
         // Dropping the pending calls (cancellation, or this future being dropped by the
@@ -309,7 +313,7 @@ impl Gateway {
             }
         };
         for (index, r) in gathered {
-            outcomes.push((index, r.map_or_else(Outcome::Failed, Outcome::Answered)));
+            outcomes.push((index, r.map_or_else(Outcome::Failed, |(r, t)| Outcome::Answered(r, t))));
         }
         // A required engine that could not even be asked fails the query too.
         for (index, o) in &outcomes {
@@ -399,11 +403,13 @@ impl Gateway {
     ) -> HandlerResult<RetrieveResult> {
         let mut degraded: Vec<String> = Vec::new();
         let mut answers: BTreeMap<usize, RetrieveResult> = BTreeMap::new();
+        let mut latencies = Meta::new();
         let mut failures = Vec::new();
         for (index, o) in outcomes {
             let id = self.pool.entries()[index].spec.id.clone();
             match o {
-                Outcome::Answered(r) => {
+                Outcome::Answered(r, latency) => {
+                    latencies.insert(id.clone(), json!(latency.as_micros() as u64));
                     for n in r.usage.iter().flat_map(|u| u.notes.iter()) {
                         notes.push(format!("engine '{id}': {n}"));
                     }
@@ -470,6 +476,7 @@ impl Gateway {
         meta.insert("degraded".into(), json!(degraded));
         meta.insert("fusion".into(), json!(fused.method.name()));
         meta.insert("gateway".into(), json!(self.options.identity));
+        meta.insert("engineLatencyUs".into(), Value::Object(latencies));
         let usage = Usage {
             candidates: Some(candidates),
             latency_ms: Some(started.elapsed().as_millis() as u64),

@@ -65,7 +65,11 @@ async fn fan_out_survives_a_dead_and_a_slow_engine() {
     let gw = gateway(&reg, &["--engine-timeout-ms", "700"]).await;
     let started = Instant::now();
     let r = gw.call("retrieve", json!({"query": "wing", "k": 5})).await.expect("retrieve");
-    assert!(started.elapsed() < Duration::from_millis(3000), "the slow engine stalled the query: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(3000),
+        "the slow engine stalled the query: {:?}",
+        started.elapsed()
+    );
     let got = ids(&r);
     for id in ["a1", "a2", "b1"] {
         assert!(got.contains(&id.to_owned()), "{id} missing from {got:?}");
@@ -135,9 +139,7 @@ async fn gateways_nest_and_a_registry_cycle_terminates_with_a_note() {
     let dir = tempdir();
     let a = dir.path().join("a.json");
     let b = dir.path().join("b.json");
-    let gw_entry = |id: &str, reg: &std::path::Path| {
-        json!({"id": id, "command": gateway_cmd(reg, &["--id", &format!("gw-{id}")])})
-    };
+    let gw_entry = |id: &str, reg: &std::path::Path| json!({"id": id, "command": gateway_cmd(reg, &["--id", &format!("gw-{id}")])});
     write_registry(dir.path(), "a.json", vec![fixture("fa", &DOCS_A), gw_entry("b", &b)]);
     write_registry(dir.path(), "b.json", vec![fixture("fb", &DOCS_B), gw_entry("a", &a)]);
     let started = Instant::now();
@@ -182,8 +184,11 @@ async fn cancelling_a_gateway_call_cancels_the_downstream_call() {
 #[tokio::test]
 async fn progress_of_engines_is_relayed() {
     let dir = tempdir();
-    let reg =
-        write_registry(dir.path(), "rcp.json", vec![fixture("s", &["--sleep-ms", "200", "--doc", "s1:wing"]), fixture("a", &DOCS_A)]);
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![fixture("s", &["--sleep-ms", "200", "--doc", "s1:wing"]), fixture("a", &DOCS_A)],
+    );
     let gw = gateway(&reg, &[]).await;
     let mut streaming =
         gw.retrieve_streaming(rcp_protocol::RetrieveParams::new("wing", 3)).expect("gateway advertises streaming");

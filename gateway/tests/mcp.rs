@@ -65,12 +65,13 @@ async fn rmcp_client_lists_tools_searches_fetches_and_lists_engines() {
         .await
         .unwrap();
     let hits = r.structured_content.unwrap()["hits"].clone();
-    assert_eq!(hits, json!([{"id": "b1", "title": null, "snippet": "wing flutter", "score": hits[0]["score"], "engine": "b"}]));
+    assert_eq!(
+        hits,
+        json!([{"id": "b1", "title": null, "snippet": "wing flutter", "score": hits[0]["score"], "engine": "b"}])
+    );
 
-    let r = client
-        .call_tool(CallToolRequestParams::new("fetch").with_arguments(args(json!({"id": "a1"}))))
-        .await
-        .unwrap();
+    let r =
+        client.call_tool(CallToolRequestParams::new("fetch").with_arguments(args(json!({"id": "a1"})))).await.unwrap();
     assert_eq!(r.structured_content.unwrap()["text"], "wing lift drag");
     let r = client
         .call_tool(CallToolRequestParams::new("fetch").with_arguments(args(json!({"id": "nope"}))))
@@ -95,7 +96,9 @@ async fn rmcp_client_lists_tools_searches_fetches_and_lists_engines() {
 /// A venv with the official `mcp` package under the test's target tmp dir; `None` (the test
 /// skips) when Python or the package cannot be had.
 fn python_with_mcp() -> Option<std::path::PathBuf> {
-    let python = ["python3", "python"].into_iter().find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))?;
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))?;
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
     let py = venv.join("bin").join("python");
     let has_mcp = |py: &Path| Command::new(py).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
@@ -146,7 +149,8 @@ fn the_python_mcp_client_drives_the_bridge() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let reg = write_registry(dir.path(), "rcp.json", vec![fixture("a", &["--doc", "a1:wing lift", "--doc", "a2:wing tip"])]);
+    let reg =
+        write_registry(dir.path(), "rcp.json", vec![fixture("a", &["--doc", "a1:wing lift", "--doc", "a2:wing tip"])]);
     let script = dir.path().join("client.py");
     std::fs::write(&script, PY_CLIENT).unwrap();
     let out = Command::new(&py)

@@ -70,7 +70,9 @@ pub fn gateway_cmd(registry: &Path, extra: &[&str]) -> Vec<String> {
 
 /// Spawns a gateway over stdio and runs `initialize`.
 pub async fn gateway(registry: &Path, extra: &[&str]) -> Client {
-    Client::connect_stdio(&gateway_cmd(registry, extra), ClientOptions::default()).await.expect("connect to the gateway")
+    Client::connect_stdio(&gateway_cmd(registry, extra), ClientOptions::default())
+        .await
+        .expect("connect to the gateway")
 }
 
 /// Lines of an events file.
@@ -92,10 +94,16 @@ pub fn wait_for_event(path: &Path, timeout: Duration, pred: impl Fn(&str) -> boo
 
 /// Notes of a result value.
 pub fn notes(result: &Value) -> Vec<String> {
-    result["usage"]["notes"].as_array().map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+    result["usage"]["notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
 }
 
 /// Ids of a result value's hits.
 pub fn ids(result: &Value) -> Vec<String> {
-    result["hits"].as_array().map(|a| a.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect()).unwrap_or_default()
+    result["hits"]
+        .as_array()
+        .map(|a| a.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect())
+        .unwrap_or_default()
 }
