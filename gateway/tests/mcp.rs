@@ -131,12 +131,15 @@ async def main():
             tools = await session.list_tools()
             search = await session.call_tool("search", {"query": "wing", "k": 2})
             engines = await session.call_tool("list_engines", {})
+            # Dump by alias: the wire (camelCase) names, whatever the package calls its fields.
+            dump = lambda m: m.model_dump(mode="json", by_alias=True)
+            tools, search, engines = dump(tools), dump(search), dump(engines)
             print(json.dumps({
-                "tools": [t.name for t in tools.tools],
-                "schema": tools.tools[0].inputSchema,
-                "structured": search.structuredContent,
-                "text": search.content[0].text,
-                "engines": engines.structuredContent,
+                "tools": [t["name"] for t in tools["tools"]],
+                "schema": tools["tools"][0]["inputSchema"],
+                "structured": search["structuredContent"],
+                "text": search["content"][0]["text"],
+                "engines": engines["structuredContent"],
             }))
 
 asyncio.run(main())
