@@ -89,6 +89,18 @@ pub struct Gateway {
     writable: bool,
 }
 
+/// Everything a fan-out gathered, for [`Gateway::fuse`].
+struct FanOut {
+    /// Per registry entry asked or skipped, in registry order.
+    outcomes: Vec<(usize, Outcome)>,
+    /// How many engines were sent the query.
+    asked: usize,
+    /// The clients of the engines that were connected.
+    clients: BTreeMap<usize, Client>,
+    notes: Vec<String>,
+    started: Instant,
+}
+
 /// What one engine contributed to a fan-out.
 enum Outcome {
     Answered(RetrieveResult, Duration),
@@ -327,7 +339,7 @@ impl Gateway {
             }
         }
         outcomes.sort_by_key(|(i, _)| *i);
-        self.fuse(outcomes, &params, k, asked, &connected, notes, started)
+        self.fuse(FanOut { outcomes, asked, clients: connected, notes, started }, &params, k)
     }
 
     /// Why `client` is not asked: it lacks `retrieve`, the requested mode or `filter`, or it is
@@ -370,6 +382,8 @@ impl Gateway {
         p.candidate_k = p.candidate_k.map(|c| c.max(p.k).min(max_k));
         p.fusion = None;
         p.cursor = None;
+        // `minScore` is on the gateway's (fused) scale, applied after fusion.
+        p.min_score = None;
         if p.mmr.is_some() && rc.mmr != Some(true) {
             p.mmr = None;
         }
@@ -391,16 +405,10 @@ impl Gateway {
         p
     }
 
-    fn fuse(
-        &self,
-        outcomes: Vec<(usize, Outcome)>,
-        params: &RetrieveParams,
-        k: usize,
-        asked: usize,
-        clients: &BTreeMap<usize, Client>,
-        mut notes: Vec<String>,
-        started: Instant,
-    ) -> HandlerResult<RetrieveResult> {
+    /// Merges the shards of each collection and fuses the collections (§16.3).
+    fn fuse(&self, fan_out: FanOut, params: &RetrieveParams, k: usize) -> HandlerResult<RetrieveResult> {
+        let FanOut { outcomes, asked, clients, mut notes, started } = fan_out;
+        let clients = &clients;
         let mut degraded: Vec<String> = Vec::new();
         let mut answers: BTreeMap<usize, RetrieveResult> = BTreeMap::new();
         let mut latencies = Meta::new();
@@ -470,8 +478,11 @@ impl Gateway {
             lists.push(list);
         }
         let method = self.fusion_method(params);
-        let fused = fusion::fuse_or_fallback(&lists, &method, k).map_err(RcpError::from)?;
+        let mut fused = fusion::fuse_or_fallback(&lists, &method, k).map_err(RcpError::from)?;
         notes.extend(fused.note.clone());
+        if let Some(min) = params.min_score {
+            fused.hits.retain(|h| h.score >= min);
+        }
         let mut meta = Meta::new();
         meta.insert("degraded".into(), json!(degraded));
         meta.insert("fusion".into(), json!(fused.method.name()));
@@ -533,8 +544,8 @@ impl Gateway {
         }
     }
 
-    /// The collection an `index/*` call writes to: `_meta.collection`, or the only indexable
-    /// collection.
+    /// The collection an `index/*` call writes to: `_meta.collection`, or the first indexable
+    /// collection in registry order.
     fn write_target(&self, meta: Option<&Meta>) -> HandlerResult<&Collection> {
         let field = format!("_meta.{META_COLLECTION}");
         let name = match meta.and_then(|m| m.get(META_COLLECTION)) {
@@ -542,12 +553,8 @@ impl Gateway {
             Some(other) => {
                 return Err(RcpError::invalid_params(field, format!("must be a collection name, got {other}")));
             }
-            None if self.indexable.len() == 1 => self.indexable[0].clone(),
             None => {
-                return Err(RcpError::invalid_params(
-                    field,
-                    format!("several collections are indexable; name one of: {}", self.indexable.join(", ")),
-                ));
+                self.indexable.first().cloned().ok_or_else(|| RcpError::capability_missing("index/add", "index"))?
             }
         };
         if !self.indexable.contains(&name) {

@@ -80,6 +80,12 @@ async fn fan_out_survives_a_dead_and_a_slow_engine() {
     assert!(n.iter().any(|n| n.contains("'dead' failed")), "{n:?}");
     assert_eq!(r["_meta"]["degraded"], json!(["slow", "dead"]));
     assert_eq!(r["hits"][0]["meta"]["engine"].as_str().map(|e| e == "a" || e == "b"), Some(true));
+
+    // minScore is on the gateway's own (fused) scale.
+    let second = r["hits"][1]["score"].as_f64().unwrap();
+    let r = gw.call("retrieve", json!({"query": "wing", "k": 5, "minScore": second})).await.unwrap();
+    let hits = r["hits"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h["score"].as_f64().unwrap() >= second), "{r}");
 }
 
 #[tokio::test]
