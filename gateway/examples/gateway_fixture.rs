@@ -3,9 +3,11 @@
 //!
 //! Flags: `--name N` (server name), `--doc id:text` (repeatable), `--sleep-ms MS`, `--fail`,
 //! `--events FILE` (appends `<name> start`, `<name> meta <_meta json>`, `<name> cancelled`),
-//! `--filter-field NAME` (advertises a keyword filter field; hits carry `meta.NAME = "x"`).
+//! `--filter-field NAME` (advertises a keyword filter field; hits carry `meta.NAME = "x"`),
+//! `--exit-after N` (exits when asked an (N+1)th retrieve).
 
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rcp_protocol::capabilities::RetrieveCapability;
@@ -22,6 +24,8 @@ struct Fixture {
     fail: bool,
     events: Option<String>,
     filter_field: Option<String>,
+    exit_after: Option<usize>,
+    served: AtomicUsize,
 }
 
 impl Fixture {
@@ -58,6 +62,9 @@ impl Retrieve for Fixture {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        if self.exit_after.is_some_and(|n| self.served.fetch_add(1, Ordering::SeqCst) >= n) {
+            std::process::exit(3);
+        }
         self.event(&format!("meta {}", serde_json::to_string(&req.params.meta).unwrap_or_default()));
         let mut guard = Abandoned { fixture: self, done: false };
         if self.sleep_ms > 0 {
@@ -107,6 +114,7 @@ async fn main() -> std::io::Result<()> {
             "--fail" => f.fail = true,
             "--events" => f.events = Some(val()),
             "--filter-field" => f.filter_field = Some(val()),
+            "--exit-after" => f.exit_after = val().parse().ok(),
             other => eprintln!("fixture: ignoring unknown flag {other}"),
         }
     }

@@ -208,7 +208,12 @@ impl Bridge {
             .and_then(Value::as_str)
             .ok_or_else(|| RcpError::invalid_params("id", "a string is required"))?;
         let engine = args.get("engine").and_then(Value::as_str);
-        let cached = self.recent.lock().ok().and_then(|r| r.hits.get(id).cloned());
+        let cached = self
+            .recent
+            .lock()
+            .ok()
+            .and_then(|r| r.hits.get(id).cloned())
+            .filter(|h| engine.is_none_or(|e| origin(h).split('/').next() == Some(e)));
         let hit = match cached {
             Some(h) => Some(h),
             None => self.retrieve(id, 10, engine, None).await?.hits.into_iter().find(|h| h.key() == id),

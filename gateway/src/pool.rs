@@ -35,7 +35,6 @@ pub struct PoolOptions {
 struct Slot {
     client: Option<Client>,
     failed: Option<(Instant, ClientError)>,
-    attempts: u64,
 }
 
 /// One lazily connected client per registry entry.
@@ -75,7 +74,6 @@ impl Pool {
         {
             return Err(e.clone());
         }
-        slot.attempts += 1;
         let connected = tokio::time::timeout(self.options.connect_timeout, self.connect(entry))
             .await
             .unwrap_or_else(|_| Err(ClientError::Timeout(self.options.connect_timeout.as_millis() as u64)));
@@ -89,20 +87,6 @@ impl Pool {
                 slot.failed = Some((Instant::now(), e.clone()));
                 Err(e)
             }
-        }
-    }
-
-    /// The already-connected client of entry `index`, without connecting.
-    pub async fn connected(&self, index: usize) -> Option<Client> {
-        let slot = self.slots.get(index)?.lock().await;
-        slot.client.clone().filter(|c| c.closed_reason().is_none())
-    }
-
-    /// How many connection attempts entry `index` has cost.
-    pub async fn attempts(&self, index: usize) -> u64 {
-        match self.slots.get(index) {
-            Some(s) => s.lock().await.attempts,
-            None => 0,
         }
     }
 

@@ -89,6 +89,21 @@ async fn fan_out_survives_a_dead_and_a_slow_engine() {
 }
 
 #[tokio::test]
+async fn a_dead_engine_is_reconnected() {
+    let dir = tempdir();
+    let reg = write_registry(dir.path(), "rcp.json", vec![fixture("a", &["--exit-after", "1", "--doc", "a1:wing"])]);
+    let gw = gateway(&reg, &["--reconnect-after-ms", "0"]).await;
+    let r = gw.call("retrieve", json!({"query": "wing", "k": 3})).await.unwrap();
+    assert_eq!(ids(&r), ["a1"]);
+    // The engine exits instead of answering: the only engine failed.
+    let e = gw.call("retrieve", json!({"query": "wing", "k": 3})).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::BACKEND_UNAVAILABLE), "{e}");
+    // The next query finds the transport closed and spawns the engine again.
+    let r = gw.call("retrieve", json!({"query": "wing", "k": 3})).await.unwrap();
+    assert_eq!(ids(&r), ["a1"], "{r}");
+}
+
+#[tokio::test]
 async fn every_engine_failing_is_backend_unavailable_and_a_required_failure_fails_the_query() {
     let dir = tempdir();
     let reg = write_registry(dir.path(), "all.json", vec![fixture("x", &["--fail"]), fixture("y", &["--fail"])]);
