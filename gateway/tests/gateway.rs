@@ -279,3 +279,45 @@ async fn index_add_routes_each_document_to_its_shard_and_retrieve_merges_by_scor
     let r = gw.call("retrieve", json!({"query": "wing", "k": 12})).await.unwrap();
     assert_eq!(r["hits"].as_array().unwrap().len(), 9);
 }
+
+#[tokio::test]
+async fn http_engines_get_their_own_headers_and_bearer_token() {
+    let dir = tempdir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut engine = std::process::Command::new(bm25_bin())
+        .args(["serve", "--http", &addr, "--tokens-env", "GW_TEST_ENGINE_TOKENS"])
+        .env("GW_TEST_ENGINE_TOKENS", "s3cret")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn rcp-bm25 --http");
+    let up = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(up.elapsed() < Duration::from_secs(20), "rcp-bm25 did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/rcp");
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![
+            json!({"id": "with-token", "url": url, "tokenEnv": "GW_TEST_TOKEN", "headers": {"x-tenant": "t1"}, "expose": true}),
+            json!({"id": "without-token", "url": url}),
+        ],
+    );
+    // The token reaches the gateway through its environment, never its arguments.
+    let mut cmd = vec!["env".to_owned(), "GW_TEST_TOKEN=s3cret".to_owned()];
+    cmd.extend(gateway_cmd(&reg, &[]));
+    let gw = rcp_client::Client::connect_stdio(&cmd, rcp_client::ClientOptions::default()).await.expect("gateway");
+    let list = gw.catalog_list().await.unwrap();
+    assert_eq!(list.engines.len(), 1, "{list:?}");
+    assert_eq!(list.engines[0].id, "with-token");
+    assert_eq!(list.engines[0].server.name, "rcp-bm25");
+    assert_eq!(list.engines[0].endpoint.as_ref().and_then(|e| e.url.clone()), Some(url.clone()));
+    assert_eq!(list.meta.as_ref().unwrap()["unavailable"], json!(["without-token"]));
+    let r = gw.call("retrieve", json!({"query": "rust", "k": 3})).await.unwrap();
+    assert!(!ids(&r).is_empty(), "{r}");
+    assert_eq!(r["_meta"]["degraded"], json!(["without-token"]));
+    let _ = engine.kill();
+    let _ = engine.wait();
+}
