@@ -4,7 +4,8 @@
 //! Flags: `--name N` (server name), `--doc id:text` (repeatable), `--sleep-ms MS`, `--fail`,
 //! `--events FILE` (appends `<name> start`, `<name> meta <_meta json>`, `<name> cancelled`),
 //! `--filter-field NAME` (advertises a keyword filter field; hits carry `meta.NAME = "x"`),
-//! `--exit-after N` (exits when asked an (N+1)th retrieve).
+//! `--exit-after N` (exits when asked an (N+1)th retrieve), `--mode M` (the one retrieval mode
+//! advertised; default `sparse`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +27,7 @@ struct Fixture {
     filter_field: Option<String>,
     exit_after: Option<usize>,
     served: AtomicUsize,
+    mode: Option<String>,
 }
 
 impl Fixture {
@@ -54,7 +56,11 @@ impl Drop for Abandoned<'_> {
 
 impl Retrieve for Fixture {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(100), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability {
+            max_k: Some(100),
+            modes: Some(vec![self.mode.clone().unwrap_or_else(|| "sparse".into())]),
+            ..Default::default()
+        }
     }
 
     fn filter(&self) -> Option<FilterCapability> {
@@ -115,6 +121,7 @@ async fn main() -> std::io::Result<()> {
             "--events" => f.events = Some(val()),
             "--filter-field" => f.filter_field = Some(val()),
             "--exit-after" => f.exit_after = val().parse().ok(),
+            "--mode" => f.mode = Some(val()),
             other => eprintln!("fixture: ignoring unknown flag {other}"),
         }
     }

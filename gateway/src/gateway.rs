@@ -354,7 +354,8 @@ impl Gateway {
             return Some("does not advertise retrieve".into());
         };
         if let Some(mode) = &params.mode
-            && !rc.modes.as_ref().is_some_and(|m| m.contains(mode))
+            && !offers_mode(rc, mode)
+            && !self.is_default_mode(mode)
         {
             return Some(format!("does not offer mode '{mode}'"));
         }
@@ -362,6 +363,15 @@ impl Gateway {
             return Some("cannot apply the filter".into());
         }
         None
+    }
+
+    /// Whether `mode` is the gateway's default mode. The framework fills an absent `mode` with
+    /// it before the handler runs, so a request carrying it may not have asked for any mode:
+    /// engines without it run their own default instead of being skipped.
+    fn is_default_mode(&self, mode: &str) -> bool {
+        let rc = self.federated.as_ref().map(|f| &f.retrieve);
+        let default = rc.and_then(|r| r.default_mode.as_deref().or(r.modes.as_ref()?.first().map(String::as_str)));
+        default == Some(mode)
     }
 
     /// The params one engine receives: `k` raised for fusion headroom (within its `maxK`), the
@@ -384,6 +394,9 @@ impl Gateway {
         p.cursor = None;
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
+        if p.mode.as_ref().is_some_and(|m| !offers_mode(&rc, m)) {
+            p.mode = None;
+        }
         if p.mmr.is_some() && rc.mmr != Some(true) {
             p.mmr = None;
         }
@@ -607,6 +620,10 @@ async fn call_engine(
             }
         }
     }
+}
+
+fn offers_mode(rc: &RetrieveCapability, mode: &str) -> bool {
+    rc.modes.as_ref().is_some_and(|m| m.iter().any(|x| x == mode))
 }
 
 fn empty_result(notes: Vec<String>, degraded: &[String], started: Instant) -> RetrieveResult {

@@ -104,6 +104,24 @@ async fn a_dead_engine_is_reconnected() {
 }
 
 #[tokio::test]
+async fn modes_are_united_and_routed_to_the_engines_that_offer_them() {
+    let dir = tempdir();
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![fixture("a", &DOCS_A), fixture("b", &["--mode", "dense", "--doc", "b1:wing"])],
+    );
+    let gw = gateway(&reg, &[]).await;
+    let modes = gw.capabilities().retrieve.and_then(|r| r.modes);
+    assert_eq!(modes, Some(vec!["sparse".to_owned(), "dense".to_owned()]));
+    let r = gw.call("retrieve", json!({"query": "wing", "k": 5, "mode": "dense"})).await.unwrap();
+    assert_eq!(ids(&r), ["b1"]);
+    assert!(notes(&r).iter().any(|n| n.contains("engine 'a' skipped: does not offer mode 'dense'")), "{:?}", notes(&r));
+    let r = gw.call("retrieve", json!({"query": "wing", "k": 5})).await.unwrap();
+    assert_eq!(ids(&r).len(), 3, "without a mode every engine answers");
+}
+
+#[tokio::test]
 async fn every_engine_failing_is_backend_unavailable_and_a_required_failure_fails_the_query() {
     let dir = tempdir();
     let reg = write_registry(dir.path(), "all.json", vec![fixture("x", &["--fail"]), fixture("y", &["--fail"])]);
