@@ -52,6 +52,8 @@ async fn main() {
     let dir = args.bin_dir.clone().unwrap_or_else(|| {
         std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)).unwrap_or_default()
     });
+    // Absolute: registries resolve relative program paths against their own directory.
+    let dir = dir.canonicalize().unwrap_or(dir);
     let (gateway, bm25) = (dir.join("rcp-gateway"), dir.join("rcp-bm25"));
     for b in [&gateway, &bm25] {
         if !b.exists() {
