@@ -1,0 +1,184 @@
+//! `rcp-gateway`: serve a federation of RCP engines as one RCP server (`serve`), or bridge it
+//! to MCP (`mcp`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use rcp_client::registry::{EngineSpec, Transport};
+use rcp_gateway::mcp::Bridge;
+use rcp_gateway::{Gateway, GatewayOptions, GatewayRegistry};
+use rcp_protocol::fusion::FusionMethod;
+use rcp_server::cli::ServeArgs;
+use rmcp::ServiceExt;
+
+/// An RCP aggregator: one server in front of the engines of an `rcp.json` registry.
+///
+/// `serve` advertises `catalog` and a federated `retrieve` (fan-out, shard merge, fusion,
+/// §16); `mcp` exposes the same federation, or a single engine, as MCP tools over stdio.
+#[derive(Debug, Parser)]
+#[command(name = "rcp-gateway", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXAMPLES: &str = "Examples:
+  rcp-gateway serve --registry rcp.json                       # NDJSON on stdin/stdout
+  rcp-gateway serve --registry rcp.json --http 127.0.0.1:8090
+  rcp-gateway mcp --registry rcp.json                         # MCP server on stdio
+  rcp-gateway mcp --stdio 'rcp-bm25 serve'
+  rcp-gateway mcp --http http://127.0.0.1:8080/rcp";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the registry's engines as one RCP server (stdio by default).
+    Serve(ServeCmd),
+    /// Serve MCP tools (search, list_engines, fetch) over stdio.
+    Mcp(McpCmd),
+}
+
+#[derive(Debug, Clone, Args)]
+struct FederationArgs {
+    /// This gateway's identity: its server name and its entry in `_meta.federation.path`.
+    /// Defaults to `gateway-<registry file stem>`; gateways of one deployment must differ.
+    #[arg(long, value_name = "NAME")]
+    id: Option<String>,
+
+    /// Hop budget given to requests that arrive without `_meta.federation` (§16.2).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    depth: u32,
+
+    /// Longest wait for one engine's answer, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    engine_timeout_ms: u64,
+
+    /// Longest wait for connecting to one engine, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    connect_timeout_ms: u64,
+
+    /// After a failed connection, skip the engine for this long (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    reconnect_after_ms: u64,
+
+    /// Default fusion of collections: rrf, weighted or convex (§16.3).
+    #[arg(long, value_name = "METHOD", default_value = "rrf")]
+    fusion: String,
+}
+
+impl FederationArgs {
+    fn options(&self, default_id: String) -> Result<GatewayOptions, String> {
+        let fusion = FusionMethod::from_name(&self.fusion)
+            .ok_or_else(|| format!("--fusion '{}': expected rrf, weighted or convex", self.fusion))?;
+        Ok(GatewayOptions {
+            identity: self.id.clone().unwrap_or(default_id),
+            depth: self.depth,
+            engine_timeout: Duration::from_millis(self.engine_timeout_ms),
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            reconnect_after: Duration::from_millis(self.reconnect_after_ms),
+            fusion,
+            ..GatewayOptions::default()
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    /// The registry (`rcp.json`, §16.1).
+    #[arg(long, value_name = "FILE")]
+    registry: PathBuf,
+
+    #[command(flatten)]
+    federation: FederationArgs,
+
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Args)]
+#[group(id = "source", required = true, multiple = false, args = ["registry", "stdio", "http"])]
+struct McpCmd {
+    /// Bridge the engines of this registry.
+    #[arg(long, value_name = "FILE")]
+    registry: Option<PathBuf>,
+
+    /// Bridge one engine spawned with this command line (split on whitespace).
+    #[arg(long, value_name = "CMD")]
+    stdio: Option<String>,
+
+    /// Bridge one engine served over HTTP at this base URL.
+    #[arg(long, value_name = "URL")]
+    http: Option<String>,
+
+    #[command(flatten)]
+    federation: FederationArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    rcp_server::init_tracing();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rcp-gateway: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => run_serve(args).await,
+            Command::Mcp(args) => run_mcp(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rcp-gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn default_id(registry: &std::path::Path) -> String {
+    let stem = registry.file_stem().map_or_else(|| "registry".into(), |s| s.to_string_lossy().into_owned());
+    format!("gateway-{stem}")
+}
+
+async fn run_serve(args: ServeCmd) -> Result<(), String> {
+    let registry = GatewayRegistry::load(&args.registry).map_err(|e| e.to_string())?;
+    let options = args.federation.options(default_id(&args.registry))?;
+    let gateway = Arc::new(Gateway::start(registry, options).await);
+    let server = args.serve.configure(gateway.builder()).build();
+    args.serve.serve(server).await.map_err(|e| e.to_string())
+}
+
+async fn run_mcp(args: McpCmd) -> Result<(), String> {
+    let (registry, default) = match (&args.registry, &args.stdio, &args.http) {
+        (Some(path), _, _) => (GatewayRegistry::load(path).map_err(|e| e.to_string())?, default_id(path)),
+        (None, Some(cmd), _) => {
+            let command: Vec<String> = cmd.split_whitespace().map(str::to_owned).collect();
+            if command.is_empty() {
+                return Err("--stdio: empty command".into());
+            }
+            let id = std::path::Path::new(&command[0])
+                .file_name()
+                .map_or_else(|| "engine".into(), |n| n.to_string_lossy().into_owned());
+            (GatewayRegistry::single(spec(id, Transport::Stdio { command })), "gateway-mcp".into())
+        }
+        (None, None, Some(url)) => {
+            (GatewayRegistry::single(spec("engine".into(), Transport::Http { url: url.clone() })), "gateway-mcp".into())
+        }
+        (None, None, None) => return Err("one of --registry, --stdio, --http is required".into()),
+    };
+    let options = args.federation.options(default)?;
+    let gateway = Arc::new(Gateway::start(registry, options).await);
+    let service = Bridge::new(gateway).serve(rmcp::transport::stdio()).await.map_err(|e| e.to_string())?;
+    service.waiting().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn spec(id: String, transport: Transport) -> EngineSpec {
+    EngineSpec { id, transport, priority: 0, weight: 1.0, required: false }
+}

@@ -1,0 +1,422 @@
+//! The MCP bridge: a gateway (a registry, or one engine) exposed as MCP tools over stdio, built
+//! on the official Rust MCP SDK (`rmcp`), so assistants that speak MCP can search RCP engines.
+//!
+//! Tools:
+//! - `search` — `query`, `k`, optional `engine` (a collection), `filter` (an RCP filter tree,
+//!   §8) and `where` (field equalities; its properties are the federation's filter fields, so
+//!   the input schema follows what the engines advertise). Returns the hits (id, title,
+//!   snippet, score, origin) as text and as structured content.
+//! - `list_engines` — the gateway's `catalog/list` (§7.13).
+//! - `fetch` — one document's full text by id. RCP has no get-by-id method, so the bridge
+//!   answers from the hits its recent searches returned (kept in full, most recent 1,000), and
+//!   otherwise searches for the id itself (`retrieve` with the id as query) and returns the hit
+//!   whose id matches exactly.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use rcp_protocol::capabilities::Capabilities;
+use rcp_protocol::filter::{FieldType, FilterCapability};
+use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult};
+use rcp_server::{Catalog, RequestContext, RetrieveRequest};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext as McpContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::gateway::{Gateway, META_COLLECTIONS};
+
+/// How many full hits `fetch` can answer from.
+const CACHE: usize = 1000;
+/// Longest snippet of a hit's text in `search` results, in characters.
+const SNIPPET: usize = 300;
+/// `k` when the caller gives none.
+const DEFAULT_K: u64 = 5;
+
+/// An MCP server whose tools query a [`Gateway`].
+#[derive(Clone)]
+pub struct Bridge {
+    gateway: Arc<Gateway>,
+    recent: Arc<Mutex<Recent>>,
+}
+
+#[derive(Default)]
+struct Recent {
+    order: VecDeque<String>,
+    hits: HashMap<String, Hit>,
+}
+
+impl Recent {
+    fn remember(&mut self, hit: &Hit) {
+        let key = hit.key();
+        if self.hits.insert(key.clone(), hit.clone()).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > CACHE {
+            if let Some(old) = self.order.pop_front() {
+                self.hits.remove(&old);
+            }
+        }
+    }
+}
+
+impl Bridge {
+    /// A bridge over `gateway`.
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        Self { gateway, recent: Arc::default() }
+    }
+
+    /// The tools, with input schemas derived from the federation's filter fields.
+    pub fn tools(&self) -> Vec<Tool> {
+        let fed = self.gateway.federated();
+        let max_k = fed.and_then(|f| f.retrieve.max_k).unwrap_or(100).max(1);
+        let collections: Vec<&str> = self.gateway.collections();
+        let filter = fed.and_then(|f| f.filter.as_ref());
+        let mut search = json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to search for."},
+                "k": {"type": "integer", "minimum": 1, "maximum": max_k, "default": DEFAULT_K,
+                      "description": "How many hits to return."},
+                "engine": {"type": "string", "enum": collections,
+                           "description": "Search only this engine (collection); all of them by default."},
+            },
+            "required": ["query"],
+        });
+        if let Some(f) = filter {
+            search["properties"]["where"] = where_schema(f);
+            search["properties"]["filter"] = json!({
+                "type": "object",
+                "description": format!(
+                    "An RCP metadata filter (§8): a leaf {{\"field\",\"op\",\"value\"}} or {{\"and\"|\"or\":[...]}} / {{\"not\":{{...}}}}. Fields: {}. Operators: {}.",
+                    describe_fields(f), f.advertised_operators().join(", ")),
+            });
+        }
+        let list = json!({"type": "object", "properties": {}});
+        let fetch = json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The id of a hit returned by search."},
+                "engine": {"type": "string", "enum": collections, "description": "The engine the id came from."},
+            },
+            "required": ["id"],
+        });
+        let read_only = ToolAnnotations::default().read_only(true);
+        vec![
+            Tool::new("search", "Search the connected retrieval engines (RCP) and return ranked hits with ids, titles, snippets, scores and the engine each came from.", object(search))
+                .with_annotations(read_only.clone()),
+            Tool::new("list_engines", "List the retrieval engines behind this bridge, with their identity and capabilities.", object(list))
+                .with_annotations(read_only.clone()),
+            Tool::new("fetch", "Return the full text of a document by the id a search returned.", object(fetch))
+                .with_annotations(read_only),
+        ]
+    }
+
+    /// Runs a tool; protocol-level problems (unknown tool, bad arguments) are MCP errors, engine
+    /// failures are tool results with `isError`.
+    pub async fn call(&self, name: &str, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match name {
+            "search" => Ok(self.search(&args).await.unwrap_or_else(tool_error)),
+            "list_engines" => Ok(self.list_engines().await.unwrap_or_else(tool_error)),
+            "fetch" => Ok(self.fetch(&args).await.unwrap_or_else(tool_error)),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool '{other}'; tools: search, list_engines, fetch"),
+                None,
+            )),
+        }
+    }
+
+    async fn search(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .filter(|q| !q.trim().is_empty())
+            .ok_or_else(|| RcpError::invalid_params("query", "a non-empty string is required"))?;
+        let k = match args.get("k") {
+            None | Some(Value::Null) => DEFAULT_K,
+            Some(v) => v
+                .as_u64()
+                .filter(|k| *k >= 1)
+                .ok_or_else(|| RcpError::invalid_params("k", "must be an integer >= 1"))?,
+        };
+        let engine = args.get("engine").and_then(Value::as_str);
+        let filter = build_filter(args)?;
+        let result = self.retrieve(query, k, engine, filter).await?;
+        let mut lines = Vec::new();
+        let mut hits = Vec::new();
+        if let Ok(mut recent) = self.recent.lock() {
+            result.hits.iter().for_each(|h| recent.remember(h));
+        }
+        for (rank, h) in result.hits.iter().enumerate() {
+            let title = title(h);
+            let origin = origin(h);
+            let snippet = snippet(h);
+            lines.push(format!(
+                "{}. [{origin}] {} — {} (score {:.4})\n   {snippet}",
+                rank + 1,
+                h.key(),
+                title.as_deref().unwrap_or("(untitled)"),
+                h.score
+            ));
+            hits.push(json!({"id": h.key(), "title": title, "snippet": snippet, "score": h.score, "engine": origin}));
+        }
+        let notes = result.usage.map(|u| u.notes).unwrap_or_default();
+        if lines.is_empty() {
+            lines.push("No hits.".into());
+        }
+        if !notes.is_empty() {
+            lines.push(format!("Notes: {}", notes.join("; ")));
+        }
+        Ok(with_structured(lines.join("\n"), json!({"hits": hits, "notes": notes})))
+    }
+
+    async fn list_engines(&self) -> Result<CallToolResult, RcpError> {
+        let list = Catalog::list(&*self.gateway, RequestContext::detached(Capabilities::default())).await?;
+        let mut lines = Vec::new();
+        for e in &list.engines {
+            let mut keys: Vec<String> = serde_json::to_value(&e.capabilities)
+                .ok()
+                .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+                .unwrap_or_default();
+            keys.sort();
+            lines.push(format!(
+                "{} — {} {} ({})",
+                e.id,
+                e.server.name,
+                e.server.version.as_deref().unwrap_or("?"),
+                keys.join(", ")
+            ));
+        }
+        if let Some(unavailable) = list.meta.as_ref().and_then(|m| m.get("unavailable")).and_then(Value::as_array)
+            && !unavailable.is_empty()
+        {
+            lines.push(format!(
+                "Unavailable: {}",
+                unavailable.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let structured = serde_json::to_value(&list).map_err(|e| RcpError::internal(e.to_string()))?;
+        Ok(with_structured(lines.join("\n"), structured))
+    }
+
+    async fn fetch(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
+        let id = args
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RcpError::invalid_params("id", "a string is required"))?;
+        let engine = args.get("engine").and_then(Value::as_str);
+        let cached = self
+            .recent
+            .lock()
+            .ok()
+            .and_then(|r| r.hits.get(id).cloned())
+            .filter(|h| engine.is_none_or(|e| origin(h).split('/').next() == Some(e)));
+        let hit = match cached {
+            Some(h) => Some(h),
+            None => self.retrieve(id, 10, engine, None).await?.hits.into_iter().find(|h| h.key() == id),
+        };
+        let Some(hit) = hit else {
+            return Err(RcpError::not_found(format!(
+                "document '{id}' (fetch answers ids returned by a recent search)"
+            )));
+        };
+        let text = hit.text.clone().unwrap_or_default();
+        let title = title(&hit);
+        let body = format!("{}\n\n{text}", title.clone().unwrap_or_else(|| hit.key()));
+        Ok(with_structured(
+            body,
+            json!({"id": hit.key(), "title": title, "text": text, "engine": origin(&hit), "meta": hit.meta}),
+        ))
+    }
+
+    async fn retrieve(
+        &self,
+        query: &str,
+        k: u64,
+        engine: Option<&str>,
+        filter: Option<Value>,
+    ) -> Result<RetrieveResult, RcpError> {
+        let fed = self.gateway.federated().ok_or_else(|| RcpError::capability_missing("retrieve", "retrieve"))?;
+        let max_k = fed.retrieve.max_k.unwrap_or(u64::MAX);
+        let k = k.min(max_k);
+        let validated = match &filter {
+            Some(f) => Some(
+                fed.filter
+                    .as_ref()
+                    .ok_or_else(|| RcpError::invalid_params("filter", "the engines do not all support filters"))?
+                    .validate(f)?,
+            ),
+            None => None,
+        };
+        let mut params = RetrieveParams::new(query, k);
+        params.filter = filter;
+        if let Some(e) = engine {
+            let mut meta = Meta::new();
+            meta.insert(META_COLLECTIONS.into(), json!([e]));
+            params.meta = Some(meta);
+        }
+        let k = usize::try_from(k).unwrap_or(usize::MAX);
+        let request = RetrieveRequest { params, filter: validated, k, candidate_k: k.max(100) };
+        let ctx = RequestContext::detached(Capabilities::default());
+        self.gateway.federated_retrieve(request, &ctx).await
+    }
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("rcp-gateway-mcp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Search retrieval engines ({}) with `search`; `fetch` returns a hit's full text; `list_engines` describes the engines.",
+                self.gateway.collections().join(", ")
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: McpContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: McpContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(&request.name, request.arguments.unwrap_or_default()).await.map(CallToolResponse::from)
+    }
+}
+
+fn object(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The `where` property: one optional property per filter field, typed from the advertised
+/// field types (§8).
+fn where_schema(f: &FilterCapability) -> Value {
+    let mut props = serde_json::Map::new();
+    for name in f.fields.names() {
+        let ty = match f.field_type(name).flatten() {
+            Some(FieldType::Int) => json!({"type": "integer"}),
+            Some(FieldType::Float) => json!({"type": "number"}),
+            Some(FieldType::Bool) => json!({"type": "boolean"}),
+            Some(FieldType::Keyword | FieldType::Text | FieldType::Date) => json!({"type": "string"}),
+            _ => json!({}),
+        };
+        props.insert(name.to_owned(), ty);
+    }
+    json!({
+        "type": "object",
+        "properties": props,
+        "additionalProperties": false,
+        "description": "Only hits whose metadata field equals the value (all of them).",
+    })
+}
+
+fn describe_fields(f: &FilterCapability) -> String {
+    f.fields
+        .names()
+        .into_iter()
+        .map(|n| match f.field_type(n).flatten() {
+            Some(t) => format!("{n}:{}", t.as_str()),
+            None => n.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `filter` and `where` combined into one RCP filter tree (`and` of both).
+fn build_filter(args: &JsonObject) -> Result<Option<Value>, RcpError> {
+    let mut parts = Vec::new();
+    if let Some(f) = args.get("filter").filter(|f| !f.is_null()) {
+        parts.push(f.clone());
+    }
+    match args.get("where") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(eqs)) => {
+            for (field, value) in eqs {
+                parts.push(json!({"field": field, "op": "eq", "value": value}));
+            }
+        }
+        Some(other) => return Err(RcpError::invalid_params("where", format!("must be an object, got {other}"))),
+    }
+    Ok(match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(json!({"and": parts})),
+    })
+}
+
+fn title(h: &Hit) -> Option<String> {
+    h.citation
+        .as_ref()
+        .and_then(|c| c.title.clone())
+        .or_else(|| h.meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_owned))
+}
+
+fn origin(h: &Hit) -> String {
+    let meta = h.meta.as_ref();
+    let engine = meta.and_then(|m| m.get("engine")).and_then(Value::as_str).unwrap_or("?");
+    match meta.and_then(|m| m.get("shard")).and_then(Value::as_str) {
+        Some(shard) if shard != engine => format!("{engine}/{shard}"),
+        _ => engine.to_owned(),
+    }
+}
+
+fn snippet(h: &Hit) -> String {
+    let text = h.text.as_deref().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= SNIPPET {
+        return text;
+    }
+    let mut s: String = text.chars().take(SNIPPET).collect();
+    s.push('…');
+    s
+}
+
+fn with_structured(text: String, structured: Value) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(structured);
+    r
+}
+
+fn tool_error(e: RcpError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("{} (RCP error {})", e.message, e.code.0))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn where_and_filter_combine_into_one_tree() {
+        let args = object(json!({"where": {"topic": "wing"}, "filter": {"field": "year", "op": "gte", "value": 2000}}));
+        let f = build_filter(&args).unwrap().unwrap();
+        assert_eq!(f["and"][1], json!({"field": "topic", "op": "eq", "value": "wing"}));
+        assert_eq!(build_filter(&JsonObject::new()).unwrap(), None);
+        assert!(build_filter(&object(json!({"where": 3}))).is_err());
+    }
+
+    #[test]
+    fn where_schema_types_follow_the_advertised_fields() {
+        let cap = FilterCapability::typed([("year", FieldType::Int), ("topic", FieldType::Keyword)]);
+        let s = where_schema(&cap);
+        assert_eq!(s["properties"]["year"]["type"], "integer");
+        assert_eq!(s["properties"]["topic"]["type"], "string");
+        assert_eq!(describe_fields(&cap), "topic:keyword, year:int");
+    }
+
+    #[test]
+    fn snippets_are_cut_on_characters() {
+        let h = Hit::new("x", 1.0).with_text("é".repeat(400));
+        let s = snippet(&h);
+        assert_eq!(s.chars().count(), SNIPPET + 1);
+    }
+}

@@ -1,0 +1,140 @@
+//! The gateway's registry: an `rcp.json` (§16.1) read by `rcp_client::Registry`, plus the keys
+//! only an aggregator needs, read from the same entries.
+//!
+//! Extra per-entry keys (all optional):
+//! - `collection`: the collection the entry is a shard of (default: its own `id`). Shards of
+//!   one collection are merged by score, collections are fused with each other (§16.3).
+//! - `expose`: list the entry's `endpoint` in `catalog/list` (§7.13; default `false`).
+//! - `headers`: extra HTTP headers, `{"name": "value"}`.
+//! - `tokenEnv`: an environment variable holding a bearer token for this engine (never the
+//!   token itself in the file).
+
+use std::path::Path;
+
+use rcp_client::registry::{EngineSpec, Registry, RegistryError};
+use serde_json::Value;
+
+/// One engine of the gateway's registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayEntry {
+    /// The `rcp_client` view of the entry: id, transport, weight, `required`.
+    pub spec: EngineSpec,
+    /// The collection this engine is a shard of (its own id when not named).
+    pub collection: String,
+    /// Whether `catalog/list` shows the endpoint (§7.13).
+    pub expose: bool,
+    /// Extra HTTP headers sent to this engine.
+    pub headers: Vec<(String, String)>,
+    /// Environment variable with this engine's bearer token.
+    pub token_env: Option<String>,
+}
+
+/// A parsed, validated gateway registry.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GatewayRegistry {
+    /// Engines in file order.
+    pub engines: Vec<GatewayEntry>,
+}
+
+impl GatewayRegistry {
+    /// Loads an `rcp.json`; relative program paths resolve against its directory.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
+        let path = path.as_ref();
+        let text =
+            std::fs::read_to_string(path).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })?;
+        Self::parse(&text, path.parent())
+    }
+
+    /// Parses registry JSON; `base` resolves relative program paths.
+    pub fn parse(text: &str, base: Option<&Path>) -> Result<Self, RegistryError> {
+        let registry = Registry::parse(text, base)?;
+        let raw: Value = serde_json::from_str(text).map_err(|e| RegistryError::Format(format!("not JSON: {e}")))?;
+        let raw_entries = raw.get("engines").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut engines = Vec::with_capacity(registry.engines.len());
+        for (index, (spec, raw)) in registry.engines.into_iter().zip(raw_entries).enumerate() {
+            let bad = |detail: String| RegistryError::Entry { index, id: Some(spec.id.clone()), detail };
+            let collection = match raw.get("collection") {
+                None | Some(Value::Null) => spec.id.clone(),
+                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+                Some(other) => return Err(bad(format!("'collection' must be a non-empty string, got {other}"))),
+            };
+            let expose = match raw.get("expose") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => return Err(bad(format!("'expose' must be a boolean, got {other}"))),
+            };
+            let headers = match raw.get("headers") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Object(map)) => map
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => Ok((k.clone(), s.clone())),
+                        other => Err(bad(format!("'headers.{k}' must be a string, got {other}"))),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => return Err(bad(format!("'headers' must be an object of strings, got {other}"))),
+            };
+            let token_env = match raw.get("tokenEnv") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+                Some(other) => {
+                    return Err(bad(format!("'tokenEnv' must be an environment variable name, got {other}")));
+                }
+            };
+            engines.push(GatewayEntry { spec, collection, expose, headers, token_env });
+        }
+        Ok(Self { engines })
+    }
+
+    /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
+    pub fn single(spec: EngineSpec) -> Self {
+        let collection = spec.id.clone();
+        Self { engines: vec![GatewayEntry { spec, collection, expose: false, headers: Vec::new(), token_env: None }] }
+    }
+
+    /// Collection names in first-appearance order.
+    pub fn collections(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in &self.engines {
+            if !out.contains(&e.collection) {
+                out.push(e.collection.clone());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_gateway_keys_and_defaults_collection_to_id() {
+        let r = GatewayRegistry::parse(
+            r#"{"engines":[
+                {"id":"s0","command":["e"],"collection":"docs","expose":true},
+                {"id":"s1","command":["e"],"collection":"docs","tokenEnv":"TOK"},
+                {"id":"web","url":"http://127.0.0.1:1/rcp","headers":{"x-tenant":"t1"}}]}"#,
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.collections(), vec!["docs", "web"]);
+        assert!(r.engines[0].expose && !r.engines[1].expose);
+        assert_eq!(r.engines[1].token_env.as_deref(), Some("TOK"));
+        assert_eq!(r.engines[2].collection, "web");
+        assert_eq!(r.engines[2].headers, vec![("x-tenant".to_owned(), "t1".to_owned())]);
+    }
+
+    #[test]
+    fn bad_gateway_keys_are_named() {
+        let cases = [
+            (r#"{"engines":[{"id":"a","command":["x"],"collection":3}]}"#, "'collection' must be"),
+            (r#"{"engines":[{"id":"a","command":["x"],"expose":"yes"}]}"#, "'expose' must be a boolean"),
+            (r#"{"engines":[{"id":"a","command":["x"],"headers":{"h":1}}]}"#, "'headers.h' must be a string"),
+        ];
+        for (text, expected) in cases {
+            let e = GatewayRegistry::parse(text, None).unwrap_err().to_string();
+            assert!(e.contains(expected), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Helpers of the gateway's integration tests: binaries, registries, events files.
+
+#![allow(dead_code, reason = "each test file uses a different subset")]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rcp_client::{Client, ClientOptions};
+use serde_json::{Value, json};
+
+/// The gateway binary under test.
+pub fn gateway_bin() -> String {
+    env!("CARGO_BIN_EXE_rcp-gateway").to_owned()
+}
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The fixture engine (this crate's example, built by `cargo test`).
+pub fn fixture_bin() -> String {
+    let bin = target_dir().join("examples").join("gateway_fixture");
+    assert!(bin.exists(), "{} not built (cargo test builds examples)", bin.display());
+    bin.to_string_lossy().into_owned()
+}
+
+/// `rcp-bm25`, built into the same target directory when it is not there yet.
+pub fn bm25_bin() -> String {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = target_dir().join("rcp-bm25");
+            if !bin.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let status = std::process::Command::new(cargo)
+                    .args(["build", "-p", "rcp-bm25", "--bin", "rcp-bm25"])
+                    .status()
+                    .expect("run cargo build -p rcp-bm25");
+                assert!(status.success(), "building rcp-bm25 failed");
+            }
+            assert!(bin.exists(), "{} missing after build", bin.display());
+            bin
+        })
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A fixture registry entry.
+pub fn fixture(id: &str, args: &[&str]) -> Value {
+    let mut command = vec![fixture_bin(), "--name".into(), id.into()];
+    command.extend(args.iter().map(|s| (*s).to_owned()));
+    json!({"id": id, "transport": "stdio", "command": command})
+}
+
+/// Writes `{"engines": entries}` to `dir/name`.
+pub fn write_registry(dir: &Path, name: &str, entries: Vec<Value>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, json!({"engines": entries}).to_string()).expect("write registry");
+    path
+}
+
+/// The command line of `rcp-gateway serve --registry PATH` plus `extra`.
+pub fn gateway_cmd(registry: &Path, extra: &[&str]) -> Vec<String> {
+    let mut cmd = vec![gateway_bin(), "serve".into(), "--registry".into(), registry.to_string_lossy().into_owned()];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    cmd
+}
+
+/// Spawns a gateway over stdio and runs `initialize`.
+pub async fn gateway(registry: &Path, extra: &[&str]) -> Client {
+    Client::connect_stdio(&gateway_cmd(registry, extra), ClientOptions::default())
+        .await
+        .expect("connect to the gateway")
+}
+
+/// Lines of an events file.
+pub fn events(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// Polls `path` until a line satisfies `pred` or `timeout` passes.
+pub fn wait_for_event(path: &Path, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if events(path).iter().any(|l| pred(l)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Notes of a result value.
+pub fn notes(result: &Value) -> Vec<String> {
+    result["usage"]["notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// Ids of a result value's hits.
+pub fn ids(result: &Value) -> Vec<String> {
+    result["hits"]
+        .as_array()
+        .map(|a| a.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect())
+        .unwrap_or_default()
+}
