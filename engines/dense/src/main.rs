@@ -20,6 +20,7 @@ use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
 use rcp_server::corpus::{self, CorpusDoc};
 
+use rcp_dense::ann::Backend;
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, ModelError};
 use rcp_dense::store::{HnswOverride, Store, StoreOptions, stored};
@@ -78,6 +79,9 @@ struct HnswArgs {
     /// Collections with at most this many documents are searched exactly.
     #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
     full_scan_threshold: usize,
+    /// ANN backend: usearch or hnsw-rs [default: as stored in the data directory, else usearch].
+    #[arg(long, value_name = "BACKEND")]
+    ann: Option<Backend>,
 }
 
 impl HnswArgs {
@@ -180,7 +184,12 @@ fn load_embedder(args: &ModelArgs) -> Result<Embedder, String> {
 }
 
 fn store_options(hnsw: &HnswArgs) -> StoreOptions {
-    StoreOptions { hnsw: hnsw.params(), full_scan_threshold: hnsw.full_scan_threshold, ..StoreOptions::default() }
+    StoreOptions {
+        hnsw: hnsw.params(),
+        ann: hnsw.ann,
+        full_scan_threshold: hnsw.full_scan_threshold,
+        ..StoreOptions::default()
+    }
 }
 
 /// Embeds corpus documents into `store` in batches; unchanged documents are skipped.
@@ -287,6 +296,7 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
                 snapshot = report.snapshot_docs,
                 replayed = report.replayed,
                 truncated = report.truncated,
+                graph = ?report.graph,
                 "opened {}",
                 dir.display()
             );
