@@ -20,7 +20,7 @@ use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
 use rcp_server::corpus::{self, CorpusDoc};
 
-use rcp_dense::ann::Backend;
+use rcp_dense::ann::{Backend, Precision};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, ModelError};
 use rcp_dense::store::{HnswOverride, Store, StoreOptions, stored};
@@ -82,11 +82,20 @@ struct HnswArgs {
     /// ANN backend: usearch or hnsw-rs [default: as stored in the data directory, else usearch].
     #[arg(long, value_name = "BACKEND")]
     ann: Option<Backend>,
+    /// Element type of the graph's own vectors (usearch): f32 or f16; candidates are always
+    /// rescored with the f32 vectors [default: as stored, else f16].
+    #[arg(long, value_name = "TYPE")]
+    ann_precision: Option<Precision>,
 }
 
 impl HnswArgs {
     fn params(&self) -> HnswOverride {
-        HnswOverride { m: self.hnsw_m, ef_construction: self.ef_construction, ef_search: self.ef_search }
+        HnswOverride {
+            m: self.hnsw_m,
+            ef_construction: self.ef_construction,
+            ef_search: self.ef_search,
+            precision: self.ann_precision,
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::RwLock;
 use rcp_protocol::filter::{FieldType, Filter};
 use serde::{Deserialize, Serialize};
 
-use crate::ann::{self, AnnError, AnnIndex, Backend, HnswParams, Scored};
+use crate::ann::{self, AnnError, AnnIndex, Backend, HnswParams, Precision, Scored};
 use crate::model::{DIMENSION, IDENTITY};
 use crate::wal::{self, Op, Origin, StoredDoc, Wal};
 
@@ -170,6 +170,8 @@ pub struct HnswOverride {
     pub ef_construction: Option<usize>,
     /// Beam width while searching.
     pub ef_search: Option<usize>,
+    /// Element type of the graph's vectors.
+    pub precision: Option<Precision>,
 }
 
 impl HnswOverride {
@@ -179,6 +181,7 @@ impl HnswOverride {
             m: self.m.unwrap_or(base.m),
             ef_construction: self.ef_construction.unwrap_or(base.ef_construction),
             ef_search: self.ef_search.unwrap_or(base.ef_search),
+            precision: self.precision.unwrap_or(base.precision),
         }
     }
 }
@@ -751,10 +754,16 @@ fn read_graph(
     backend: Backend,
     docs: usize,
 ) -> Result<Box<dyn AnnIndex>, String> {
-    if info.backend != backend || info.hnsw.m != params.m || info.hnsw.ef_construction != params.ef_construction {
+    let shape = |p: HnswParams| (p.m, p.ef_construction, p.precision);
+    if info.backend != backend || shape(info.hnsw) != shape(params) {
+        let (m, efc, precision) = shape(info.hnsw);
         return Err(format!(
-            "saved by {} (M {}, efConstruction {}), serving {backend} (M {}, efConstruction {})",
-            info.backend, info.hnsw.m, info.hnsw.ef_construction, params.m, params.ef_construction
+            "saved by {} (M {m}, efConstruction {efc}, {}), serving {backend} (M {}, efConstruction {}, {})",
+            info.backend,
+            precision.name(),
+            params.m,
+            params.ef_construction,
+            params.precision.name()
         ));
     }
     if info.nodes != docs {

@@ -43,11 +43,47 @@ pub struct HnswParams {
     pub ef_construction: usize,
     /// Default beam width while searching.
     pub ef_search: usize,
+    /// How the graph's own copy of the vectors is stored (usearch; hnsw_rs keeps `f32`).
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 impl Default for HnswParams {
     fn default() -> Self {
-        Self { m: 16, ef_construction: 100, ef_search: 64 }
+        Self { m: 16, ef_construction: 100, ef_search: 64, precision: Precision::default() }
+    }
+}
+
+/// The element type of the vectors an index navigates by. The engine keeps the `f32` vectors
+/// and rescores every candidate with them, so a narrower type only steers the walk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// 32-bit floats: a second full copy of every vector.
+    F32,
+    /// 16-bit floats: half the memory and bandwidth of `f32`.
+    #[default]
+    F16,
+}
+
+impl Precision {
+    /// The name used by `--ann-precision` and in `manifest.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+        }
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Precision::F32, Precision::F16]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown precision '{s}'; known: f32, f16"))
     }
 }
 
@@ -275,7 +311,7 @@ mod tests {
         let n = SEQUENTIAL_BUILD_MAX + 1000;
         let v = random_unit(n, dim, 11);
         let queries = random_unit(50, dim, 12);
-        let params = HnswParams { m: 12, ef_construction: 40, ef_search: 64 };
+        let params = HnswParams { m: 12, ef_construction: 40, ..HnswParams::default() };
         for backend in Backend::ALL {
             let ann = build(backend, params, &v, dim, |_| true).unwrap();
             assert_eq!(ann.len(), n);

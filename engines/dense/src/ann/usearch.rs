@@ -11,7 +11,9 @@ use std::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
-use super::{AnnError, AnnIndex, Backend, HnswParams, SEQUENTIAL_BUILD_MAX, Scored, build_threads, by_score};
+use super::{
+    AnnError, AnnIndex, Backend, HnswParams, Precision, SEQUENTIAL_BUILD_MAX, Scored, build_threads, by_score,
+};
 
 /// Search contexts reserved: enough for every core twice over, at least 8.
 fn contexts() -> usize {
@@ -66,6 +68,13 @@ impl std::fmt::Debug for UsearchIndex {
     }
 }
 
+fn scalar_kind(precision: Precision) -> ScalarKind {
+    match precision {
+        Precision::F32 => ScalarKind::F32,
+        Precision::F16 => ScalarKind::F16,
+    }
+}
+
 fn backend_error(e: impl std::fmt::Display) -> AnnError {
     AnnError::Backend { backend: Backend::Usearch, detail: e.to_string() }
 }
@@ -81,7 +90,7 @@ impl UsearchIndex {
         IndexOptions {
             dimensions: self.dim,
             metric: MetricKind::IP,
-            quantization: ScalarKind::F32,
+            quantization: scalar_kind(self.params.precision),
             connectivity: self.params.m.clamp(2, 256),
             expansion_add: self.params.ef_construction.max(1),
             expansion_search: 1,
@@ -94,10 +103,15 @@ impl UsearchIndex {
         let this = Self::new(params, dim, 0);
         let path_str = path.to_str().ok_or_else(|| backend_error(format!("{}: not UTF-8", path.display())))?;
         let meta = Index::metadata(path_str).map_err(backend_error)?;
-        if meta.dimensions != dim as u64 || meta.metric != MetricKind::IP || meta.multi {
+        let quantization = scalar_kind(params.precision);
+        if meta.dimensions != dim as u64
+            || meta.metric != MetricKind::IP
+            || meta.multi
+            || meta.quantization != quantization
+        {
             return Err(AnnError::Mismatch(format!(
-                "{} dimensions, metric {:?}; expected {dim}, inner product",
-                meta.dimensions, meta.metric
+                "{} dimensions, metric {:?}, {:?} vectors; expected {dim}, inner product, {quantization:?}",
+                meta.dimensions, meta.metric, meta.quantization
             )));
         }
         let index = Index::new(&this.options()).map_err(backend_error)?;
