@@ -571,11 +571,15 @@ impl Store {
                 let table = self.read();
                 let base = table.docs.len();
                 let ops = if self.options.defer_graph { &[][..] } else { &ops[..] };
-                for (i, op) in ops.iter().enumerate() {
-                    if let Op::Upsert(_, v) = op {
-                        table.ann.insert(v, base + i)?;
-                    }
-                }
+                let rows: Vec<(&[f32], usize)> = ops
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, op)| match op {
+                        Op::Upsert(_, v) => Some((v.as_slice(), base + i)),
+                        Op::Delete(_) => None,
+                    })
+                    .collect();
+                table.ann.insert_many(&rows)?;
             }
             let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
             for op in ops {
@@ -829,6 +833,7 @@ fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<()
         });
     }
     let vectors = wal::f32s(&bytes);
+    drop(bytes);
     let file = File::open(&docs_path).map_err(io_at(&docs_path))?;
     let mut docs = Vec::with_capacity(info.docs);
     for (i, line) in BufReader::new(file).lines().enumerate() {
@@ -845,6 +850,8 @@ fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<()
             detail: format!("{} documents, the manifest says {}", docs.len(), info.docs),
         });
     }
+    table.docs.reserve(info.docs);
+    table.vectors.reserve_exact(info.docs * DIMENSION);
     for (n, doc) in docs.into_iter().enumerate() {
         table.apply(Op::Upsert(doc, vectors[n * DIMENSION..(n + 1) * DIMENSION].to_vec()));
     }
