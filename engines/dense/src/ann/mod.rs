@@ -208,7 +208,7 @@ pub trait AnnIndex: Send + Sync + fmt::Debug {
     /// renames it), or [`AnnError::Unsupported`].
     fn save(&self, path: &Path) -> Result<(), AnnError>;
 
-    /// Bytes of memory the index holds, as far as the backend reports it.
+    /// Bytes of memory the index holds, as far as the backend reports it (0 when it does not).
     fn memory_bytes(&self) -> usize;
 }
 

@@ -59,6 +59,8 @@ pub struct UsearchIndex {
     index: RwLock<Option<Index>>,
     params: HnswParams,
     dim: usize,
+    /// Capacity reserved when the native index is created.
+    initial: usize,
     gate: Gate,
 }
 
@@ -82,8 +84,8 @@ fn backend_error(e: impl std::fmt::Display) -> AnnError {
 impl UsearchIndex {
     /// An empty index for `dim`-dimensional vectors, sized for about `capacity` nodes on its
     /// first insert.
-    pub fn new(params: HnswParams, dim: usize, _capacity: usize) -> Self {
-        Self { index: RwLock::new(None), params, dim, gate: Gate::new(contexts()) }
+    pub fn new(params: HnswParams, dim: usize, capacity: usize) -> Self {
+        Self { index: RwLock::new(None), params, dim, initial: capacity, gate: Gate::new(contexts()) }
     }
 
     fn options(&self) -> IndexOptions {
@@ -141,7 +143,7 @@ impl UsearchIndex {
             *guard = Some(Index::new(&self.options()).map_err(backend_error)?);
         }
         let index = guard.as_ref().ok_or_else(|| backend_error("index missing"))?;
-        let capacity = (index.size() + more).max(index.capacity() * 2).max(1024);
+        let capacity = (index.size() + more).max(index.capacity() * 2).max(self.initial).max(1024);
         index.reserve_capacity_and_threads(capacity, contexts()).map_err(backend_error)
     }
 
