@@ -22,7 +22,7 @@ use std::time::Instant;
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
 use rcp_corpus::read_jsonl;
-use rcp_dense::ann::{self, Ann, HnswParams};
+use rcp_dense::ann::{self, Backend, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
 use rcp_dense::model::{self, DIMENSION};
 use rcp_dense::store::{Store, StoreOptions, stored};
@@ -189,7 +189,7 @@ fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
     eprintln!("building HNSW over {n} synthetic vectors ...");
     let t = Instant::now();
     let params = HnswParams::default();
-    let graph = Ann::build(params, &data, DIMENSION, |_| true);
+    let graph = ann::build(Backend::default(), params, &data, DIMENSION, |_| true).expect("ANN build");
     let build_s = t.elapsed().as_secs_f64();
     eprintln!("exact ground truth for {nq} queries ...");
     let truth: Vec<Vec<usize>> = std::thread::scope(|s| {

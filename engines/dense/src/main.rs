@@ -20,6 +20,7 @@ use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
 
+use rcp_dense::ann::{Backend, Precision};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, ModelError};
 use rcp_dense::store::{HnswOverride, Store, StoreOptions, stored};
@@ -85,11 +86,23 @@ struct HnswArgs {
     /// Collections with at most this many documents are searched exactly.
     #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
     full_scan_threshold: usize,
+    /// ANN backend: usearch or hnsw-rs [default: as stored in the data directory, else usearch].
+    #[arg(long, value_name = "BACKEND")]
+    ann: Option<Backend>,
+    /// Element type of the graph's own vectors (usearch): f32 or f16; candidates are always
+    /// rescored with the f32 vectors [default: as stored, else f16].
+    #[arg(long, value_name = "TYPE")]
+    ann_precision: Option<Precision>,
 }
 
 impl HnswArgs {
     fn params(&self) -> HnswOverride {
-        HnswOverride { m: self.hnsw_m, ef_construction: self.ef_construction, ef_search: self.ef_search }
+        HnswOverride {
+            m: self.hnsw_m,
+            ef_construction: self.ef_construction,
+            ef_search: self.ef_search,
+            precision: self.ann_precision,
+        }
     }
 }
 
@@ -215,7 +228,12 @@ fn load_embedder(args: &ModelArgs) -> Result<Embedder, String> {
 }
 
 fn store_options(hnsw: &HnswArgs) -> StoreOptions {
-    StoreOptions { hnsw: hnsw.params(), full_scan_threshold: hnsw.full_scan_threshold, ..StoreOptions::default() }
+    StoreOptions {
+        hnsw: hnsw.params(),
+        ann: hnsw.ann,
+        full_scan_threshold: hnsw.full_scan_threshold,
+        ..StoreOptions::default()
+    }
 }
 
 /// Embeds corpus documents into `store` in batches; unchanged documents are skipped.
@@ -322,6 +340,7 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
                 snapshot = report.snapshot_docs,
                 replayed = report.replayed,
                 truncated = report.truncated,
+                graph = ?report.graph,
                 "opened {}",
                 dir.display()
             );

@@ -8,13 +8,17 @@
 //! | `manifest.json` | model identity and dimension, typed filter fields, HNSW parameters, current snapshot |
 //! | `snapshot-NNNNNN.jsonl` | the snapshot's documents, one per line, in slot order |
 //! | `snapshot-NNNNNN.f32` | their vectors, a flat little-endian `f32` table (`docs × dimension`) |
+//! | `snapshot-NNNNNN.graph` | the ANN graph over them, when the backend can save it (CRC-32 in the manifest) |
 //! | `wal.log` | writes since the snapshot (see [`crate::wal`]) |
 //!
-//! Opening reads the snapshot, replays the log records newer than it, and rebuilds the HNSW
-//! graph from the stored vectors — nothing is re-embedded. A snapshot (taken after `index`, and
-//! when tombstones exceed a quarter of the slots or the log grows past its limit) writes a new
-//! generation, switches `manifest.json` atomically, then empties the log; a crash between the
-//! two steps is harmless because replay skips records the snapshot already holds.
+//! Opening reads the snapshot and its graph, then inserts the vectors of the log records newer
+//! than it into that graph — nothing is re-embedded, and only the log tail is indexed. A graph
+//! file that is missing, fails its checksum or does not fit the snapshot is rebuilt from the
+//! stored vectors (with a warning) and saved again. A snapshot (taken after `index`, and when
+//! tombstones exceed a quarter of the slots or the log grows past its limit) writes a new
+//! generation (each file through a temporary file, fsync and rename), switches `manifest.json`
+//! atomically, then empties the log; a crash between the two steps is harmless because replay
+//! skips records the snapshot already holds.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
@@ -25,7 +29,7 @@ use std::sync::RwLock;
 use rcp_protocol::filter::{FieldType, Filter};
 use serde::{Deserialize, Serialize};
 
-use crate::ann::{self, Ann, HnswParams, Scored};
+use crate::ann::{self, AnnError, AnnIndex, Backend, HnswParams, Precision, Scored};
 use crate::model::{DIMENSION, IDENTITY};
 use crate::wal::{self, Op, Origin, StoredDoc, Wal};
 
@@ -51,6 +55,9 @@ pub enum StoreError {
     /// The write-ahead log is damaged beyond a torn final write.
     #[error(transparent)]
     Wal(#[from] crate::wal::WalError),
+    /// The ANN index failed.
+    #[error("ANN index: {0}")]
+    Ann(#[from] AnnError),
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -75,6 +82,9 @@ pub struct Manifest {
     pub fields: BTreeMap<String, FieldType>,
     /// HNSW parameters the graph is built with.
     pub hnsw: HnswParams,
+    /// The ANN backend the graph is built with.
+    #[serde(default)]
+    pub ann: Backend,
     /// The current snapshot, if one was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotInfo>,
@@ -89,16 +99,36 @@ pub struct SnapshotInfo {
     pub docs: usize,
     /// Last write-ahead-log sequence number it includes.
     pub seq: u64,
+    /// Its saved ANN graph, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphInfo>,
+}
+
+/// A saved ANN graph (`snapshot-NNNNNN.graph`): which backend wrote it, with what parameters,
+/// and its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphInfo {
+    /// The backend that wrote it.
+    pub backend: Backend,
+    /// The parameters it was built with.
+    pub hnsw: HnswParams,
+    /// Nodes in it (the snapshot's documents).
+    pub nodes: usize,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// CRC-32 of the file.
+    pub crc32: u32,
 }
 
 impl Manifest {
-    fn new(hnsw: HnswParams) -> Self {
+    fn new(hnsw: HnswParams, ann: Backend) -> Self {
         Self {
             format: FORMAT,
             identity: IDENTITY.to_owned(),
             dimension: DIMENSION,
             fields: BTreeMap::new(),
             hnsw,
+            ann,
             snapshot: None,
         }
     }
@@ -109,6 +139,8 @@ impl Manifest {
 pub struct StoreOptions {
     /// HNSW parameters to change; the others keep their value in the manifest (or the default).
     pub hnsw: HnswOverride,
+    /// The ANN backend to switch to; `None` keeps the stored one (or the default).
+    pub ann: Option<Backend>,
     /// Collections at or below this many live documents are searched exactly.
     pub full_scan_threshold: usize,
     /// Compact when tombstones reach this fraction of the slots (and at least 64 of them).
@@ -123,6 +155,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             hnsw: HnswOverride::default(),
+            ann: None,
             full_scan_threshold: 1000,
             compact_ratio: 0.25,
             wal_limit: 256 << 20,
@@ -140,6 +173,8 @@ pub struct HnswOverride {
     pub ef_construction: Option<usize>,
     /// Beam width while searching.
     pub ef_search: Option<usize>,
+    /// Element type of the graph's vectors.
+    pub precision: Option<Precision>,
 }
 
 impl HnswOverride {
@@ -149,6 +184,7 @@ impl HnswOverride {
             m: self.m.unwrap_or(base.m),
             ef_construction: self.ef_construction.unwrap_or(base.ef_construction),
             ef_search: self.ef_search.unwrap_or(base.ef_search),
+            precision: self.precision.unwrap_or(base.precision),
         }
     }
 }
@@ -160,7 +196,7 @@ pub struct Table {
     docs: Vec<Option<StoredDoc>>,
     vectors: Vec<f32>,
     by_id: HashMap<String, usize>,
-    ann: Ann,
+    ann: Box<dyn AnnIndex>,
     tombstones: usize,
 }
 
@@ -179,13 +215,13 @@ pub enum SearchPath {
 }
 
 impl Table {
-    fn new(dim: usize, params: HnswParams) -> Self {
+    fn new(dim: usize, params: HnswParams, backend: Backend) -> Self {
         Self {
             dim,
             docs: Vec::new(),
             vectors: Vec::new(),
             by_id: HashMap::new(),
-            ann: Ann::new(params, 0),
+            ann: ann::new_index(backend, params, dim, 0),
             tombstones: 0,
         }
     }
@@ -220,6 +256,16 @@ impl Table {
         self.ann.params()
     }
 
+    /// The ANN backend.
+    pub fn backend(&self) -> Backend {
+        self.ann.backend()
+    }
+
+    /// The ANN index.
+    pub fn ann(&self) -> &dyn AnnIndex {
+        self.ann.as_ref()
+    }
+
     /// Applies an operation to the documents only (the graph is built or extended separately).
     fn apply(&mut self, op: Op) -> usize {
         match op {
@@ -250,22 +296,31 @@ impl Table {
 
     /// A new table holding only the live documents (renumbered), with a fresh graph unless
     /// `defer_graph`.
-    fn compacted(&self, params: HnswParams, defer_graph: bool) -> Self {
-        let mut t = Table::new(self.dim, params);
+    fn compacted(&self, params: HnswParams, backend: Backend, defer_graph: bool) -> Result<Self, StoreError> {
+        let mut t = Table::new(self.dim, params, backend);
         for (slot, doc) in self.docs.iter().enumerate() {
             if let Some(doc) = doc {
                 t.apply(Op::Upsert(doc.clone(), self.vector(slot).to_vec()));
             }
         }
         if !defer_graph {
-            t.rebuild_graph(params);
+            t.rebuild_graph(params, backend)?;
         }
-        t
+        Ok(t)
     }
 
-    fn rebuild_graph(&mut self, params: HnswParams) {
+    fn rebuild_graph(&mut self, params: HnswParams, backend: Backend) -> Result<(), StoreError> {
         let docs = &self.docs;
-        self.ann = Ann::build(params, &self.vectors, self.dim, |s| docs[s].is_some());
+        self.ann = ann::build(backend, params, &self.vectors, self.dim, |s| docs[s].is_some())?;
+        Ok(())
+    }
+
+    /// Inserts the live slots from `first` on into the graph (the log tail replayed on open).
+    fn index_tail(&self, first: usize) -> Result<(), StoreError> {
+        let rows: Vec<(&[f32], usize)> =
+            (first..self.docs.len()).filter(|&s| self.docs[s].is_some()).map(|s| (self.vector(s), s)).collect();
+        self.ann.insert_many(&rows)?;
+        Ok(())
     }
 
     /// The `want` best live documents for a unit query vector among those `filter` accepts,
@@ -356,19 +411,32 @@ pub struct OpenReport {
     pub replayed: usize,
     /// Bytes of torn log tail that were discarded.
     pub truncated: u64,
+    /// How the snapshot's graph was obtained (`None` without a snapshot or with `defer_graph`).
+    pub graph: Option<GraphSource>,
+}
+
+/// Where the graph over the snapshot came from on open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GraphSource {
+    /// Loaded from `snapshot-NNNNNN.graph`.
+    Loaded,
+    /// Built from the stored vectors, for this reason (no saved graph, another backend or
+    /// parameters, a failed checksum, ...).
+    Rebuilt(String),
 }
 
 impl Store {
     /// An empty store that lives in memory only (no `--data-dir`).
     pub fn in_memory(options: StoreOptions) -> Self {
         let params = options.hnsw.apply(HnswParams::default());
+        let backend = options.ann.unwrap_or_default();
         Self {
-            table: RwLock::new(Table::new(DIMENSION, params)),
+            table: RwLock::new(Table::new(DIMENSION, params, backend)),
             writer: std::sync::Mutex::new(Writer {
                 _lock: None,
                 dir: None,
                 wal: None,
-                manifest: Manifest::new(params),
+                manifest: Manifest::new(params, backend),
                 next_seq: 1,
                 minted: 0,
             }),
@@ -396,7 +464,7 @@ impl Store {
         let mut manifest = match fs::read(&manifest_path) {
             Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
                 .map_err(|e| StoreError::Incompatible { path: manifest_path.clone(), detail: e.to_string() })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(HnswParams::default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(HnswParams::default(), Backend::default()),
             Err(e) => return Err(StoreError::Io { path: manifest_path, source: e }),
         };
         if manifest.format != FORMAT || manifest.identity != IDENTITY || manifest.dimension != DIMENSION {
@@ -410,19 +478,24 @@ impl Store {
             });
         }
         manifest.hnsw = options.hnsw.apply(manifest.hnsw);
-        let params = manifest.hnsw;
-        let mut table = Table::new(DIMENSION, params);
+        manifest.ann = options.ann.unwrap_or(manifest.ann);
+        let (params, backend) = (manifest.hnsw, manifest.ann);
+        let mut table = Table::new(DIMENSION, params, backend);
         let mut report = OpenReport::default();
         let mut last_seq = 0;
         if let Some(snap) = manifest.snapshot {
             load_snapshot(dir, snap, &mut table)?;
             report.snapshot_docs = snap.docs;
             last_seq = snap.seq;
+            if !options.defer_graph {
+                report.graph = open_graph(dir, &mut manifest, &mut table)?;
+            }
         }
         let wal_path = dir.join(WAL);
         let (wal, replay) = Wal::open(&wal_path, DIMENSION)?;
         report.truncated = replay.truncated;
         let mut max_seq = last_seq;
+        let tail = table.docs.len();
         for (seq, op) in replay.records {
             max_seq = max_seq.max(seq);
             if seq > last_seq {
@@ -431,7 +504,7 @@ impl Store {
             }
         }
         if !options.defer_graph {
-            table.rebuild_graph(params);
+            table.index_tail(tail)?;
         }
         let store = Self {
             table: RwLock::new(table),
@@ -501,11 +574,15 @@ impl Store {
                 let table = self.read();
                 let base = table.docs.len();
                 let ops = if self.options.defer_graph { &[][..] } else { &ops[..] };
-                for (i, op) in ops.iter().enumerate() {
-                    if let Op::Upsert(_, v) = op {
-                        table.ann.insert(v, base + i);
-                    }
-                }
+                let rows: Vec<(&[f32], usize)> = ops
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, op)| match op {
+                        Op::Upsert(_, v) => Some((v.as_slice(), base + i)),
+                        Op::Delete(_) => None,
+                    })
+                    .collect();
+                table.ann.insert_many(&rows)?;
             }
             let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
             for op in ops {
@@ -553,12 +630,15 @@ impl Store {
     fn snapshot_locked(&self, w: &mut Writer) -> Result<(), StoreError> {
         let compacted = {
             let t = self.read();
-            t.compacted(t.params(), self.options.defer_graph)
+            t.compacted(t.params(), t.backend(), self.options.defer_graph)?
         };
         if let Some(dir) = w.dir.clone() {
             let generation = w.manifest.snapshot.map_or(1, |s| s.generation + 1);
-            let info = SnapshotInfo { generation, docs: compacted.live(), seq: w.next_seq - 1 };
+            let mut info = SnapshotInfo { generation, docs: compacted.live(), seq: w.next_seq - 1, graph: None };
             write_snapshot(&dir, info, &compacted)?;
+            if !self.options.defer_graph {
+                info.graph = write_graph(&dir, generation, compacted.ann())?;
+            }
             let old = w.manifest.snapshot.replace(info);
             write_manifest(w)?;
             if let Some(wal) = w.wal.as_mut() {
@@ -567,6 +647,7 @@ impl Store {
             if let Some(old) = old {
                 let _ = fs::remove_file(snapshot_path(&dir, old.generation, "jsonl"));
                 let _ = fs::remove_file(snapshot_path(&dir, old.generation, "f32"));
+                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "graph"));
             }
         }
         *self.table.write().unwrap_or_else(|p| p.into_inner()) = compacted;
@@ -632,6 +713,118 @@ fn write_snapshot(dir: &Path, info: SnapshotInfo, table: &Table) -> Result<(), S
     })
 }
 
+/// CRC-32 and length of a file, read in 1 MiB blocks.
+fn file_crc32(path: &Path) -> io::Result<(u32, u64)> {
+    let mut file = File::open(path)?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = io::Read::read(&mut file, &mut buf)?;
+        if n == 0 {
+            return Ok((hasher.finalize(), len));
+        }
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+}
+
+/// Saves the graph of generation `generation` through a temporary file, fsync and rename;
+/// `None` when the backend cannot save it.
+fn write_graph(dir: &Path, generation: u64, ann: &dyn AnnIndex) -> Result<Option<GraphInfo>, StoreError> {
+    let path = snapshot_path(dir, generation, "graph");
+    let tmp = snapshot_path(dir, generation, "graph.tmp");
+    match ann.save(&tmp) {
+        Ok(()) => {}
+        Err(AnnError::Unsupported(_)) => return Ok(None),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e.into());
+        }
+    }
+    let (crc32, bytes) = (|| {
+        File::open(&tmp)?.sync_all()?;
+        let sum = file_crc32(&tmp)?;
+        fs::rename(&tmp, &path)?;
+        wal::sync_dir(dir)?;
+        Ok(sum)
+    })()
+    .map_err(io_at(&path))?;
+    Ok(Some(GraphInfo { backend: ann.backend(), hnsw: ann.params(), nodes: ann.len(), bytes, crc32 }))
+}
+
+/// Loads the saved graph of `info` if it fits, or says why not.
+fn read_graph(
+    path: &Path,
+    info: GraphInfo,
+    params: HnswParams,
+    backend: Backend,
+    docs: usize,
+) -> Result<Box<dyn AnnIndex>, String> {
+    let shape = |p: HnswParams| (p.m, p.ef_construction, p.precision);
+    if info.backend != backend || shape(info.hnsw) != shape(params) {
+        let (m, efc, precision) = shape(info.hnsw);
+        return Err(format!(
+            "saved by {} (M {m}, efConstruction {efc}, {}), serving {backend} (M {}, efConstruction {}, {})",
+            info.backend,
+            precision.name(),
+            params.m,
+            params.ef_construction,
+            params.precision.name()
+        ));
+    }
+    if info.nodes != docs {
+        return Err(format!("{} nodes for {docs} documents", info.nodes));
+    }
+    let (crc32, bytes) = file_crc32(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if (crc32, bytes) != (info.crc32, info.bytes) {
+        return Err(format!(
+            "{}: checksum {crc32:08x} over {bytes} bytes, the manifest says {:08x} over {}",
+            path.display(),
+            info.crc32,
+            info.bytes
+        ));
+    }
+    ann::load(backend, params, DIMENSION, docs, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Gives a freshly loaded snapshot its graph: the saved one when it is sound, else one built
+/// from the stored vectors, which is then saved for the next start.
+fn open_graph(dir: &Path, manifest: &mut Manifest, table: &mut Table) -> Result<Option<GraphSource>, StoreError> {
+    let Some(snap) = manifest.snapshot else { return Ok(None) };
+    let (params, backend) = (manifest.hnsw, manifest.ann);
+    let path = snapshot_path(dir, snap.generation, "graph");
+    let why = match snap.graph {
+        None => "no saved graph".to_owned(),
+        Some(info) => match read_graph(&path, info, params, backend, snap.docs) {
+            Ok(index) => {
+                table.ann = index;
+                return Ok(Some(GraphSource::Loaded));
+            }
+            Err(why) => {
+                tracing::warn!(reason = %why, "the saved ANN graph is not used; rebuilding it from the stored vectors");
+                why
+            }
+        },
+    };
+    let started = std::time::Instant::now();
+    table.rebuild_graph(params, backend)?;
+    tracing::info!(nodes = table.ann.len(), %backend, elapsed_ms = started.elapsed().as_millis() as u64, "ANN graph built");
+    let graph = if backend.persists() {
+        write_graph(dir, snap.generation, table.ann()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not save the ANN graph; it will be rebuilt on the next start");
+            None
+        })
+    } else {
+        let _ = fs::remove_file(&path);
+        None
+    };
+    if let Some(s) = manifest.snapshot.as_mut() {
+        s.graph = graph;
+    }
+    Ok(Some(GraphSource::Rebuilt(why)))
+}
+
 fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<(), StoreError> {
     let docs_path = snapshot_path(dir, info.generation, "jsonl");
     let vec_path = snapshot_path(dir, info.generation, "f32");
@@ -643,6 +836,7 @@ fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<()
         });
     }
     let vectors = wal::f32s(&bytes);
+    drop(bytes);
     let file = File::open(&docs_path).map_err(io_at(&docs_path))?;
     let mut docs = Vec::with_capacity(info.docs);
     for (i, line) in BufReader::new(file).lines().enumerate() {
@@ -659,6 +853,8 @@ fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -> Result<()
             detail: format!("{} documents, the manifest says {}", docs.len(), info.docs),
         });
     }
+    table.docs.reserve(info.docs);
+    table.vectors.reserve_exact(info.docs * DIMENSION);
     for (n, doc) in docs.into_iter().enumerate() {
         table.apply(Op::Upsert(doc, vectors[n * DIMENSION..(n + 1) * DIMENSION].to_vec()));
     }
@@ -741,6 +937,72 @@ mod tests {
         assert_eq!(t.live(), 100);
         assert_eq!(t.tombstones(), 0, "compacted once tombstones passed a quarter of the slots");
         assert_eq!(t.ann.len(), 100);
+    }
+
+    #[test]
+    fn graph_is_saved_loaded_checked_and_extended_by_the_log_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+        let find = |s: &Store, id: &str| {
+            let t = s.read();
+            let q = t.vector(t.by_id[id]).to_vec();
+            let (hits, path) = t.search(&q, 1, 16, None, 0);
+            assert!(matches!(path, SearchPath::Hnsw { .. }), "{path:?}");
+            t.doc(hits[0].slot).unwrap().id.clone()
+        };
+        {
+            let (s, _) = Store::open(dir.path(), opts).unwrap();
+            s.upsert((0..300).map(|i| doc(&format!("d{i}"), i)).collect()).unwrap();
+            s.snapshot().unwrap();
+            s.upsert(vec![doc("tail", 5000)]).unwrap();
+        }
+        let graph = snapshot_path(dir.path(), 1, "graph");
+        assert!(graph.exists());
+        {
+            let (s, report) = Store::open(dir.path(), opts).unwrap();
+            assert_eq!(report.graph, Some(GraphSource::Loaded));
+            assert_eq!(report.replayed, 1);
+            assert_eq!(s.read().ann.len(), 301, "the log tail is inserted into the loaded graph");
+            assert_eq!(find(&s, "tail"), "tail");
+            assert_eq!(find(&s, "d42"), "d42");
+        }
+        // A corrupt graph is never served: it is rebuilt from the vectors and saved again.
+        let mut bytes = fs::read(&graph).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        fs::write(&graph, bytes).unwrap();
+        {
+            let (s, report) = Store::open(dir.path(), opts).unwrap();
+            match report.graph {
+                Some(GraphSource::Rebuilt(why)) => assert!(why.contains("checksum"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(find(&s, "d42"), "d42");
+        }
+        let (_, report) = Store::open(dir.path(), opts).unwrap();
+        assert_eq!(report.graph, Some(GraphSource::Loaded));
+    }
+
+    #[test]
+    fn another_backend_rebuilds_the_graph() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+        {
+            let (s, _) = Store::open(dir.path(), opts).unwrap();
+            s.upsert((0..50).map(|i| doc(&format!("d{i}"), i)).collect()).unwrap();
+            s.snapshot().unwrap();
+        }
+        let hnsw_rs = StoreOptions { ann: Some(Backend::HnswRs), ..opts };
+        {
+            let (s, report) = Store::open(dir.path(), hnsw_rs).unwrap();
+            assert!(matches!(report.graph, Some(GraphSource::Rebuilt(ref why)) if why.contains("saved by usearch")));
+            assert_eq!(s.read().backend(), Backend::HnswRs);
+            assert_eq!(s.read().ann.len(), 50);
+        }
+        // The backend persists in the manifest; hnsw_rs saves no graph.
+        let (s, report) = Store::open(dir.path(), opts).unwrap();
+        assert_eq!(s.read().backend(), Backend::HnswRs);
+        assert!(matches!(report.graph, Some(GraphSource::Rebuilt(ref why)) if why == "no saved graph"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 
 use rcp_corpus::read_jsonl;
-use rcp_dense::ann::{self, HnswParams};
+use rcp_dense::ann::{self, Backend, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION, IDENTITY};
 use rcp_dense::passage;
@@ -84,26 +84,30 @@ fn hnsw_recall_at_10_on_cranfield_vectors() {
         assert!((norm - 1.0).abs() < 1e-3, "unit vectors");
     }
 
-    // The engine's store (ids are row numbers), searched through the graph at any size.
-    let store = Store::in_memory(StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() });
-    let rows = docs
-        .chunks_exact(DIMENSION)
-        .enumerate()
-        .map(|(i, v)| (stored(i.to_string(), String::new(), Default::default(), Origin::Corpus), v.to_vec()));
-    store.upsert(rows.collect()).unwrap();
+    // Every backend, through the engine's store.
+    for backend in Backend::ALL {
+        // The engine's store (ids are row numbers), searched through the graph at any size.
+        let store =
+            Store::in_memory(StoreOptions { ann: Some(backend), full_scan_threshold: 0, ..StoreOptions::default() });
+        let rows = docs
+            .chunks_exact(DIMENSION)
+            .enumerate()
+            .map(|(i, v)| (stored(i.to_string(), String::new(), Default::default(), Origin::Corpus), v.to_vec()));
+        store.upsert(rows.collect()).unwrap();
 
-    // Queries and documents both, so the graph is searched with a few thousand probes.
-    let probes: Vec<f32> = qs.iter().chain(docs.iter().take(500 * DIMENSION)).copied().collect();
-    let r = recall_at_10(&store, &docs, &probes, &|_| true);
-    eprintln!("recall@10 (ef=64): {r:.4}");
-    assert!(r >= 0.98, "recall@10 {r} < 0.98");
+        // Queries and documents both, so the graph is searched with a few thousand probes.
+        let probes: Vec<f32> = qs.iter().chain(docs.iter().take(500 * DIMENSION)).copied().collect();
+        let r = recall_at_10(&store, &docs, &probes, &|_| true);
+        eprintln!("{backend}: recall@10 (ef=64): {r:.4}");
+        assert!(r >= 0.98, "{backend}: recall@10 {r} < 0.98");
 
-    // With a fifth of the documents deleted (tombstones, below the compaction threshold) the
-    // over-fetching search still meets recall over the rest.
-    let gone: Vec<String> = (0..1400).filter(|i| i % 5 == 0).map(|i: usize| i.to_string()).collect();
-    assert_eq!(store.delete(gone).unwrap(), 280);
-    assert_eq!(store.read().tombstones(), 280);
-    let r = recall_at_10(&store, &docs, &qs, &|s| !s.is_multiple_of(5));
-    eprintln!("recall@10 with tombstones: {r:.4}");
-    assert!(r >= 0.98, "recall@10 with tombstones {r} < 0.98");
+        // With a fifth of the documents deleted (tombstones, below the compaction threshold) the
+        // over-fetching search still meets recall over the rest.
+        let gone: Vec<String> = (0..1400).filter(|i| i % 5 == 0).map(|i: usize| i.to_string()).collect();
+        assert_eq!(store.delete(gone).unwrap(), 280);
+        assert_eq!(store.read().tombstones(), 280);
+        let r = recall_at_10(&store, &docs, &qs, &|s| !s.is_multiple_of(5));
+        eprintln!("{backend}: recall@10 with tombstones: {r:.4}");
+        assert!(r >= 0.98, "{backend}: recall@10 with tombstones {r} < 0.98");
+    }
 }

@@ -1,0 +1,513 @@
+//! `ann_bench`: the dense engine's ANN backends on one synthetic workload, optionally beside
+//! hnswlib (issue #16).
+//!
+//! The workload: `--n` clustered 384-d unit vectors (2,000 random centroids, Gaussian spread
+//! 0.08) and `--queries` queries from the same clusters, seeded; exact top-10 ground truth by
+//! the batched exact scan. Each backend runs in its own child process (so its RSS is its own)
+//! and reports: build time (every core), RSS after the build (the `f32` vectors included, as
+//! the engine holds them), recall@10 and single-thread queries/s at each `--ef` (the beam of
+//! `ef` rescored with the exact cosine and cut to 10, as the engine serves a query), and save /
+//! load time of the graph. usearch runs once per `--precisions` entry. Then the store-level restart:
+//! a data directory holding the `--n` documents is opened twice; the first open builds (and
+//! saves) the graph, the second is a restart, timed up to its first answered query (backends
+//! that save their graph; hnsw_rs rebuilds on every open, so its restart is its build time).
+//!
+//! With `--hnswlib-python PATH` (a python with `hnswlib` and `numpy`, e.g. a throwaway venv
+//! outside the repository), hnswlib runs on the same vectors in the same run and the table
+//! shows our figures as ratios of its.
+//!
+//! ```sh
+//! cargo build --release -p rcp-bench --bin ann_bench
+//! target/release/ann_bench --hnswlib-python /work/venv-hnswlib/bin/python
+//! target/release/ann_bench --n 5000 --queries 100     # smoke run
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::Parser;
+use rcp_dense::ann::{self, AnnIndex, Backend, HnswParams, Precision, by_score, dot};
+use rcp_dense::embedder::normalize;
+use rcp_dense::model::DIMENSION;
+use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::wal::{Origin, f32s};
+use serde_json::{Value, json};
+
+const K: usize = 10;
+
+#[derive(Debug, Parser)]
+#[command(about = "ANN backends of rcp-dense: build, memory, recall/speed per ef, restart; hnswlib beside")]
+struct Args {
+    /// Vectors in the collection.
+    #[arg(long, default_value_t = 100_000)]
+    n: usize,
+    /// Queries.
+    #[arg(long, default_value_t = 1_000)]
+    queries: usize,
+    /// Beam widths measured.
+    #[arg(long, value_delimiter = ',', default_value = "32,64,128,256")]
+    ef: Vec<usize>,
+    /// HNSW links per node (M).
+    #[arg(long, default_value_t = HnswParams::default().m)]
+    m: usize,
+    /// Beam width while building.
+    #[arg(long, default_value_t = HnswParams::default().ef_construction)]
+    ef_construction: usize,
+    /// Backends to measure.
+    #[arg(long, value_delimiter = ',', default_value = "usearch,hnsw-rs")]
+    backends: Vec<Backend>,
+    /// Element types of the graph's vectors measured (usearch; hnsw_rs is always f32).
+    #[arg(long, value_delimiter = ',', default_value = "f16,f32")]
+    precisions: Vec<Precision>,
+    /// Internal: the precision of a child run.
+    #[arg(long, hide = true, default_value = "f16")]
+    precision: Precision,
+    /// A python with hnswlib and numpy: run hnswlib on the same vectors.
+    #[arg(long, value_name = "PATH")]
+    hnswlib_python: Option<PathBuf>,
+    /// Skip the store-level restart measurement.
+    #[arg(long)]
+    no_restart: bool,
+    /// Gaussian spread around the centroids.
+    #[arg(long, default_value_t = 0.08)]
+    spread: f32,
+    /// Internal: run one backend over the workload in this directory and print JSON.
+    #[arg(long, hide = true, value_name = "BACKEND")]
+    child: Option<Backend>,
+    /// Internal: run the store restart for one backend and print JSON.
+    #[arg(long, hide = true, value_name = "BACKEND")]
+    child_restart: Option<Backend>,
+    /// Internal: the workload directory.
+    #[arg(long, hide = true)]
+    dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match (args.child, args.child_restart, &args.dir) {
+        (Some(b), _, Some(dir)) => run_backend(&args, b, dir).map(|v| println!("{v}")),
+        (_, Some(b), Some(dir)) => run_restart(&args, b, dir).map(|v| println!("{v}")),
+        _ => run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ann_bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A tiny deterministic generator (xorshift64*), Gaussian by Box–Muller.
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn gauss(&mut self) -> f32 {
+        let (u, v) = (self.uniform().max(1e-300), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+
+    fn unit(&mut self) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..DIMENSION).map(|_| self.gauss()).collect();
+        normalize(&mut v);
+        v
+    }
+}
+
+/// `n` clustered unit vectors around `centroids`.
+fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize, spread: f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(n * DIMENSION);
+    for _ in 0..n {
+        let c = &centroids[(rng.uniform() * centroids.len() as f64) as usize % centroids.len()];
+        let mut v: Vec<f32> = c.iter().map(|x| x + spread * rng.gauss()).collect();
+        normalize(&mut v);
+        out.extend(v);
+    }
+    out
+}
+
+fn write_f32(path: &Path, v: &[f32]) -> Result<(), String> {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn read_f32(path: &Path) -> Result<Vec<f32>, String> {
+    std::fs::read(path).map(|b| f32s(&b)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The workload as the children read it.
+struct Workload {
+    data: Vec<f32>,
+    queries: Vec<f32>,
+    truth: Vec<Vec<u32>>,
+}
+
+fn load_workload(dir: &Path) -> Result<Workload, String> {
+    let data = read_f32(&dir.join("data.f32"))?;
+    let queries = read_f32(&dir.join("queries.f32"))?;
+    let truth_bytes = std::fs::read(dir.join("truth.u32")).map_err(|e| e.to_string())?;
+    let truth: Vec<u32> = truth_bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    Ok(Workload { data, queries, truth: truth.chunks(K).map(<[u32]>::to_vec).collect() })
+}
+
+/// Resident set size of this process, in MB.
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn recall(found: &[Vec<usize>], truth: &[Vec<u32>]) -> f64 {
+    let hits: usize =
+        found.iter().zip(truth).map(|(f, t)| f.iter().filter(|s| t.contains(&(**s as u32))).count()).sum();
+    hits as f64 / (truth.len() * K) as f64
+}
+
+fn params(args: &Args) -> HnswParams {
+    HnswParams { m: args.m, ef_construction: args.ef_construction, precision: args.precision, ..HnswParams::default() }
+}
+
+fn label(backend: Backend, precision: Precision) -> String {
+    match backend {
+        Backend::HnswRs => backend.name().to_owned(),
+        _ => format!("{backend} ({})", precision.name()),
+    }
+}
+
+/// The top `K` as the engine serves them: the whole beam of `ef` is fetched and rescored with
+/// the exact cosine of the `f32` vectors (`Table::search`).
+fn served(index: &dyn AnnIndex, data: &[f32], q: &[f32], ef: usize) -> Vec<usize> {
+    let beam = ef.max(K);
+    let mut found = index.search(q, beam, beam, None);
+    for s in &mut found {
+        s.score = dot(q, &data[s.slot * DIMENSION..(s.slot + 1) * DIMENSION]);
+    }
+    found.sort_by(by_score);
+    found.iter().take(K).map(|s| s.slot).collect()
+}
+
+/// One backend: build, RSS, recall/speed per ef, save/load.
+fn run_backend(args: &Args, backend: Backend, dir: &Path) -> Result<Value, String> {
+    let w = load_workload(dir)?;
+    let params = params(args);
+    let t = Instant::now();
+    let index = ann::build(backend, params, &w.data, DIMENSION, |_| true).map_err(|e| e.to_string())?;
+    let build_s = t.elapsed().as_secs_f64();
+    let rss = rss_mb();
+    let mut efs = Vec::new();
+    for &ef in &args.ef {
+        let t = Instant::now();
+        let found: Vec<Vec<usize>> =
+            w.queries.chunks_exact(DIMENSION).map(|q| served(index.as_ref(), &w.data, q, ef)).collect();
+        let secs = t.elapsed().as_secs_f64();
+        efs.push(json!({"ef": ef, "recall": recall(&found, &w.truth), "qps": w.truth.len() as f64 / secs}));
+    }
+    let saved = save_and_load(index.as_ref(), params, dir, w.data.len() / DIMENSION)?;
+    let (save_s, load_s, graph_mb) = (saved.map(|s| s.save_s), saved.map(|s| s.load_s), saved.map(|s| s.graph_mb));
+    Ok(json!({
+        "backend": label(backend, params.precision), "build_s": build_s, "rss_mb": rss, "ef": efs,
+        "save_s": save_s, "load_s": load_s, "graph_mb": graph_mb,
+    }))
+}
+
+/// Seconds to save and to load a graph, and its size.
+#[derive(Debug, Clone, Copy)]
+struct SaveLoad {
+    save_s: f64,
+    load_s: f64,
+    graph_mb: f64,
+}
+
+fn save_and_load(index: &dyn AnnIndex, params: HnswParams, dir: &Path, n: usize) -> Result<Option<SaveLoad>, String> {
+    if !index.backend().persists() {
+        return Ok(None);
+    }
+    let path = dir.join(format!("graph-{}", index.backend()));
+    let t = Instant::now();
+    index.save(&path).map_err(|e| e.to_string())?;
+    let save_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let loaded = ann::load(index.backend(), params, DIMENSION, n, &path).map_err(|e| e.to_string())?;
+    let load_s = t.elapsed().as_secs_f64();
+    let mb = std::fs::metadata(&path).map_or(0.0, |m| m.len() as f64 / 1e6);
+    drop(loaded);
+    let _ = std::fs::remove_file(&path);
+    Ok(Some(SaveLoad { save_s, load_s, graph_mb: mb }))
+}
+
+/// The store restart: bulk load, first open (builds and saves the graph), then a restart
+/// timed until its first query is answered.
+fn run_restart(args: &Args, backend: Backend, dir: &Path) -> Result<Value, String> {
+    let data = read_f32(&dir.join("data.f32"))?;
+    let queries = read_f32(&dir.join("queries.f32"))?;
+    let store_dir = dir.join(format!("store-{backend}"));
+    let _ = std::fs::remove_dir_all(&store_dir);
+    let hnsw = rcp_dense::store::HnswOverride {
+        m: Some(args.m),
+        ef_construction: Some(args.ef_construction),
+        ef_search: None,
+        precision: Some(args.precision),
+    };
+    let base = StoreOptions { ann: Some(backend), hnsw, full_scan_threshold: 0, ..StoreOptions::default() };
+    {
+        let (store, _) =
+            Store::open(&store_dir, StoreOptions { defer_graph: true, ..base }).map_err(|e| e.to_string())?;
+        for (b, rows) in data.chunks(10_000 * DIMENSION).enumerate() {
+            let docs = rows
+                .chunks_exact(DIMENSION)
+                .enumerate()
+                .map(|(i, v)| {
+                    let id = format!("d{}", b * 10_000 + i);
+                    (stored(id, String::new(), Default::default(), Origin::Corpus), v.to_vec())
+                })
+                .collect();
+            store.upsert(docs).map_err(|e| e.to_string())?;
+        }
+        store.snapshot().map_err(|e| e.to_string())?;
+    }
+    drop(data);
+    let q = queries.get(..DIMENSION).ok_or("no query")?;
+    let mut opens = Vec::new();
+    for _ in 0..2 {
+        let t = Instant::now();
+        let (store, report) = Store::open(&store_dir, base).map_err(|e| e.to_string())?;
+        let open_s = t.elapsed().as_secs_f64();
+        let (hits, _) = store.read().search(q, K, 64, None, 0);
+        let first_query_s = t.elapsed().as_secs_f64();
+        if hits.len() != K {
+            return Err(format!("restart answered {} hits", hits.len()));
+        }
+        opens.push(json!({
+            "open_s": open_s, "first_query_s": first_query_s, "rss_mb": rss_mb(),
+            "graph": format!("{:?}", report.graph),
+        }));
+    }
+    let _ = std::fs::remove_dir_all(&store_dir);
+    Ok(json!({"backend": label(backend, args.precision), "first_open": opens[0], "restart": opens[1]}))
+}
+
+const HNSWLIB_SCRIPT: &str = r#"
+import json, resource, sys, time
+import numpy as np
+import hnswlib
+d, n, nq, k, m, efc = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+efs = [int(x) for x in sys.argv[8].split(",")]
+data = np.fromfile(d + "/data.f32", dtype="<f4").reshape(n, 384)
+queries = np.fromfile(d + "/queries.f32", dtype="<f4").reshape(nq, 384)
+truth = np.fromfile(d + "/truth.u32", dtype="<u4").reshape(nq, k)
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+t = time.perf_counter()
+index = hnswlib.Index(space="ip", dim=384)
+index.init_index(max_elements=n, ef_construction=efc, M=m)
+index.set_num_threads(2)
+index.add_items(data, np.arange(n))
+build = time.perf_counter() - t
+mem = rss()
+index.set_num_threads(1)
+out = []
+for ef in efs:
+    index.set_ef(ef)
+    t = time.perf_counter()
+    labels, _ = index.knn_query(queries, k=k, num_threads=1)
+    secs = time.perf_counter() - t
+    hits = sum(len(set(labels[i].tolist()) & set(truth[i].tolist())) for i in range(nq))
+    out.append({"ef": ef, "recall": hits / (nq * k), "qps": nq / secs})
+t = time.perf_counter()
+index.save_index(d + "/hnswlib.bin")
+save = time.perf_counter() - t
+t = time.perf_counter()
+loaded = hnswlib.Index(space="ip", dim=384)
+loaded.load_index(d + "/hnswlib.bin", max_elements=n)
+load = time.perf_counter() - t
+print(json.dumps({"backend": "hnswlib", "build_s": build, "rss_mb": mem, "ef": out, "save_s": save, "load_s": load}))
+"#;
+
+fn child(cmd: &mut Command) -> Result<Value, String> {
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr)));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).map_err(|e| format!("child output {line:?}: {e}"))
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("ann_bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = run_in(args, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
+    let (n, nq) = (args.n, args.queries);
+    eprintln!("workload: {n} clustered {DIMENSION}-d unit vectors, {nq} queries, k={K}");
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit()).collect();
+    let data = clustered(&mut rng, &centroids, n, args.spread);
+    let queries = clustered(&mut rng, &centroids, nq, args.spread);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    let t = Instant::now();
+    let one = nq.min(100);
+    for q in queries.chunks_exact(DIMENSION).take(one) {
+        std::hint::black_box(ann::exact(&data, DIMENSION, q, K, None, &|_| true));
+    }
+    let exact_qps = one as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    std::hint::black_box(ann::exact_batch(&data, DIMENSION, &queries[..one * DIMENSION], K, 1));
+    let batch_qps = one as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let truth = ann::exact_batch(&data, DIMENSION, &queries, K, threads);
+    let batch_all_qps = nq as f64 / t.elapsed().as_secs_f64();
+    eprintln!(
+        "exact: {exact_qps:.0} q/s one by one, {batch_qps:.0} q/s batched (1 thread), {batch_all_qps:.0} q/s batched ({threads} threads)"
+    );
+
+    write_f32(&dir.join("data.f32"), &data)?;
+    write_f32(&dir.join("queries.f32"), &queries)?;
+    let truth_bytes: Vec<u8> =
+        truth.iter().flat_map(|t| t.iter().map(|s| s.slot as u32)).flat_map(u32::to_le_bytes).collect();
+    std::fs::write(dir.join("truth.u32"), truth_bytes).map_err(|e| e.to_string())?;
+    drop((data, queries, truth));
+
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let common = |cmd: &mut Command| {
+        cmd.arg("--n").arg(n.to_string()).arg("--queries").arg(nq.to_string());
+        cmd.arg("--m").arg(args.m.to_string()).arg("--ef-construction").arg(args.ef_construction.to_string());
+        let efs: Vec<String> = args.ef.iter().map(ToString::to_string).collect();
+        cmd.arg("--ef").arg(efs.join(",")).arg("--dir").arg(dir);
+    };
+    let runs: Vec<(Backend, Precision)> = args
+        .backends
+        .iter()
+        .flat_map(|&b| match b {
+            Backend::HnswRs => vec![(b, Precision::F32)],
+            _ => args.precisions.iter().map(|&p| (b, p)).collect(),
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for &(b, p) in &runs {
+        eprintln!("{}: build and search ...", label(b, p));
+        let mut cmd = Command::new(&exe);
+        common(&mut cmd);
+        rows.push(child(cmd.arg("--child").arg(b.name()).arg("--precision").arg(p.name()))?);
+    }
+    let mut reference = None;
+    if let Some(py) = &args.hnswlib_python {
+        eprintln!("hnswlib: build and search ...");
+        let script = dir.join("hnswlib_bench.py");
+        std::fs::write(&script, HNSWLIB_SCRIPT).map_err(|e| e.to_string())?;
+        let efs: Vec<String> = args.ef.iter().map(ToString::to_string).collect();
+        let mut cmd = Command::new(py);
+        cmd.arg(&script).arg("_").arg(dir).arg(n.to_string()).arg(nq.to_string()).arg(K.to_string());
+        cmd.arg(args.m.to_string()).arg(args.ef_construction.to_string()).arg(efs.join(","));
+        let r = child(&mut cmd)?;
+        rows.push(r.clone());
+        reference = Some(r);
+    }
+    let mut restarts = Vec::new();
+    if !args.no_restart {
+        // hnsw_rs rebuilds its graph on every open: its restart is its build time above.
+        for &(b, p) in runs.iter().filter(|(b, _)| b.persists()) {
+            eprintln!("{}: store restart ...", label(b, p));
+            let mut cmd = Command::new(&exe);
+            common(&mut cmd);
+            restarts.push(child(cmd.arg("--child-restart").arg(b.name()).arg("--precision").arg(p.name()))?);
+        }
+    }
+    report(args, threads, (exact_qps, batch_qps, batch_all_qps), &rows, reference.as_ref(), &restarts);
+    Ok(())
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(f64::NAN)
+}
+
+fn report(
+    args: &Args,
+    threads: usize,
+    exact: (f64, f64, f64),
+    rows: &[Value],
+    reference: Option<&Value>,
+    restarts: &[Value],
+) {
+    println!(
+        "\n## ANN: {} clustered {DIMENSION}-d unit vectors, {} queries, k={K}, M={}, efConstruction={}",
+        args.n, args.queries, args.m, args.ef_construction
+    );
+    let efs: Vec<String> = args.ef.iter().map(|e| format!("ef {e} recall / q/s")).collect();
+    println!("| backend | build ({threads} threads) | RSS | {} | save | load |", efs.join(" | "));
+    println!("|---|---|---|{}---|---|", "---|".repeat(args.ef.len()));
+    for r in rows {
+        let per_ef: Vec<String> = r["ef"]
+            .as_array()
+            .map(|a| a.iter().map(|e| format!("{:.4} / {:.0}", f(e, "recall"), f(e, "qps"))).collect())
+            .unwrap_or_default();
+        let opt = |k: &str| r[k].as_f64().map_or("n/a".to_owned(), |s| format!("{s:.2} s"));
+        println!(
+            "| {} | {:.1} s | {:.0} MB | {} | {} | {} |",
+            r["backend"].as_str().unwrap_or("?"),
+            f(r, "build_s"),
+            f(r, "rss_mb"),
+            per_ef.join(" | "),
+            opt("save_s"),
+            opt("load_s")
+        );
+    }
+    if let Some(h) = reference {
+        println!(
+            "\nRatios to hnswlib (q/s: ours / hnswlib, higher is better; build and RSS: ours / hnswlib, lower is better):"
+        );
+        for r in rows.iter().filter(|r| r["backend"] != "hnswlib") {
+            let qps: Vec<String> = args
+                .ef
+                .iter()
+                .enumerate()
+                .map(|(i, ef)| format!("ef {ef}: {:.2}x", f(&r["ef"][i], "qps") / f(&h["ef"][i], "qps")))
+                .collect();
+            println!(
+                "- {}: build {:.2}x, RSS {:.2}x, q/s {}",
+                r["backend"].as_str().unwrap_or("?"),
+                f(r, "build_s") / f(h, "build_s"),
+                f(r, "rss_mb") / f(h, "rss_mb"),
+                qps.join(", ")
+            );
+        }
+    }
+    println!(
+        "\nExact search (1 thread unless noted): {:.0} q/s one query at a time, {:.0} q/s batched, {:.0} q/s batched on {threads} threads",
+        exact.0, exact.1, exact.2
+    );
+    if !restarts.is_empty() {
+        println!("\n## Store restart with {} documents (open = snapshot + graph; first query included)", args.n);
+        println!("| backend | first open | first open RSS | restart | restart RSS |");
+        println!("|---|---|---|---|---|");
+        for r in restarts {
+            println!(
+                "| {} | {:.2} s | {:.0} MB | {:.2} s | {:.0} MB |",
+                r["backend"].as_str().unwrap_or("?"),
+                f(&r["first_open"], "first_query_s"),
+                f(&r["first_open"], "rss_mb"),
+                f(&r["restart"], "first_query_s"),
+                f(&r["restart"], "rss_mb"),
+            );
+        }
+    }
+    println!("\ncommand: target/release/ann_bench --n {} --queries {}", args.n, args.queries);
+}
