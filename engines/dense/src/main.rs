@@ -132,6 +132,10 @@ struct ServeCmd {
     /// corpus is served from memory and writes are not persisted.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Create `--data-dir` (empty) when it does not exist; without this a missing directory is
+    /// an error, so a mistyped path is not served as an empty index.
+    #[arg(long, requires = "data_dir")]
+    create: bool,
     /// Declare a typed filter field (NAME:TYPE); repeatable; persisted in the data directory.
     #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
     fields: Vec<(String, FieldType)>,
@@ -175,12 +179,34 @@ fn repair(dir: &std::path::Path) -> Result<(), String> {
     if !dir.is_dir() {
         return Err(format!("{}: no such data directory", dir.display()));
     }
+    if !dir.join("manifest.json").exists() {
+        let fields = |docs: &[rcp_dense::wal::StoredDoc]| {
+            let as_corpus: Vec<CorpusDoc> = docs
+                .iter()
+                .map(|d| CorpusDoc { id: Some(d.id.clone()), title: None, text: String::new(), meta: d.meta.clone() })
+                .collect();
+            infer_fields(&as_corpus)
+        };
+        let rebuilt = rcp_dense::store::rebuild_manifest(dir, fields).map_err(|e| e.to_string())?;
+        for (generation, why) in &rebuilt.skipped {
+            say(&format!("snapshot generation {generation} is incomplete, left in place: {why}"));
+        }
+        let listed: Vec<String> = rebuilt.fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
+        say(&format!(
+            "manifest.json rebuilt: snapshot {}, {} documents, the whole write-ahead log replays on open; \
+             filter fields inferred from the documents: {} (re-declare with `serve --field` if they differed)",
+            rebuilt.generation.map_or_else(|| "none".to_owned(), |g| format!("generation {g}")),
+            rebuilt.docs,
+            if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }
+        ));
+    }
     let wal = dir.join("wal.log");
     if !wal.exists() {
         say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
         return Ok(());
     }
-    let report = rcp_dense::wal::salvage(&wal, rcp_dense::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
+    let report =
+        rcp_dense::wal::salvage(&wal, rcp_dense::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
     let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
     if report.dropped.is_empty() {
         say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));
@@ -291,7 +317,22 @@ fn load_corpus(
     Ok((read, embedded))
 }
 
+/// `index`: a run that fails leaves no new directory behind (an existing one keeps what its
+/// acknowledged writes hold).
 fn index(cmd: IndexCmd) -> Result<(), String> {
+    let created = !cmd.data_dir.exists();
+    let dir = cmd.data_dir.clone();
+    let result = index_into(cmd);
+    if result.is_err() && created && dir.exists() {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => say(&format!("removed {}: the run that created it failed", dir.display())),
+            Err(e) => say(&format!("could not remove {} after the failed run: {e}", dir.display())),
+        }
+    }
+    result
+}
+
+fn index_into(cmd: IndexCmd) -> Result<(), String> {
     let embedder = load_embedder(&cmd.model)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
@@ -335,8 +376,18 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
     let options = store_options(&cmd.hnsw);
     let store = match &cmd.data_dir {
         Some(dir) => {
+            if !dir.is_dir() && !cmd.create {
+                return Err(format!(
+                    "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
+                     or pass --create to start an empty one)",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
             let (store, report) = Store::open(dir, options).map_err(|e| e.to_string())?;
             tracing::info!(
+                data_dir = %dir.display(),
+                documents = store.read().live(),
                 snapshot = report.snapshot_docs,
                 replayed = report.replayed,
                 truncated = report.truncated,

@@ -55,6 +55,15 @@ pub enum StoreError {
     /// The write-ahead log is damaged beyond a torn final write.
     #[error(transparent)]
     Wal(#[from] crate::wal::WalError),
+    /// The data directory is damaged in a way that serving it would lose data (for example
+    /// snapshots or a log without the manifest that names them). Nothing was changed.
+    #[error("{path}: {detail}")]
+    Damaged {
+        /// The missing or damaged file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        detail: String,
+    },
     /// The ANN index failed.
     #[error("ANN index: {0}")]
     Ann(#[from] AnnError),
@@ -464,7 +473,10 @@ impl Store {
         let mut manifest = match fs::read(&manifest_path) {
             Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
                 .map_err(|e| StoreError::Incompatible { path: manifest_path.clone(), detail: e.to_string() })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::new(HnswParams::default(), Backend::default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                refuse_orphaned_data(dir, &manifest_path)?;
+                Manifest::new(HnswParams::default(), Backend::default())
+            }
             Err(e) => return Err(StoreError::Io { path: manifest_path, source: e }),
         };
         if manifest.format != FORMAT || manifest.identity != IDENTITY || manifest.dimension != DIMENSION {
@@ -639,16 +651,14 @@ impl Store {
             if !self.options.defer_graph {
                 info.graph = write_graph(&dir, generation, compacted.ann())?;
             }
-            let old = w.manifest.snapshot.replace(info);
+            w.manifest.snapshot = Some(info);
             write_manifest(w)?;
             if let Some(wal) = w.wal.as_mut() {
                 wal.truncate().map_err(|e| StoreError::Io { path: wal.path().to_path_buf(), source: e })?;
             }
-            if let Some(old) = old {
-                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "jsonl"));
-                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "f32"));
-                let _ = fs::remove_file(snapshot_path(&dir, old.generation, "graph"));
-            }
+            // The new generation is durable and named by the manifest: every other generation,
+            // the previous one and any a crash orphaned, is garbage now.
+            remove_generations_except(&dir, generation);
         }
         *self.table.write().unwrap_or_else(|p| p.into_inner()) = compacted;
         Ok(())
@@ -663,6 +673,144 @@ fn log_ops(w: &mut Writer, ops: &[Op]) -> Result<(), StoreError> {
     wal.append(&records)
         .and_then(|_| wal.sync())
         .map_err(|e| StoreError::Io { path: wal.path().to_path_buf(), source: e })
+}
+
+/// The snapshot generations with at least one file in `dir`, ascending.
+fn generations(dir: &Path) -> Vec<u64> {
+    let mut found: Vec<u64> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name();
+                    let name = name.to_str()?;
+                    let rest = name.strip_prefix("snapshot-")?;
+                    let (number, ext) = rest.split_once('.')?;
+                    matches!(ext, "jsonl" | "f32" | "graph").then(|| number.parse::<u64>().ok())?
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// Removes the files of every snapshot generation but `keep` (and temporary files a crash
+/// left behind while writing one).
+fn remove_generations_except(dir: &Path, keep: u64) {
+    for generation in generations(dir).into_iter().filter(|g| *g != keep) {
+        for ext in ["jsonl", "f32", "graph"] {
+            let path = snapshot_path(dir, generation, ext);
+            match fs::remove_file(&path) {
+                Ok(()) => tracing::info!(path = %path.display(), "removed a superseded snapshot file"),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "could not remove a superseded snapshot file")
+                }
+            }
+        }
+    }
+}
+
+/// A data directory without `manifest.json` is new only when it holds no snapshot and no
+/// logged write; otherwise the manifest was lost and opening it empty would serve less data.
+fn refuse_orphaned_data(dir: &Path, manifest_path: &Path) -> Result<(), StoreError> {
+    let found = generations(dir);
+    let wal_bytes = fs::metadata(dir.join(WAL)).map(|m| m.len()).unwrap_or(0);
+    if found.is_empty() && wal_bytes == 0 {
+        return Ok(());
+    }
+    let mut held = Vec::new();
+    if let Some(last) = found.last() {
+        held.push(format!("snapshot generation(s) {found:?} (newest snapshot-{last:06}.*)"));
+    }
+    if wal_bytes > 0 {
+        held.push(format!("a {wal_bytes}-byte {WAL}"));
+    }
+    Err(StoreError::Damaged {
+        path: manifest_path.to_path_buf(),
+        detail: format!(
+            "missing, but the directory holds {}: opening it would serve less data than was \
+             acknowledged. Nothing was changed. Run `rcp-dense repair --data-dir {}` to rebuild the \
+             manifest from the newest complete snapshot (the write-ahead log is then replayed)",
+            held.join(" and "),
+            dir.display()
+        ),
+    })
+}
+
+/// What [`rebuild_manifest`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestRepair {
+    /// The snapshot generation the new manifest names (`None`: no complete snapshot; the log
+    /// alone holds the data).
+    pub generation: Option<u64>,
+    /// Documents in that snapshot.
+    pub docs: usize,
+    /// Generations found incomplete or unreadable, each with the reason; left on disk.
+    pub skipped: Vec<(u64, String)>,
+    /// The filter fields written to the new manifest.
+    pub fields: BTreeMap<String, FieldType>,
+}
+
+/// Writes a new `manifest.json` for a data directory that lost it: names the newest snapshot
+/// generation whose documents and vectors agree, with sequence 0 so that the whole log is
+/// replayed on open (replaying writes a snapshot already holds leaves it unchanged: each
+/// record sets or removes whole documents). The filter fields are recomputed by `fields`
+/// from the snapshot's documents. Refuses when a manifest exists.
+pub fn rebuild_manifest(
+    dir: &Path,
+    fields: impl FnOnce(&[StoredDoc]) -> BTreeMap<String, FieldType>,
+) -> Result<ManifestRepair, StoreError> {
+    let manifest_path = dir.join(MANIFEST);
+    if manifest_path.exists() {
+        return Err(StoreError::Incompatible {
+            path: manifest_path,
+            detail: "present; rebuild_manifest only replaces a missing manifest".to_owned(),
+        });
+    }
+    let mut repair = ManifestRepair { generation: None, docs: 0, skipped: Vec::new(), fields: BTreeMap::new() };
+    let mut docs_seen: Vec<StoredDoc> = Vec::new();
+    for generation in generations(dir).into_iter().rev() {
+        match read_generation(dir, generation) {
+            Ok(docs) => {
+                repair.generation = Some(generation);
+                repair.docs = docs.len();
+                docs_seen = docs;
+                break;
+            }
+            Err(why) => repair.skipped.push((generation, why)),
+        }
+    }
+    repair.fields = fields(&docs_seen);
+    let mut manifest = Manifest::new(HnswParams::default(), Backend::default());
+    manifest.fields = repair.fields.clone();
+    manifest.snapshot =
+        repair.generation.map(|generation| SnapshotInfo { generation, docs: repair.docs, seq: 0, graph: None });
+    let bytes = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+    write_durably(&manifest_path, |f| f.write_all(&bytes))?;
+    Ok(repair)
+}
+
+/// The documents of one snapshot generation, if its two files are present and agree.
+fn read_generation(dir: &Path, generation: u64) -> Result<Vec<StoredDoc>, String> {
+    let docs_path = snapshot_path(dir, generation, "jsonl");
+    let vec_path = snapshot_path(dir, generation, "f32");
+    let vec_bytes = fs::metadata(&vec_path).map_err(|e| format!("{}: {e}", vec_path.display()))?.len();
+    let file = File::open(&docs_path).map_err(|e| format!("{}: {e}", docs_path.display()))?;
+    let mut docs = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| format!("{}: {e}", docs_path.display()))?;
+        let doc: StoredDoc =
+            serde_json::from_str(&line).map_err(|e| format!("{} line {}: {e}", docs_path.display(), i + 1))?;
+        docs.push(doc);
+    }
+    let expected = (docs.len() * DIMENSION * 4) as u64;
+    if vec_bytes != expected {
+        return Err(format!("{}: {vec_bytes} bytes, but {} documents need {expected}", vec_path.display(), docs.len()));
+    }
+    Ok(docs)
 }
 
 fn snapshot_path(dir: &Path, generation: u64, ext: &str) -> PathBuf {
@@ -912,6 +1060,52 @@ mod tests {
         assert_eq!(t.get("c").unwrap().meta["year"], 2002);
         let slot = t.by_id["c"];
         assert_eq!(t.vector(slot), unit(7 + 2002).as_slice());
+    }
+
+    #[test]
+    fn a_new_snapshot_removes_every_older_generation_including_orphans() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        s.upsert(vec![doc("a", 2000)]).unwrap();
+        s.snapshot().unwrap();
+        // A crash between writing a generation and switching the manifest leaves it orphaned.
+        for ext in ["jsonl", "f32"] {
+            fs::write(snapshot_path(dir.path(), 7, ext), b"orphan").unwrap();
+        }
+        s.upsert(vec![doc("b", 2001)]).unwrap();
+        s.snapshot().unwrap();
+        let current = s.writer.lock().unwrap().manifest.snapshot.unwrap().generation;
+        assert_eq!(generations(dir.path()), vec![current]);
+    }
+
+    #[test]
+    fn a_lost_manifest_is_refused_and_rebuilt_from_the_newest_complete_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, _) = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            s.upsert(vec![doc("a", 2000), doc("b", 2001)]).unwrap();
+            s.snapshot().unwrap();
+            s.upsert(vec![doc("c", 2002)]).unwrap();
+            s.delete(vec!["a".into()]).unwrap();
+        }
+        // A newer, incomplete generation must be skipped, not trusted.
+        fs::write(snapshot_path(dir.path(), 9, "jsonl"), b"{}\n").unwrap();
+        fs::remove_file(dir.path().join(MANIFEST)).unwrap();
+        let err = Store::open(dir.path(), StoreOptions::default()).unwrap_err().to_string();
+        assert!(err.contains("manifest.json") && err.contains("missing") && err.contains("repair"), "{err}");
+        assert!(!dir.path().join(MANIFEST).exists());
+
+        let repair = rebuild_manifest(dir.path(), |docs| {
+            assert_eq!(docs.len(), 2);
+            BTreeMap::from([("year".to_owned(), FieldType::Int)])
+        })
+        .unwrap();
+        assert_eq!((repair.docs, repair.skipped.len()), (2, 1));
+        assert!(rebuild_manifest(dir.path(), |_| BTreeMap::new()).is_err(), "never replaces a manifest");
+        let (s, report) = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(report.snapshot_docs, 2);
+        assert_eq!(ids(&s), vec!["b", "c"], "snapshot plus the replayed log");
+        assert_eq!(s.fields().get("year"), Some(&FieldType::Int));
     }
 
     #[test]
