@@ -178,7 +178,7 @@ pub fn hit_encoding(p: &RetrieveParams) -> Option<Finding> {
 }
 
 /// Every finding of `retrieve` params (§7.7), in the order a server checks them. The filter
-/// is validated here too; use [`filter`] to keep the validated tree.
+/// is validated here too; use [`filter()`] to keep the validated tree.
 pub fn retrieve(caps: &Capabilities, p: &RetrieveParams) -> Vec<Finding> {
     let rc = retrieve_capability(caps);
     let rc = rc.as_ref();
