@@ -99,7 +99,10 @@ pub(super) fn decode(frame: &[u8]) -> Inbound<'_> {
     };
     let id = id.get();
     if !is_valid_id(id) {
-        return Inbound::Invalid(error_frame(None, &RcpError::invalid_request("id must be a string or a number")));
+        return Inbound::Invalid(error_frame(
+            None,
+            &RcpError::invalid_request("id must be a string or a number that fits a double"),
+        ));
     }
     if let Some(p) = env.params
         && !p.get().starts_with('{')
@@ -129,9 +132,14 @@ fn malformed(frame: &[u8], e: serde_json::Error) -> Vec<u8> {
     error_frame(id.as_deref(), &RcpError::invalid_request(format!("not a valid request: {detail}")))
 }
 
-/// Whether a raw JSON id is a string or a number (§4.1).
+/// Whether a raw JSON id is a string or a number (§4.1). A number must also fit an IEEE-754
+/// double: echoing `1e400` back would make the answer unreadable to most JSON stacks.
 pub(crate) fn is_valid_id(raw: &str) -> bool {
-    matches!(raw.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+    match raw.as_bytes().first() {
+        Some(b'"') => true,
+        Some(b'-' | b'0'..=b'9') => raw.parse::<f64>().is_ok_and(f64::is_finite),
+        _ => false,
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` from already-serialised parts.
@@ -229,6 +237,9 @@ mod tests {
         assert!(!is_valid_id("null"));
         assert!(!is_valid_id("{}"));
         assert!(!is_valid_id("true"));
+        assert!(is_valid_id("1.5e3"));
+        assert!(!is_valid_id("-2E14306"), "beyond f64: the answer could not be read back");
+        assert!(!is_valid_id("1e400"));
     }
 
     #[test]
