@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use rcp_client::registry::Transport;
-use rcp_client::{Client, ClientError, ClientOptions, EngineSpec};
+use rcp_client::{Client, ClientError, ClientOptions, ConnectError, EngineSpec};
 use rcp_protocol::lifecycle::PeerInfo;
 use tokio::sync::Mutex;
 
@@ -59,7 +59,7 @@ impl Pool {
     /// The live client of entry `index`, connecting (or reconnecting a dead one) if needed.
     pub async fn client(&self, index: usize) -> Result<Client, ClientError> {
         let (Some(entry), Some(slot)) = (self.entries.get(index), self.slots.get(index)) else {
-            return Err(ClientError::Connect(format!("no engine #{index}")));
+            return Err(ClientError::Connect(ConnectError::Unavailable(format!("no engine #{index}"))));
         };
         let mut slot = slot.lock().await;
         if let Some(c) = &slot.client {
@@ -96,19 +96,13 @@ impl Pool {
     }
 
     async fn connect(&self, entry: &GatewayEntry) -> Result<Client, ClientError> {
-        let mut headers = entry.headers.clone();
-        if let Some(var) = &entry.token_env {
-            let token = std::env::var(var).map_err(|_| {
-                ClientError::Connect(format!("tokenEnv: ${var} is not set for engine '{}'", entry.spec.id))
-            })?;
-            headers.push(("authorization".into(), format!("Bearer {token}")));
-        }
+        // `selector::connect` adds the entry's own `headers` and `tokenEnv` bearer token.
         let options = ClientOptions {
             client: self.options.client.clone(),
             connect_timeout: self.options.connect_timeout,
             // Each call sets its own deadline.
             request_timeout: None,
-            http_headers: headers,
+            http_headers: Vec::new(),
             label: entry.spec.id.clone(),
             ..ClientOptions::default()
         };

@@ -35,11 +35,11 @@ pub struct EngineSpec {
     /// If true, the engine's failure fails a federated query (default false).
     pub required: bool,
     /// Extra HTTP headers sent on every request to this engine (`headers` in `rcp.json`, an
-    /// object of name → value). Only for HTTP engines.
+    /// object of name → value). Ignored for stdio engines.
     pub headers: Vec<(String, String)>,
     /// The environment variable holding this engine's bearer token (`tokenEnv` in
     /// `rcp.json`), read when connecting and sent as `Authorization: Bearer ...`; the token
-    /// itself never appears in the file. Only for HTTP engines.
+    /// itself never appears in the file. Ignored for stdio engines.
     pub token_env: Option<String>,
 }
 
@@ -237,9 +237,6 @@ impl Registry {
                 Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
                 Some(other) => return Err(bad(format!("'tokenEnv' must be a variable name, got {other}"))),
             };
-            if matches!(transport, Transport::Stdio { .. }) && (!headers.is_empty() || token_env.is_some()) {
-                return Err(bad("'headers' and 'tokenEnv' apply to http engines only".into()));
-            }
             engines.push(EngineSpec { id, transport, priority, weight, required, headers, token_env });
         }
         Ok(Self { engines })
@@ -306,7 +303,6 @@ mod tests {
             (r#"{"engines":[{"id":"a","command":["x"],"weight":-1}]}"#, "'weight' must be a number >= 0"),
             (r#"{"engines":[{"id":"w","url":"ftp://x"}]}"#, "engines[0] ('w'): 'url' must be an http(s) URL"),
             (r#"{"nope":[]}"#, "missing 'engines'"),
-            (r#"{"engines":[{"id":"s","command":["x"],"tokenEnv":"T"}]}"#, "apply to http engines only"),
             (r#"{"engines":[{"id":"h","url":"http://x","headers":{"A":1}}]}"#, "'headers.A' must be a string"),
         ];
         for (text, expected) in cases {
