@@ -111,7 +111,7 @@ fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (Running, String) {
     let addr = loop {
         let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
         if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().unwrap_or("").to_owned();
+            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
