@@ -48,6 +48,14 @@ fn info_retrieve_and_federate_print_tables_and_json() {
         Command::new(rcp).args(["federate", reg.to_str().unwrap(), "wing lift", "-k", "3", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["fused"]["hits"][0]["id"], "b", "b is ranked by both engines");
+    // The fixture has no index: the write is refused before any I/O, naming the capability.
+    let docs = dir.join("docs.jsonl");
+    std::fs::write(&docs, "{\"_id\":\"z\",\"text\":\"zz\"}\n").unwrap();
+    let out = Command::new(rcp).args(["index", "add", "--stdio", &stdio, docs.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs capability 'index'"), "{out:?}");
+    let out = Command::new(rcp).args(["index", "delete", "--registry", reg.to_str().unwrap(), "a"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no live engine found for an engine advertising 'index'"));
     let out = Command::new(rcp).args(["retrieve", "--stdio", "/nonexistent/x", "q"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("spawn"));
