@@ -12,6 +12,8 @@ use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::{Hit, RetrieveParams};
 use serde_json::{Value, json};
 
+use crate::out::outln;
+
 /// How many hits are asked per query (Recall@100 needs 100).
 const DEPTH: u64 = 100;
 
@@ -111,10 +113,10 @@ impl Report {
 
     /// The report as a table.
     pub fn print(&self) {
-        println!("{} ({} queries)", self.dataset, self.queries);
-        println!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
+        outln!("{} ({} queries)", self.dataset, self.queries);
+        outln!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
         let row =
-            |name: &str, s: &Scores| println!("{name:<24} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
+            |name: &str, s: &Scores| outln!("{name:<24} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
         for (id, s) in &self.engines {
             row(id, s);
         }

@@ -11,6 +11,7 @@
 mod eval;
 mod filter;
 mod index;
+mod out;
 mod table;
 mod target;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
+use out::outln;
 use rcp_client::federation::EngineOutcome;
 use rcp_client::{Federation, FederationOptions, Registry};
 use rcp_protocol::RetrieveParams;
@@ -131,7 +133,7 @@ enum IndexOp {
 
 /// Prints `v` as pretty JSON.
 fn print_json(v: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 /// Runs one command; any failure (a client error, an unreadable registry, a bad option) ends
@@ -159,7 +161,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 table::print_hits(&res.hits);
                 if let Some(line) = res.usage.as_ref().and_then(table::usage_line) {
-                    println!("{line}");
+                    outln!("{line}");
                 }
             }
             let _ = c.shutdown().await;
@@ -193,19 +195,19 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 for (id, o) in &out.engines {
                     match o {
                         EngineOutcome::Answered { hits, latency } => {
-                            println!("== {id} ({} hits, {} ms)", hits.len(), latency.as_millis());
+                            outln!("== {id} ({} hits, {} ms)", hits.len(), latency.as_millis());
                             table::print_hits(&hits[..hits.len().min(k as usize)]);
                         }
-                        EngineOutcome::Skipped(r) => println!("== {id}: skipped ({r})"),
-                        EngineOutcome::Failed(e) => println!("== {id}: failed ({e})"),
+                        EngineOutcome::Skipped(r) => outln!("== {id}: skipped ({r})"),
+                        EngineOutcome::Failed(e) => outln!("== {id}: failed ({e})"),
                     }
-                    println!();
+                    outln!();
                 }
-                println!("== fused ({})", out.fusion.name());
+                outln!("== fused ({})", out.fusion.name());
                 let ids: Vec<&str> = fed.registry().engines.iter().map(|e| e.id.as_str()).collect();
                 table::print_fused(&out.result.hits, &ids);
                 if let Some(line) = out.result.usage.as_ref().and_then(table::usage_line) {
-                    println!("{line}");
+                    outln!("{line}");
                 }
             }
         }
@@ -215,12 +217,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             if cli.json {
                 print_json(&summary.to_json());
             } else {
-                println!(
-                    "added {}, failed {}, in {:.1} s",
-                    summary.added,
-                    summary.failed,
-                    summary.elapsed.as_secs_f64()
-                );
+                outln!("added {}, failed {}, in {:.1} s", summary.added, summary.failed, summary.elapsed.as_secs_f64());
             }
             let _ = c.shutdown().await;
             if summary.failed > 0 {
@@ -233,7 +230,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             if cli.json {
                 print_json(&json!({"deleted": deleted}));
             } else {
-                println!("deleted {deleted}");
+                outln!("deleted {deleted}");
             }
             let _ = c.shutdown().await;
         }

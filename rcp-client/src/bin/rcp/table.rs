@@ -5,6 +5,8 @@ use rcp_protocol::lifecycle::InitializeResult;
 use rcp_protocol::{Hit, Usage};
 use serde_json::Value;
 
+use crate::out::{out, outln};
+
 /// `text` on one line, cut to `width` characters (with an ellipsis when cut).
 pub fn clip(text: &str, width: usize) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -23,18 +25,24 @@ pub fn title(h: &Hit) -> Option<&str> {
         .or_else(|| h.meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str))
 }
 
-/// The text column: the body, or nothing when it only repeats the title.
+/// The text column: the body, without a leading copy of the title (BEIR corpora often start
+/// the text with "title ." or "title:").
 fn body<'a>(h: &'a Hit, title: &str) -> &'a str {
     let text = h.text.as_deref().unwrap_or("");
-    text.strip_prefix(title).unwrap_or(text).trim_start_matches([' ', '.', ':', '-'])
+    match text.strip_prefix(title).filter(|_| !title.is_empty()).map(str::trim_start) {
+        Some(rest) if rest.is_empty() || rest.starts_with(['.', ':', '-', '—', '\n']) => {
+            rest.trim_start_matches(['.', ':', '-', '—']).trim_start()
+        }
+        _ => text,
+    }
 }
 
 /// A ranked list: rank, id, score, title, text.
 pub fn print_hits(hits: &[Hit]) {
-    println!("{:>4}  {:<16} {:>10}  {:<32}  text", "rank", "id", "score", "title");
+    outln!("{:>4}  {:<16} {:>10}  {:<32}  text", "rank", "id", "score", "title");
     for (i, h) in hits.iter().enumerate() {
         let t = title(h).unwrap_or("");
-        println!("{:>4}  {:<16} {:>10.4}  {:<32}  {}", i + 1, h.key(), h.score, clip(t, 32), clip(body(h, t), 50));
+        outln!("{:>4}  {:<16} {:>10.4}  {:<32}  {}", i + 1, h.key(), h.score, clip(t, 32), clip(body(h, t), 50));
     }
 }
 
@@ -68,19 +76,19 @@ pub fn found_by(h: &Hit, engines: &[&str]) -> String {
 /// The fused list: rank, id, the engines that found it, fused score, each engine's rank, title.
 pub fn print_fused(hits: &[Hit], engines: &[&str]) {
     let width = engines.iter().map(|e| e.len()).sum::<usize>() + engines.len();
-    print!("{:>4}  {:<16} {:<width$} {:>10}", "rank", "id", "found by", "fused");
+    out!("{:>4}  {:<16} {:<width$} {:>10}", "rank", "id", "found by", "fused");
     for e in engines {
-        print!("  {:>w$}", format!("{e} rank"), w = e.len().max(4) + 5);
+        out!("  {:>w$}", format!("{e} rank"), w = e.len().max(4) + 5);
     }
-    println!("  title");
+    outln!("  title");
     for (i, h) in hits.iter().enumerate() {
         let ranks = h.meta.as_ref().and_then(|m| m.get("engineRanks")).and_then(Value::as_object);
-        print!("{:>4}  {:<16} {:<width$} {:>10.5}", i + 1, h.key(), found_by(h, engines), h.score);
+        out!("{:>4}  {:<16} {:<width$} {:>10.5}", i + 1, h.key(), found_by(h, engines), h.score);
         for e in engines {
             let r = ranks.and_then(|r| r.get(*e)).map(|v| v.to_string()).unwrap_or_else(|| "-".into());
-            print!("  {:>w$}", r, w = e.len().max(4) + 5);
+            out!("  {:>w$}", r, w = e.len().max(4) + 5);
         }
-        println!("  {}", clip(title(h).or(h.text.as_deref()).unwrap_or(""), 40));
+        outln!("  {}", clip(title(h).or(h.text.as_deref()).unwrap_or(""), 40));
     }
 }
 
@@ -94,17 +102,17 @@ pub fn plain(v: &Value) -> String {
 
 /// `rcp info`: identity, version, conformance level and each capability's metadata.
 pub fn print_info(info: &InitializeResult) {
-    println!("server:       {} {}", info.server.name, info.server.version.clone().unwrap_or_default());
-    println!("protocol:     RCP/{}", info.protocol_version);
+    outln!("server:       {} {}", info.server.name, info.server.version.clone().unwrap_or_default());
+    outln!("protocol:     RCP/{}", info.protocol_version);
     if let Some(level) = info.meta.as_ref().and_then(|m| m.get("conformance")) {
-        println!("conformance:  {}", plain(level));
+        outln!("conformance:  {}", plain(level));
     }
     let keys = info.capabilities.keys();
-    println!("capabilities: {}", keys.join(", "));
+    outln!("capabilities: {}", keys.join(", "));
     let v = serde_json::to_value(&info.capabilities).unwrap_or_default();
     for key in keys {
         let meta = v.get(&key).filter(|m| m.as_object().is_none_or(|o| !o.is_empty()));
-        println!("  {key:<12} {}", meta.map(plain).unwrap_or_default());
+        outln!("  {key:<12} {}", meta.map(plain).unwrap_or_default());
     }
 }
 
@@ -125,5 +133,8 @@ mod tests {
         assert_eq!(found_by(&h, &["bm25", "dense"]), "bm25+dense");
         assert_eq!(plain(&json!("L2")), "L2");
         assert_eq!(clip("a  long\ntitle here", 7), "a long…");
+        let with = |t: &str| Hit::new("x", 1.0).with_text(t.to_owned());
+        assert_eq!(body(&with("wings . lift of wings"), "wings"), "lift of wings");
+        assert_eq!(body(&with("Tantivy is a library"), "Tantivy"), "Tantivy is a library");
     }
 }
