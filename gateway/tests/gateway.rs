@@ -247,7 +247,7 @@ async fn sharded(dir: &std::path::Path) -> (std::path::PathBuf, Vec<&'static str
     let shard = |id: &str| {
         let data = dir.join(id);
         json!({"id": id, "collection": "docs",
-               "command": [bm25.clone(), "serve", "--data-dir", data.to_string_lossy(), "--field", "topic:keyword"]})
+               "command": [bm25.clone(), "serve", "--data-dir", data.to_string_lossy(), "--create", "--field", "topic:keyword"]})
     };
     let reg = write_registry(dir, "shards.json", vec![shard("s0"), shard("s1")]);
     (reg, vec!["s0", "s1"])
