@@ -88,9 +88,12 @@ enum Command {
         #[command(subcommand)]
         op: IndexOp,
     },
-    /// Evaluate engines on a BEIR collection (corpus.jsonl, queries.jsonl, qrels/test.tsv):
-    /// nDCG@10, Recall@100 and MRR@10 per engine and, for a registry, fused (RRF and convex).
-    /// The engines must already hold the collection's corpus (e.g. `rcp index add`).
+    /// Evaluate engines on a BEIR collection: nDCG@10, Recall@100 and MRR@10.
+    ///
+    /// DATASET holds queries.jsonl and graded qrels/test.tsv (or qrels.tsv). With --stdio or
+    /// --http one engine is evaluated; with --registry every engine of the registry, then their
+    /// RRF and convex fusions. The engines must already hold the collection's corpus.jsonl
+    /// (e.g. `rcp index add`).
     Eval {
         /// The collection's directory.
         dataset: PathBuf,
