@@ -180,5 +180,5 @@ async fn run_mcp(args: McpCmd) -> Result<(), String> {
 }
 
 fn spec(id: String, transport: Transport) -> EngineSpec {
-    EngineSpec { id, transport, priority: 0, weight: 1.0, required: false }
+    EngineSpec::new(id, transport)
 }

@@ -96,22 +96,13 @@ impl Pool {
     }
 
     async fn connect(&self, entry: &GatewayEntry) -> Result<Client, ClientError> {
-        let mut headers = entry.headers.clone();
-        if let Some(var) = &entry.token_env {
-            let token = std::env::var(var).map_err(|_| {
-                ClientError::Connect(ConnectError::Unavailable(format!(
-                    "tokenEnv: ${var} is not set for engine '{}'",
-                    entry.spec.id
-                )))
-            })?;
-            headers.push(("authorization".into(), format!("Bearer {token}")));
-        }
+        // `selector::connect` adds the entry's own `headers` and `tokenEnv` bearer token.
         let options = ClientOptions {
             client: self.options.client.clone(),
             connect_timeout: self.options.connect_timeout,
             // Each call sets its own deadline.
             request_timeout: None,
-            http_headers: headers,
+            http_headers: Vec::new(),
             label: entry.spec.id.clone(),
             ..ClientOptions::default()
         };

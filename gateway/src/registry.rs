@@ -63,24 +63,8 @@ impl GatewayRegistry {
                 Some(Value::Bool(b)) => *b,
                 Some(other) => return Err(bad(format!("'expose' must be a boolean, got {other}"))),
             };
-            let headers = match raw.get("headers") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Object(map)) => map
-                    .iter()
-                    .map(|(k, v)| match v {
-                        Value::String(s) => Ok((k.clone(), s.clone())),
-                        other => Err(bad(format!("'headers.{k}' must be a string, got {other}"))),
-                    })
-                    .collect::<Result<_, _>>()?,
-                Some(other) => return Err(bad(format!("'headers' must be an object of strings, got {other}"))),
-            };
-            let token_env = match raw.get("tokenEnv") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-                Some(other) => {
-                    return Err(bad(format!("'tokenEnv' must be an environment variable name, got {other}")));
-                }
-            };
+            // Parsed and validated by `rcp_client::Registry`, which also sends them.
+            let (headers, token_env) = (spec.headers.clone(), spec.token_env.clone());
             engines.push(GatewayEntry { spec, collection, expose, headers, token_env });
         }
         Ok(Self { engines })

@@ -79,15 +79,40 @@ pub enum Disconnect {
     /// The server closed its output stream (stdout, or the duplex's read half).
     #[error("server closed its output")]
     Eof,
+    /// The engine process closed its stdout (it exited or crashed); its last stderr lines,
+    /// which usually say why, are kept.
+    #[error("{}", exited_message(stderr_tail))]
+    Exited {
+        /// The last lines the engine wrote to stderr (at most 20), oldest first.
+        stderr_tail: Vec<String>,
+    },
     /// Reading from the server failed.
     #[error("reading from the server: {0}")]
     Read(#[source] Arc<io::Error>),
     /// Writing to the server failed, or the writer stopped.
     #[error("writing to the server: {0}")]
     Write(#[source] Arc<io::Error>),
-    /// An HTTP request or its body failed.
-    #[error("HTTP: {0}")]
+    /// An HTTP request or its body failed (the message names the underlying cause).
+    #[error("HTTP: {}", causes(.0))]
     Http(#[source] Arc<reqwest::Error>),
+    /// Nothing listens at the server's address.
+    #[error("connection refused: is the server running at {addr}?")]
+    Refused {
+        /// `host:port` of the base URL.
+        addr: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Arc<reqwest::Error>,
+    },
+    /// The server answered 404 with a body that is not JSON-RPC: the base URL's path is not
+    /// where it serves RCP.
+    #[error("HTTP 404 Not Found at {url}: {hint}")]
+    NotFound {
+        /// The URL posted to.
+        url: String,
+        /// What to try instead.
+        hint: String,
+    },
     /// The HTTP server answered with a status and a body that is not a JSON-RPC response.
     #[error("HTTP {status}: {body}")]
     Status {
@@ -102,6 +127,34 @@ pub enum Disconnect {
     /// The client closed the connection itself (e.g. the negotiated version was too old).
     #[error("{0}")]
     Aborted(String),
+}
+
+/// An error's message followed by those of its causes (reqwest's own message omits them:
+/// "error sending request for url (...)").
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let m = cause.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        next = cause.source();
+    }
+    s
+}
+
+fn exited_message(tail: &[String]) -> String {
+    if tail.is_empty() {
+        return "the engine closed its stdout (it wrote nothing to stderr)".to_owned();
+    }
+    let mut s = String::from("the engine closed its stdout; its stderr ended with:");
+    for line in tail {
+        s.push_str("\n    ");
+        s.push_str(line);
+    }
+    s
 }
 
 /// Why connecting failed: the cause of [`ClientError::Connect`].
@@ -119,6 +172,14 @@ pub enum ConnectError {
         /// The operating system's error.
         #[source]
         source: Arc<io::Error>,
+    },
+    /// The HTTP base URL is not usable; the message says how to fix it.
+    #[error("invalid URL '{url}': {hint}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong and what to write instead.
+        hint: String,
     },
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]

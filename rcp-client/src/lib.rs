@@ -4,6 +4,7 @@
 
 mod client;
 mod error;
+pub mod eval;
 pub mod federation;
 mod gate;
 pub mod registry;

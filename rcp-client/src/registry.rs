@@ -34,6 +34,57 @@ pub struct EngineSpec {
     pub weight: f64,
     /// If true, the engine's failure fails a federated query (default false).
     pub required: bool,
+    /// Extra HTTP headers sent on every request to this engine (`headers` in `rcp.json`, an
+    /// object of name → value). Ignored for stdio engines.
+    pub headers: Vec<(String, String)>,
+    /// The environment variable holding this engine's bearer token (`tokenEnv` in
+    /// `rcp.json`), read when connecting and sent as `Authorization: Bearer ...`; the token
+    /// itself never appears in the file. Ignored for stdio engines.
+    pub token_env: Option<String>,
+}
+
+impl EngineSpec {
+    /// An entry with the defaults of a registry line that names only `id` and its transport.
+    pub fn new(id: impl Into<String>, transport: Transport) -> Self {
+        Self {
+            id: id.into(),
+            transport,
+            priority: 0,
+            weight: 1.0,
+            required: false,
+            headers: Vec::new(),
+            token_env: None,
+        }
+    }
+
+    /// The HTTP headers to send to this engine: `headers`, then the bearer token read from
+    /// `token_env` (an unset or empty variable is an error naming it, rather than an
+    /// unauthenticated request).
+    pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
+        self.http_headers_with(|var| std::env::var(var).ok())
+    }
+
+    fn http_headers_with(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+        let mut out = self.headers.clone();
+        if let Some(var) = &self.token_env {
+            out.push(bearer(var, lookup(var))?);
+        }
+        Ok(out)
+    }
+}
+
+/// The `Authorization: Bearer <token>` header for the token held in the environment variable
+/// `var`; an error naming the variable when it is unset or empty.
+pub fn bearer_from_env(var: &str) -> Result<(String, String), String> {
+    bearer(var, std::env::var(var).ok())
+}
+
+fn bearer(var: &str, value: Option<String>) -> Result<(String, String), String> {
+    match value {
+        Some(token) if !token.trim().is_empty() => Ok(("Authorization".to_owned(), format!("Bearer {}", token.trim()))),
+        Some(_) => Err(format!("the token variable {var} is empty")),
+        None => Err(format!("the token variable {var} is not set")),
+    }
 }
 
 /// A parsed, validated registry.
@@ -78,6 +129,9 @@ struct RawEntry {
     priority: Option<Value>,
     weight: Option<Value>,
     required: Option<Value>,
+    headers: Option<Value>,
+    #[serde(rename = "tokenEnv")]
+    token_env: Option<Value>,
 }
 
 impl Registry {
@@ -167,7 +221,23 @@ impl Registry {
                 Some(Value::Bool(b)) => b,
                 Some(v) => return Err(bad(format!("'required' must be a boolean, got {v}"))),
             };
-            engines.push(EngineSpec { id, transport, priority, weight, required });
+            let headers = match e.headers {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Object(m)) => m
+                    .into_iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => Ok((k, s)),
+                        other => Err(bad(format!("'headers.{k}' must be a string, got {other}"))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(other) => return Err(bad(format!("'headers' must be an object of strings, got {other}"))),
+            };
+            let token_env = match e.token_env {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
+                Some(other) => return Err(bad(format!("'tokenEnv' must be a variable name, got {other}"))),
+            };
+            engines.push(EngineSpec { id, transport, priority, weight, required, headers, token_env });
         }
         Ok(Self { engines })
     }
@@ -208,6 +278,21 @@ mod tests {
     }
 
     #[test]
+    fn headers_and_token_env_become_http_headers() {
+        let r = Registry::parse(
+            r#"{"engines":[{"id":"a","url":"http://h/rcp","headers":{"X-Team":"ir"},"tokenEnv":"RCP_TEST_REG_TOKEN"}]}"#,
+            None,
+        )
+        .unwrap();
+        let a = &r.engines[0];
+        assert_eq!(a.headers, vec![("X-Team".to_owned(), "ir".to_owned())]);
+        assert!(a.http_headers_with(|_| None).unwrap_err().contains("RCP_TEST_REG_TOKEN is not set"));
+        assert!(a.http_headers_with(|_| Some(" ".into())).unwrap_err().contains("is empty"));
+        let got = a.http_headers_with(|v| (v == "RCP_TEST_REG_TOKEN").then(|| "s3cret".to_owned())).unwrap();
+        assert_eq!(got[1], ("Authorization".to_owned(), "Bearer s3cret".to_owned()));
+    }
+
+    #[test]
     fn bad_entries_are_named() {
         let cases = [
             (r#"{"engines":[{"command":["x"]}]}"#, "engines[0]: missing 'id'"),
@@ -218,6 +303,7 @@ mod tests {
             (r#"{"engines":[{"id":"a","command":["x"],"weight":-1}]}"#, "'weight' must be a number >= 0"),
             (r#"{"engines":[{"id":"w","url":"ftp://x"}]}"#, "engines[0] ('w'): 'url' must be an http(s) URL"),
             (r#"{"nope":[]}"#, "missing 'engines'"),
+            (r#"{"engines":[{"id":"h","url":"http://x","headers":{"A":1}}]}"#, "'headers.A' must be a string"),
         ];
         for (text, expected) in cases {
             let e = Registry::parse(text, None).unwrap_err().to_string();

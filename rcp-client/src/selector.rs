@@ -101,11 +101,18 @@ impl Selector {
     }
 }
 
-/// Connects to a registry entry.
+/// Connects to a registry entry. An HTTP engine gets the options' `http_headers`, then its own
+/// `headers` and the bearer token of its `tokenEnv` (an unset variable fails the connection,
+/// naming it).
 pub async fn connect(spec: &EngineSpec, options: &ClientOptions) -> Result<Client, ClientError> {
-    let options = ClientOptions { label: spec.id.clone(), ..options.clone() };
+    let mut options = ClientOptions { label: spec.id.clone(), ..options.clone() };
     match &spec.transport {
         Transport::Stdio { command } => Client::connect_stdio(command, options).await,
-        Transport::Http { url } => Client::connect_http(url, options).await,
+        Transport::Http { url } => {
+            let own =
+                spec.http_headers().map_err(|e| ConnectError::Unavailable(format!("engine '{}': {e}", spec.id)))?;
+            options.http_headers.extend(own);
+            Client::connect_http(url, options).await
+        }
     }
 }

@@ -271,3 +271,19 @@ async fn fused_order_does_not_depend_on_arrival_order() {
     assert_eq!(a, b);
     assert_eq!(a.len(), 4);
 }
+
+#[tokio::test]
+async fn a_dead_engine_reports_the_tail_of_its_stderr() {
+    // 30 lines of stderr, then exit without answering: the error keeps the last 20, in order.
+    let script = "for i in $(seq 1 30); do echo \"line $i\" >&2; done; echo 'fatal: index locked' >&2; exit 2";
+    let command: Vec<String> = ["sh", "-c", script].iter().map(|s| (*s).to_owned()).collect();
+    let e = Client::connect_stdio(&command, ClientOptions::default()).await.expect_err("the engine exits");
+    let ClientError::Closed(rcp_client::Disconnect::Exited { stderr_tail }) = &e else {
+        panic!("expected Closed(Exited), got {e:?}");
+    };
+    assert_eq!(stderr_tail.len(), 20, "{stderr_tail:?}");
+    assert_eq!(stderr_tail.first().map(String::as_str), Some("line 12"));
+    assert_eq!(stderr_tail.last().map(String::as_str), Some("fatal: index locked"));
+    let text = e.to_string();
+    assert!(text.contains("its stderr ended with:\n    line 12") && text.ends_with("fatal: index locked"), "{text}");
+}

@@ -64,7 +64,7 @@ struct Args {
 fn main() -> Result<(), String> {
     let args = Args::parse();
     let dir = args.cranfield.clone().unwrap_or_else(cranfield_dir);
-    let collection = Collection::load(&dir)?;
+    let collection = Collection::load(&dir).map_err(|e| e.to_string())?;
     let work = std::env::temp_dir().join(format!("bm25-cranfield-{}", std::process::id()));
     let _cleanup = Cleanup(work.clone());
 

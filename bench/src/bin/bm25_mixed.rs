@@ -64,7 +64,8 @@ struct Outcome {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
-    let collection = Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir))?;
+    let collection =
+        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
     let corpus: Vec<Value> = std::fs::read_to_string(&collection.corpus)
         .map_err(|e| format!("{}: {e}", collection.corpus.display()))?
         .lines()

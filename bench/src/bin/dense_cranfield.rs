@@ -70,7 +70,7 @@ fn main() -> Result<(), String> {
     let embedder = Embedder::load(&files, EmbedderOptions::default()).map_err(|e| e.to_string())?;
     let load_s = started.elapsed().as_secs_f64();
 
-    let c = Collection::load(&cranfield_dir())?;
+    let c = Collection::load(&cranfield_dir()).map_err(|e| e.to_string())?;
     let docs: Vec<_> =
         read_jsonl(&c.corpus).map_err(|e| e.to_string())?.collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();

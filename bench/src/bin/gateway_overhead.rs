@@ -163,7 +163,7 @@ fn index(bm25: &Path, data: &Path, corpus: &Path) {
 
 async fn sharded_quality(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
     let dir = args.cranfield.clone().unwrap_or_else(cranfield_dir);
-    let c = Collection::load(&dir).unwrap_or_else(|e| fail(&e));
+    let c = Collection::load(&dir).unwrap_or_else(|e| fail(&e.to_string()));
     let corpus = std::fs::read_to_string(&c.corpus).unwrap_or_else(|e| fail(&e.to_string()));
     let lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
 

@@ -22,6 +22,10 @@ pub(crate) struct HttpTransport {
 struct State {
     http: reqwest::Client,
     base: String,
+    /// The parsed base, for hints.
+    url: reqwest::Url,
+    /// `host:port` of the base, for hints.
+    addr: String,
     headers: Vec<(String, String)>,
     session: Mutex<Option<String>>,
     router: Arc<Router>,
@@ -36,6 +40,8 @@ impl HttpTransport {
         connect_timeout: Duration,
         router: &Arc<Router>,
     ) -> Result<Self, ConnectError> {
+        let url = parse_base(base)?;
+        let addr = format!("{}:{}", url.host_str().unwrap_or(""), url.port_or_known_default().unwrap_or(80));
         let http = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .build()
@@ -43,6 +49,8 @@ impl HttpTransport {
         let state = State {
             http,
             base: base.trim_end_matches('/').to_owned(),
+            url,
+            addr,
             headers,
             session: Mutex::new(None),
             router: Arc::clone(router),
@@ -87,8 +95,8 @@ impl Transport for HttpTransport {
 impl State {
     async fn post(&self, method: &str, body: String, sse: bool, id: Option<&RequestId>) -> Result<Value, ClientError> {
         let http_err = |e: reqwest::Error| ClientError::Closed(Disconnect::Http(Arc::new(e)));
-        let mut req =
-            self.http.post(format!("{}/{method}", self.base)).header("content-type", "application/json").body(body);
+        let url = format!("{}/{method}", self.base);
+        let mut req = self.http.post(&url).header("content-type", "application/json").body(body);
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -99,7 +107,13 @@ impl State {
             req = req.header("accept", "text/event-stream");
         }
         self.router.count_frame();
-        let resp = req.send().await.map_err(http_err)?;
+        let resp = req.send().await.map_err(|e| {
+            if e.is_connect() && refused(&e) {
+                ClientError::Closed(Disconnect::Refused { addr: self.addr.clone(), source: Arc::new(e) })
+            } else {
+                http_err(e)
+            }
+        })?;
         let status = resp.status();
         if status == reqwest::StatusCode::NO_CONTENT {
             return Ok(Value::Null);
@@ -134,11 +148,58 @@ impl State {
                 }
                 response_outcome(frame)
             }
+            _ if status == reqwest::StatusCode::NOT_FOUND => {
+                Err(ClientError::Closed(Disconnect::NotFound { url, hint: not_found_hint(&self.url) }))
+            }
             _ => Err(ClientError::Closed(Disconnect::Status {
                 status: status.as_u16(),
                 body: text.chars().take(200).collect(),
             })),
         }
+    }
+}
+
+/// The base URL, or an error saying how to fix it (no scheme: "add http://").
+fn parse_base(base: &str) -> Result<reqwest::Url, ConnectError> {
+    let invalid = |hint: String| ConnectError::InvalidUrl { url: base.to_owned(), hint };
+    let trimmed = base.trim();
+    let has_scheme = trimmed.contains("://");
+    if !has_scheme {
+        return Err(invalid(format!("no scheme: add http:// (e.g. http://{trimmed})")));
+    }
+    let url = reqwest::Url::parse(trimmed).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!("scheme '{}' is not supported: use http:// or https://", url.scheme())));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("no host: write http://host:port/rcp".into()));
+    }
+    Ok(url)
+}
+
+/// Whether a connect error was a refused connection (nothing listening).
+fn refused(e: &reqwest::Error) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(cause) = next {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        next = cause.source();
+    }
+    false
+}
+
+/// What to try after a 404 (not JSON-RPC) from `base`: servers built on rcp-server serve RCP
+/// under `/rcp`.
+fn not_found_hint(base: &reqwest::Url) -> String {
+    let origin = base.origin().ascii_serialization();
+    let path = base.path().trim_end_matches('/');
+    if path.is_empty() {
+        format!("the URL has no base path; does the server serve RCP at /rcp? try {origin}/rcp")
+    } else {
+        format!("does the server serve RCP at {path}? the usual base is {origin}/rcp")
     }
 }
 
@@ -171,6 +232,18 @@ impl SseEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_mistakes_get_hints() {
+        let e = parse_base("127.0.0.1:8080/rcp").unwrap_err().to_string();
+        assert!(e.contains("add http:// (e.g. http://127.0.0.1:8080/rcp)"), "{e}");
+        let e = parse_base("ftp://h/rcp").unwrap_err().to_string();
+        assert!(e.contains("use http:// or https://"), "{e}");
+        let root = parse_base("http://127.0.0.1:8080").unwrap();
+        assert!(not_found_hint(&root).ends_with("try http://127.0.0.1:8080/rcp"), "{}", not_found_hint(&root));
+        let api = parse_base("http://h:1/api/").unwrap();
+        assert!(not_found_hint(&api).starts_with("does the server serve RCP at /api?"));
+    }
 
     #[test]
     fn sse_events_survive_split_chunks_and_characters() {

@@ -1,0 +1,128 @@
+//! `rcp eval DATASET_DIR`: runs a BEIR collection's queries against one engine or every engine
+//! of a registry and reports nDCG@10, Recall@100 and MRR@10 per engine and, with two engines or
+//! more, for their RRF and convex fusions (§16.3), with the metric code of `rcp_client::eval`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use futures::StreamExt;
+use rcp_client::eval::{Collection, Scores, evaluate};
+use rcp_client::{Client, ClientError};
+use rcp_protocol::fusion::{self, EngineList, FusionMethod};
+use rcp_protocol::{Hit, RetrieveParams};
+use serde_json::{Value, json};
+
+use crate::out::outln;
+
+/// How many hits are asked per query (Recall@100 needs 100).
+const DEPTH: u64 = 100;
+
+/// Queries in flight at once.
+const CONCURRENCY: usize = 4;
+
+/// Every engine's hits for one query, in engine order.
+type Answers = Vec<Vec<Hit>>;
+
+/// The report of one evaluation.
+pub struct Report {
+    /// The collection's directory.
+    pub dataset: String,
+    /// Queries evaluated.
+    pub queries: usize,
+    /// Per engine, in registry order.
+    pub engines: Vec<(String, Scores)>,
+    /// Per fusion method asked (`rrf`, `convex`): the scores and the method actually used.
+    pub fused: Vec<(&'static str, &'static str, Scores)>,
+}
+
+/// Evaluates `engines` (label, client) on the collection in `dir`, its first `limit` queries.
+pub async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Client)]) -> Result<Report, String> {
+    let mut c = Collection::load(dir).map_err(|e| e.to_string())?;
+    if let Some(n) = limit {
+        c = c.limit(n);
+    }
+    let answers: Vec<(String, Answers)> = futures::stream::iter(c.queries.iter().cloned())
+        .map(|(qid, text)| async move {
+            let mut per_engine = Vec::with_capacity(engines.len());
+            for (label, client) in engines {
+                let hits = client
+                    .retrieve(RetrieveParams::new(text.clone(), DEPTH))
+                    .await
+                    .map_err(|e: ClientError| format!("engine '{label}', query {qid}: {e}"))?
+                    .hits;
+                per_engine.push(hits);
+            }
+            Ok::<_, String>((qid, per_engine))
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    let ids = |hits: &[Hit]| hits.iter().map(Hit::key).collect::<Vec<String>>();
+    let mut report =
+        Report { dataset: dir.display().to_string(), queries: c.queries.len(), engines: Vec::new(), fused: Vec::new() };
+    for (i, (label, _)) in engines.iter().enumerate() {
+        let rankings: HashMap<String, Vec<String>> = answers.iter().map(|(q, a)| (q.clone(), ids(&a[i]))).collect();
+        report.engines.push((label.clone(), evaluate(&c, &rankings)));
+    }
+    if engines.len() >= 2 {
+        let floors: Vec<Option<f64>> =
+            engines.iter().map(|(_, c)| c.capabilities().retrieve.and_then(|r| r.score_floor)).collect();
+        for method in [FusionMethod::rrf(), FusionMethod::convex(0.5)] {
+            let mut used = method.name();
+            let mut rankings = HashMap::new();
+            for (qid, per_engine) in &answers {
+                let lists: Vec<EngineList> = engines
+                    .iter()
+                    .zip(per_engine)
+                    .zip(&floors)
+                    .map(|(((label, _), hits), floor)| {
+                        let list = EngineList::new(label.clone(), hits.clone());
+                        match floor {
+                            Some(f) => list.with_score_floor(*f),
+                            None => list,
+                        }
+                    })
+                    .collect();
+                let out = fusion::fuse_or_fallback(&lists, &method, DEPTH as usize).map_err(|e| e.to_string())?;
+                used = out.method.name();
+                rankings.insert(qid.clone(), ids(&out.hits));
+            }
+            report.fused.push((method.name(), used, evaluate(&c, &rankings)));
+        }
+    }
+    Ok(report)
+}
+
+impl Report {
+    /// The report as JSON: `{dataset, queries, engines: {id: scores}, fused: {method: scores}}`.
+    pub fn to_json(&self) -> Value {
+        let engines: BTreeMap<&str, &Scores> = self.engines.iter().map(|(id, s)| (id.as_str(), s)).collect();
+        let fused: BTreeMap<&str, Value> = self
+            .fused
+            .iter()
+            .map(|(asked, used, s)| {
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["used"] = json!(used);
+                (*asked, v)
+            })
+            .collect();
+        json!({"dataset": self.dataset, "queries": self.queries, "engines": engines, "fused": fused})
+    }
+
+    /// The report as a table.
+    pub fn print(&self) {
+        outln!("{} ({} queries)", self.dataset, self.queries);
+        outln!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
+        let row =
+            |name: &str, s: &Scores| outln!("{name:<24} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
+        for (id, s) in &self.engines {
+            row(id, s);
+        }
+        for (asked, used, s) in &self.fused {
+            let name = if asked == used { format!("fused ({asked})") } else { format!("fused ({asked} → {used})") };
+            row(&name, s);
+        }
+    }
+}

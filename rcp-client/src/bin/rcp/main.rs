@@ -1,0 +1,294 @@
+//! `rcp`: a command-line client for RCP engines.
+//!
+//! ```sh
+//! rcp info --stdio "rcp-bm25 serve"
+//! rcp retrieve --http http://127.0.0.1:8080/rcp "wing lift" -k 5 --filter 'year>=1990'
+//! rcp federate examples/rcp.json "wing lift" -k 5 --fusion convex
+//! rcp index add --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN corpus.jsonl
+//! rcp eval ../shared/data/cranfield --registry examples/rcp.json --limit 50
+//! ```
+
+mod eval;
+mod filter;
+mod index;
+mod out;
+mod table;
+mod target;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+use out::outln;
+use rcp_client::federation::EngineOutcome;
+use rcp_client::{Federation, FederationOptions, Registry};
+use rcp_protocol::RetrieveParams;
+use rcp_protocol::capabilities::Capability;
+use rcp_protocol::fusion::FusionMethod;
+use serde_json::json;
+use target::{Auth, Target};
+
+#[derive(Parser)]
+#[command(name = "rcp", version, about = "Talk to RCP (Retrieval Context Protocol) engines")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(flatten)]
+    auth: Auth,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show an engine's identity, negotiated version and capabilities.
+    Info {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Run one query against one engine.
+    Retrieve {
+        #[command(flatten)]
+        target: Target,
+        /// The query text.
+        query: String,
+        /// How many hits.
+        #[arg(short, long, default_value_t = 10)]
+        k: u64,
+        /// A metadata filter: JSON (§8) or FIELD OP VALUE with OP one of =, !=, >, >=, <, <=
+        /// (e.g. 'year>=1990'); repeated flags are ANDed.
+        #[arg(long, value_name = "FILTER")]
+        filter: Vec<String>,
+    },
+    /// Fan a query out to every engine of an rcp.json registry and fuse the lists.
+    Federate {
+        /// The registry (rcp.json).
+        registry: PathBuf,
+        /// The query text.
+        query: String,
+        /// How many fused hits.
+        #[arg(short, long, default_value_t = 10)]
+        k: u64,
+        /// Fusion: rrf, weighted or convex (convex falls back to rrf unless every engine
+        /// advertises scoreFloor).
+        #[arg(long, default_value = "rrf")]
+        fusion: String,
+        /// Per-engine deadline in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// A metadata filter, as for `retrieve` (engines without `filter` are skipped).
+        #[arg(long, value_name = "FILTER")]
+        filter: Vec<String>,
+    },
+    /// Write to a running engine's index (needs its `index` capability).
+    Index {
+        #[command(subcommand)]
+        op: IndexOp,
+    },
+    /// Evaluate engines on a BEIR collection: nDCG@10, Recall@100 and MRR@10.
+    ///
+    /// DATASET holds queries.jsonl and graded qrels/test.tsv (or qrels.tsv). With --stdio or
+    /// --http one engine is evaluated; with --registry every engine of the registry, then their
+    /// RRF and convex fusions. The engines must already hold the collection's corpus.jsonl
+    /// (e.g. `rcp index add`).
+    Eval {
+        /// The collection's directory.
+        dataset: PathBuf,
+        /// One engine (--stdio / --http) or every engine of a registry (--registry).
+        #[command(flatten)]
+        target: Target,
+        /// Evaluate only the first N queries (a fast subset).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: Shell,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexOp {
+    /// Upsert the documents of a JSONL file: BEIR corpus lines ({_id, title, text, ...}) or
+    /// RCP documents ({id, text, meta}).
+    Add {
+        #[command(flatten)]
+        target: Target,
+        /// The JSONL file.
+        file: PathBuf,
+        /// Documents per `index/add` call.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+        batch: u64,
+    },
+    /// Delete documents by id.
+    Delete {
+        #[command(flatten)]
+        target: Target,
+        /// The ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+/// Prints `v` as pretty JSON.
+fn print_json(v: &impl serde::Serialize) {
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// Runs one command; any failure (a client error, an unreadable registry, a bad option) ends
+/// the program with its message.
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let auth = &cli.auth;
+    match cli.command {
+        Command::Info { target } => {
+            let c = target::connect(&target, auth, None).await?;
+            let info = c.info().await?;
+            if cli.json {
+                print_json(&info);
+            } else {
+                table::print_info(&info);
+            }
+            let _ = c.shutdown().await;
+        }
+        Command::Retrieve { target, query, k, filter } => {
+            let mut params = RetrieveParams::new(query, k);
+            params.filter = filter::parse_all(&filter)?;
+            let c = target::connect(&target, auth, Some(Capability::Retrieve)).await?;
+            let res = c.retrieve(params).await?;
+            if cli.json {
+                print_json(&res);
+            } else {
+                table::print_hits(&res.hits);
+                if let Some(line) = res.usage.as_ref().and_then(table::usage_line) {
+                    outln!("{line}");
+                }
+            }
+            let _ = c.shutdown().await;
+        }
+        Command::Federate { registry, query, k, fusion, timeout_ms, filter } => {
+            let fusion = FusionMethod::from_name(&fusion)
+                .ok_or_else(|| format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))?;
+            let mut params = RetrieveParams::new(query, k);
+            params.filter = filter::parse_all(&filter)?;
+            let fed = Federation::from_registry_file(&registry)?.with_options(FederationOptions {
+                client: auth.options()?,
+                fusion,
+                engine_timeout: Duration::from_millis(timeout_ms),
+                ..Default::default()
+            });
+            let out = fed.retrieve(params).await?;
+            if cli.json {
+                let engines: Vec<_> = out
+                    .engines
+                    .iter()
+                    .map(|(id, o)| match o {
+                        EngineOutcome::Answered { hits, latency } => {
+                            json!({"id": id, "hits": hits, "latencyMs": latency.as_millis() as u64})
+                        }
+                        EngineOutcome::Skipped(r) => json!({"id": id, "skipped": r}),
+                        EngineOutcome::Failed(e) => json!({"id": id, "error": e.to_rcp()}),
+                    })
+                    .collect();
+                print_json(&json!({"fused": out.result, "engines": engines, "fusion": out.fusion.name()}));
+            } else {
+                for (id, o) in &out.engines {
+                    match o {
+                        EngineOutcome::Answered { hits, latency } => {
+                            outln!("== {id} ({} hits, {} ms)", hits.len(), latency.as_millis());
+                            table::print_hits(&hits[..hits.len().min(k as usize)]);
+                        }
+                        EngineOutcome::Skipped(r) => outln!("== {id}: skipped ({r})"),
+                        EngineOutcome::Failed(e) => outln!("== {id}: failed ({e})"),
+                    }
+                    outln!();
+                }
+                outln!("== fused ({})", out.fusion.name());
+                let ids: Vec<&str> = fed.registry().engines.iter().map(|e| e.id.as_str()).collect();
+                table::print_fused(&out.result.hits, &ids);
+                if let Some(line) = out.result.usage.as_ref().and_then(table::usage_line) {
+                    outln!("{line}");
+                }
+            }
+        }
+        Command::Index { op: IndexOp::Add { target, file, batch } } => {
+            let c = target::connect(&target, auth, Some(Capability::Index)).await?;
+            let summary = index::add(&c, &file, usize::try_from(batch).unwrap_or(usize::MAX)).await?;
+            if cli.json {
+                print_json(&summary.to_json());
+            } else {
+                outln!("added {}, failed {}, in {:.1} s", summary.added, summary.failed, summary.elapsed.as_secs_f64());
+            }
+            let _ = c.shutdown().await;
+            if summary.failed > 0 {
+                return Err(format!("{} documents were not added", summary.failed).into());
+            }
+        }
+        Command::Index { op: IndexOp::Delete { target, ids } } => {
+            let c = target::connect(&target, auth, Some(Capability::Index)).await?;
+            let deleted = index::delete(&c, ids).await?;
+            if cli.json {
+                print_json(&json!({"deleted": deleted}));
+            } else {
+                outln!("deleted {deleted}");
+            }
+            let _ = c.shutdown().await;
+        }
+        Command::Eval { dataset, target, limit } => {
+            let engines = match &target.registry {
+                Some(path) => {
+                    let fed = Federation::new(
+                        Registry::load(path)?,
+                        FederationOptions { client: auth.options()?, ..Default::default() },
+                    );
+                    let mut engines = Vec::new();
+                    for (id, c) in fed.connect().await {
+                        engines.push((id.clone(), c.map_err(|e| format!("engine '{id}': {e}"))?));
+                    }
+                    engines
+                }
+                None => {
+                    let c = target::connect(&target, auth, Some(Capability::Retrieve)).await?;
+                    let name = c.server_info().map(|i| i.server.name.clone()).unwrap_or_else(|| "engine".into());
+                    vec![(name, c)]
+                }
+            };
+            let report = eval::run(&dataset, limit, &engines).await?;
+            if cli.json {
+                print_json(&report.to_json());
+            } else {
+                report.print();
+            }
+            for (_, c) in engines {
+                let _ = c.shutdown().await;
+            }
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "rcp", &mut std::io::stdout());
+        }
+    }
+    Ok(())
+}
+
+/// Diagnostics on stderr: the filter of `RCP_LOG`, else `RUST_LOG`, else `warn`; colours only
+/// when stderr is a terminal.
+fn init_logging() {
+    let filter = std::env::var("RCP_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .try_init();
+}
+
+#[tokio::main]
+async fn main() {
+    init_logging();
+    if let Err(e) = run(Cli::parse()).await {
+        eprintln!("rcp: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,96 @@
+//! Which engine a command talks to (`--stdio`, `--http` or `--registry`) and how it
+//! authenticates (`--header`, `--token-env`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use rcp_client::registry::bearer_from_env;
+use rcp_client::{Client, ClientError, ClientOptions, ConnectError, Registry, Selector};
+use rcp_protocol::capabilities::Capability;
+
+/// One engine, or a registry to pick one from.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// Spawn this command and talk over its stdio (split on whitespace).
+    #[arg(long, value_name = "COMMAND")]
+    pub stdio: Option<String>,
+    /// Talk to this HTTP base URL (e.g. http://127.0.0.1:8080/rcp).
+    #[arg(long, value_name = "URL")]
+    pub http: Option<String>,
+    /// An rcp.json registry: the highest-priority live engine able to serve the command.
+    #[arg(long, value_name = "RCP_JSON")]
+    pub registry: Option<PathBuf>,
+}
+
+/// HTTP authentication, for `--http` and every HTTP engine of a registry.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Auth {
+    /// An HTTP header sent on every request, 'Name: value' (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'", global = true)]
+    pub headers: Vec<String>,
+    /// Send the bearer token held in this environment variable (`Authorization: Bearer ...`);
+    /// the token never appears on the command line.
+    #[arg(long, value_name = "VAR", global = true)]
+    pub token_env: Option<String>,
+}
+
+impl Auth {
+    /// Client options carrying the headers.
+    pub fn options(&self) -> Result<ClientOptions, String> {
+        let mut http_headers = Vec::with_capacity(self.headers.len() + 1);
+        for h in &self.headers {
+            let (name, value) = h.split_once(':').ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
+            let name = name.trim();
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                return Err(format!("--header '{h}': '{name}' is not a header name"));
+            }
+            http_headers.push((name.to_owned(), value.trim().to_owned()));
+        }
+        if let Some(var) = &self.token_env {
+            http_headers.push(bearer_from_env(var).map_err(|e| format!("--token-env: {e}"))?);
+        }
+        Ok(ClientOptions { http_headers, ..ClientOptions::default() })
+    }
+}
+
+/// Connects to the target; with a registry, to the best live engine advertising `needs`.
+pub async fn connect(t: &Target, auth: &Auth, needs: Option<Capability>) -> Result<Client, Box<dyn std::error::Error>> {
+    let options = auth.options()?;
+    let client = match (&t.stdio, &t.http, &t.registry) {
+        (Some(cmd), _, _) => {
+            Client::connect_stdio(&cmd.split_whitespace().map(str::to_owned).collect::<Vec<_>>(), options).await?
+        }
+        (None, Some(url), _) => Client::connect_http(url, options).await?,
+        (None, None, Some(path)) => {
+            let selector = Selector::new(Registry::load(path)?, options);
+            match needs {
+                Some(cap) => selector.select_capable(cap).await?,
+                None => selector.select_primary().await?,
+            }
+        }
+        (None, None, None) => {
+            return Err(ClientError::from(ConnectError::Unavailable(
+                "give --stdio COMMAND, --http URL or --registry RCP_JSON".into(),
+            ))
+            .into());
+        }
+    };
+    Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse_and_bad_ones_are_named() {
+        let auth = Auth { headers: vec!["X-Team: ir".into(), "Accept-Language:en".into()], token_env: None };
+        let o = auth.options().unwrap();
+        assert_eq!(o.http_headers, vec![("X-Team".into(), "ir".into()), ("Accept-Language".into(), "en".into())]);
+        let bad = Auth { headers: vec!["Bearer abc".into()], token_env: None };
+        assert!(bad.options().unwrap_err().contains("expected 'Name: value'"));
+        let unset = Auth { headers: vec![], token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()) };
+        assert!(unset.options().unwrap_err().contains("RCP_CLI_TEST_NO_SUCH_VAR is not set"));
+    }
+}
