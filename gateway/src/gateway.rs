@@ -384,28 +384,10 @@ impl Gateway {
         next: &Hop,
         budget: Duration,
     ) -> RetrieveParams {
-        let caps = client.capabilities();
-        let rc = caps.retrieve.clone().unwrap_or_default();
-        let max_k = rc.max_k.unwrap_or(u64::MAX);
-        let mut p = params.clone();
-        p.k = k.saturating_mul(self.options.k_multiplier.max(1)).min(max_k).max(k.min(max_k));
-        p.candidate_k = p.candidate_k.map(|c| c.max(p.k).min(max_k));
-        p.fusion = None;
-        p.cursor = None;
+        let rc = client.capabilities().retrieve.clone().unwrap_or_default();
+        let mut p = rcp_client::federation::engine_params(params, &rc, k, self.options.k_multiplier);
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
-        if p.mode.as_ref().is_some_and(|m| !offers_mode(&rc, m)) {
-            p.mode = None;
-        }
-        if p.mmr.is_some() && rc.mmr != Some(true) {
-            p.mmr = None;
-        }
-        if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
-            p.rerank = None;
-        }
-        if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
-            stage.top_n = stage.top_n.map(|n| n.max(p.k));
-        }
         let mut meta = Meta::new();
         for (key, v) in params.meta.iter().flatten() {
             if !matches!(key.as_str(), "federation" | "deadlineMs" | "progressToken" | META_COLLECTIONS) {

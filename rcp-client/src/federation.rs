@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rcp_protocol::capabilities::Capability;
+use rcp_protocol::capabilities::{Capability, RetrieveCapability};
 use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
@@ -302,36 +302,40 @@ impl Federation {
         Ok(FederatedResult { result, engines: outcomes, fusion: fused.method })
     }
 
-    /// The params one engine receives: at least `k` hits (times the multiplier, within its
-    /// `maxK`), the federation hop budget, and only the options it advertises.
+    /// The params one engine receives: [`engine_params`] plus the federation hop budget.
     fn engine_params(&self, client: &Client, params: &RetrieveParams, k: u64) -> RetrieveParams {
-        let caps = client.capabilities();
-        let rc = caps.retrieve.clone().unwrap_or_default();
-        let mut p = params.clone();
-        p.k = k
-            .saturating_mul(self.options.k_multiplier.max(1))
-            .min(rc.max_k.unwrap_or(u64::MAX))
-            .max(k.min(rc.max_k.unwrap_or(u64::MAX)));
-        if p.mode.as_ref().is_some_and(|m| !rc.modes.as_ref().is_some_and(|ms| ms.contains(m))) {
-            p.mode = None;
-        }
-        if p.mmr.is_some() && rc.mmr != Some(true) {
-            p.mmr = None;
-        }
-        if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
-            p.rerank = None;
-        }
-        // Keep the funnel (candidateK >= topN >= k) intact after raising k.
-        if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
-            stage.top_n = stage.top_n.map(|n| n.max(p.k));
-        }
-        if p.cursor.is_some() {
-            p.cursor = None;
-        }
-        p.fusion = None;
-        p.candidate_k = p.candidate_k.map(|c| c.max(p.k));
+        let rc = client.capabilities().retrieve.clone().unwrap_or_default();
+        let mut p = engine_params(params, &rc, k, self.options.k_multiplier);
         let meta = p.meta.get_or_insert_with(Meta::new);
         meta.insert("federation".into(), json!({"depth": self.options.depth, "path": Value::Array(Vec::new())}));
         p
     }
+}
+
+/// The params one engine of a fan-out receives, for [`Federation`] and for aggregators such as
+/// rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the engine's
+/// `maxK`, never below `k` within it), `candidateK` kept at or above it, no `cursor` or
+/// `fusion` (both belong to the fused answer), and only the options the engine advertises
+/// (`mode`, `mmr`, built-in `rerank`), keeping the funnel `candidateK >= topN >= k` intact.
+/// `_meta` is the caller's to set.
+pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, multiplier: u64) -> RetrieveParams {
+    let max_k = rc.max_k.unwrap_or(u64::MAX);
+    let mut p = params.clone();
+    p.k = k.saturating_mul(multiplier.max(1)).min(max_k).max(k.min(max_k));
+    p.candidate_k = p.candidate_k.map(|c| c.max(p.k).min(max_k));
+    p.fusion = None;
+    p.cursor = None;
+    if p.mode.as_ref().is_some_and(|m| !rc.modes.as_ref().is_some_and(|ms| ms.contains(m))) {
+        p.mode = None;
+    }
+    if p.mmr.is_some() && rc.mmr != Some(true) {
+        p.mmr = None;
+    }
+    if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
+        p.rerank = None;
+    }
+    if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
+        stage.top_n = stage.top_n.map(|n| n.max(p.k));
+    }
+    p
 }
