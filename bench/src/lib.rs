@@ -7,3 +7,4 @@
 
 pub mod quality;
 pub mod stdio;
+pub mod synthetic;

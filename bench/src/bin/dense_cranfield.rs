@@ -21,9 +21,10 @@ use std::time::Instant;
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
+use rcp_bench::synthetic::{Rng, clustered};
 use rcp_corpus::read_jsonl;
 use rcp_dense::ann::{self, Backend, HnswParams};
-use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
+use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION};
 use rcp_dense::store::{Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
@@ -146,44 +147,9 @@ fn pct(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 }
 }
 
-/// A tiny deterministic generator (xorshift64*), Gaussian by Box–Muller.
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn gauss(&mut self) -> f32 {
-        let (u, v) = (self.uniform().max(1e-300), self.uniform());
-        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
-    }
-
-    fn unit(&mut self) -> Vec<f32> {
-        let mut v: Vec<f32> = (0..DIMENSION).map(|_| self.gauss()).collect();
-        normalize(&mut v);
-        v
-    }
-}
-
-/// `n` clustered unit vectors around `centroids`.
-fn clustered(rng: &mut Rng, centroids: &[Vec<f32>], n: usize, spread: f32) -> Vec<f32> {
-    let mut out = Vec::with_capacity(n * DIMENSION);
-    for _ in 0..n {
-        let c = &centroids[(rng.uniform() * centroids.len() as f64) as usize % centroids.len()];
-        let mut v: Vec<f32> = c.iter().map(|x| x + spread * rng.gauss()).collect();
-        normalize(&mut v);
-        out.extend(v);
-    }
-    out
-}
-
 fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
-    let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit()).collect();
+    let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit(DIMENSION)).collect();
     let data = clustered(&mut rng, &centroids, n, spread);
     let queries = clustered(&mut rng, &centroids, nq, spread);
     eprintln!("building HNSW over {n} synthetic vectors ...");
