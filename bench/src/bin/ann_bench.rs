@@ -29,7 +29,6 @@ use std::time::Instant;
 use clap::Parser;
 use rcp_bench::synthetic::{Rng, clustered};
 use rcp_dense::ann::{self, AnnIndex, Backend, HnswParams, Precision, by_score, dot};
-use rcp_dense::embedder::normalize;
 use rcp_dense::model::DIMENSION;
 use rcp_dense::store::{Store, StoreOptions, stored};
 use rcp_dense::wal::{Origin, f32s};
