@@ -62,11 +62,11 @@ pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
+#[cfg(feature = "cli")]
+pub use logging::{LogFormat, init_logging, init_tracing};
 pub use outbound::Outbound;
 pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
 pub use status::{EngineStats, NotReady, Status};
-#[cfg(feature = "cli")]
-pub use logging::{LogFormat, init_logging, init_tracing};

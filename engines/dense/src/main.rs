@@ -180,7 +180,8 @@ fn repair(dir: &std::path::Path) -> Result<(), String> {
         say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
         return Ok(());
     }
-    let report = rcp_dense::wal::salvage(&wal, rcp_dense::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
+    let report =
+        rcp_dense::wal::salvage(&wal, rcp_dense::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
     let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
     if report.dropped.is_empty() {
         say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));

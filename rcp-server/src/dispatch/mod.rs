@@ -19,8 +19,8 @@ mod tests;
 
 use std::sync::Arc;
 
-use rcp_protocol::{ErrorCode, RcpError};
 use rcp_protocol::notifications::{self, CancelParams};
+use rcp_protocol::{ErrorCode, RcpError};
 use serde_json::value::RawValue;
 
 pub(crate) use frame::error_frame;

@@ -18,8 +18,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::admission::{Admission, Slot};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
-use crate::observe::{self, Rejection};
 use crate::dispatch::{Processed, error_frame, shape};
+use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
 
