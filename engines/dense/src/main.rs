@@ -46,7 +46,7 @@ enum Command {
     /// Embed a JSONL corpus (BEIR layout) into a data directory; unchanged documents are kept.
     Index(IndexCmd),
     /// Serve the index in a data directory, or the built-in demo corpus without one.
-    Serve(ServeCmd),
+    Serve(Box<ServeCmd>),
     /// Salvage a data directory whose write-ahead log is corrupt: keep every record that
     /// verifies, report what was kept and dropped, and back the original log up first.
     Repair {
@@ -158,7 +158,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::FetchModel { model_dir } => fetch_model(model_dir),
         Command::Index(cmd) => index(cmd),
-        Command::Serve(cmd) => serve(cmd),
+        Command::Serve(cmd) => serve(*cmd),
         Command::Repair { data_dir } => repair(&data_dir),
     };
     match result {
