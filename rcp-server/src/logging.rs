@@ -27,9 +27,10 @@ const QUIET: &[&str] = &["hnsw_rs", "ort", "tantivy", "hyper", "hyper_util", "h2
 /// quiet target `spec` does not mention.
 fn filter_directives(spec: Option<&str>) -> String {
     let spec = spec.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_LEVEL);
+    let named: Vec<&str> = spec.split(',').filter_map(|d| d.split('=').next()).map(str::trim).collect();
     let mut directives = spec.to_owned();
     for target in QUIET {
-        if !spec.contains(target) {
+        if !named.iter().any(|n| n == target || n.starts_with(&format!("{target}::"))) {
             directives.push_str(&format!(",{target}=warn"));
         }
     }
@@ -74,10 +75,10 @@ mod tests {
         let d = filter_directives(None);
         assert!(d.starts_with("info,"), "{d}");
         assert!(d.contains("tantivy=warn") && d.contains("hnsw_rs=warn") && d.contains("ort=warn"), "{d}");
-        let d = filter_directives(Some("debug,tantivy=trace"));
+        let d = filter_directives(Some("debug,tantivy=trace,hyper_util::client=debug"));
         assert!(d.starts_with("debug,tantivy=trace"), "{d}");
-        assert!(!d.contains("tantivy=warn"), "{d}");
-        assert!(d.contains("hyper=warn"), "{d}");
+        assert!(!d.contains("tantivy=warn") && !d.contains("hyper_util=warn"), "{d}");
+        assert!(d.contains(",hyper=warn"), "{d}");
         assert!(EnvFilter::try_new(&d).is_ok());
     }
 
