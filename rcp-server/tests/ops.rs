@@ -166,7 +166,9 @@ async fn counters_move_with_traffic_on_http_and_stdio() {
     tokio::spawn(async move { stdio.serve(server_read, server_write).await });
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
-    client_write.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.expect("write");
+    client_write.write_all(b"{not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.expect("write");
+    let parse_error = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await.expect("answer in time");
+    assert!(parse_error.expect("read").is_some_and(|l| l.contains("-32700")));
     let answer = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await.expect("answer in time");
     assert!(answer.expect("read").is_some_and(|l| l.contains("\"result\"")));
 
@@ -175,6 +177,7 @@ async fn counters_move_with_traffic_on_http_and_stdio() {
     assert!(delta("rcp_requests_total", &[("method", "ping"), ("outcome", "ok")]) >= 4.0, "{after}");
     assert!(delta("rcp_requests_total", &[("method", "retrieve"), ("outcome", "ok")]) >= 1.0, "{after}");
     assert!(delta("rcp_requests_total", &[("method", "retrieve"), ("outcome", "-32602")]) >= 1.0, "{after}");
+    assert!(delta("rcp_requests_total", &[("method", "invalid"), ("outcome", "-32700")]) >= 1.0, "{after}");
     assert!(delta("rcp_rejections_total", &[("reason", "auth")]) >= 1.0, "{after}");
     assert!(delta("rcp_request_duration_seconds_count", &[("method", "retrieve")]) >= 2.0, "{after}");
     assert!(after.contains("rcp_request_duration_seconds_bucket{method=\"ping\",le=\"0.001\"}"), "{after}");

@@ -114,7 +114,11 @@ impl Server {
 
     fn process_one(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
         match decode(frame) {
-            Inbound::Invalid(answer) => Processed::Ready(answer),
+            Inbound::Invalid(answer) => {
+                // Counted too, under `invalid`, with the code of the error frame just built.
+                Observed::start("invalid").finish(Outcome::Error(frame::error_code(&answer).unwrap_or(0)));
+                Processed::Ready(answer)
+            }
             Inbound::Response => Processed::Nothing,
             Inbound::Notification { method, params } => {
                 self.notification(session, &method, params);
