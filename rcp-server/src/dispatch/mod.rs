@@ -8,6 +8,9 @@
 //! - [`request`]: gating, request context, deadline, cancellation;
 //! - [`methods`]: one validating function per method family;
 //! - [`finish`]: what the framework guarantees about every result.
+//!
+//! Every request and every invalid frame is counted here, once, by method and outcome
+//! (`crate::observe`), so stdio and HTTP report the same figures.
 
 mod finish;
 mod frame;

@@ -138,20 +138,20 @@ impl Server {
     /// requests before returning.
     pub async fn serve_http(&self, addr: SocketAddr, opts: HttpOptions) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
-        self.log_startup("http", Some(listener.local_addr()?));
         self.serve_http_on(listener, opts, shutdown_signal()).await
     }
 
     /// Serves HTTP on a bound listener until `shutdown` completes, then drains: readiness fails
     /// at once ([`Server::begin_drain`]), the listener stays open for `opts.drain_grace`, then
     /// closes while in-flight requests finish. Connections are capped and timed out as `opts`
-    /// says (`max_connections`, `header_read_timeout`).
+    /// says (`max_connections`, `header_read_timeout`). Logs the start-up line first.
     pub async fn serve_http_on(
         &self,
         listener: tokio::net::TcpListener,
         opts: HttpOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.log_startup("http", listener.local_addr().ok());
         let limits = connections::ConnectionLimits {
             max_connections: opts.max_connections,
             header_read_timeout: opts.header_read_timeout,
