@@ -3,7 +3,7 @@
 //! HTTP both count), and rejections before dispatch (the transports).
 //!
 //! Recording goes through the `metrics` facade, whose recorder is process-global; with the
-//! `metrics` feature off every function here compiles to nothing. [`prometheus`] installs the
+//! `metrics` feature off every function here compiles to nothing. `handle` installs the
 //! Prometheus recorder that `/metrics` renders.
 
 #[cfg(feature = "metrics")]
