@@ -52,10 +52,20 @@ fn exchange(mut s: TcpStream) -> (u16, String) {
     (status, text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned())
 }
 
-#[test]
-fn json_logs_name_what_is_served_and_metrics_report_the_engine() {
-    let child = Command::new(workspace_bin("rcp-bm25", "rcp-bm25"))
+/// A running engine serving HTTP with JSON logs, its stderr lines, and its start-up line.
+struct Served {
+    _child: Killed,
+    lines: mpsc::Receiver<String>,
+    startup: Value,
+    addr: String,
+}
+
+/// Spawns `bin serve --http 127.0.0.1:0 --tokens-env OPS_TOKENS --log-format json ARGS...` and
+/// reads stderr up to the start-up line, checking that every line before it is JSON.
+fn serve_http(bin: &std::path::Path, args: &[&str]) -> Served {
+    let child = Command::new(bin)
         .args(["serve", "--http", "127.0.0.1:0", "--tokens-env", "OPS_TOKENS", "--log-format", "json"])
+        .args(args)
         .env("OPS_TOKENS", TOKEN)
         .env_remove("RUST_LOG")
         .env_remove("RCP_LOG")
@@ -63,10 +73,10 @@ fn json_logs_name_what_is_served_and_metrics_report_the_engine() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn rcp-bm25");
+        .expect("spawn the engine");
     let mut child = Killed(child);
     let stderr = child.0.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel::<String>();
+    let (tx, lines) = mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
@@ -74,43 +84,67 @@ fn json_logs_name_what_is_served_and_metrics_report_the_engine() {
             }
         }
     });
-
-    let mut startup = None;
-    while startup.is_none() {
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("a start-up line within 30 s");
+    loop {
+        let line = lines.recv_timeout(Duration::from_secs(60)).expect("a start-up line within 60 s");
         let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
         assert!(v["timestamp"].is_string() && v["level"].is_string(), "{line}");
         if v["fields"]["message"] == "serving" {
-            startup = Some(v);
+            let addr = v["fields"]["addr"].as_str().expect("the bound address").to_owned();
+            assert!(!addr.ends_with(":0"), "port 0 must be resolved: {addr}");
+            return Served { _child: child, lines, startup: v, addr };
         }
     }
-    let startup = startup.unwrap_or_default();
-    let fields = &startup["fields"];
-    assert_eq!((fields["engine"].as_str(), fields["transport"].as_str()), (Some("rcp-bm25"), Some("http")));
-    assert_eq!(fields["documents"], 30, "{startup}");
-    let addr = fields["addr"].as_str().expect("the bound address, port 0 resolved").to_owned();
-    assert!(!addr.ends_with(":0"), "{addr}");
+}
 
-    assert_eq!(get(&addr, "/healthz", None).0, 200);
-    assert_eq!(get(&addr, "/readyz", None).0, 200);
-    assert_eq!(get(&addr, "/metrics", None).0, 401);
+/// The value of the sample `series` (name and labels exactly as rendered).
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn json_logs_name_what_is_served_and_metrics_report_the_engine() {
+    let served = serve_http(&workspace_bin("rcp-bm25", "rcp-bm25"), &[]);
+    let (addr, fields) = (&served.addr, &served.startup["fields"]);
+    assert_eq!((fields["engine"].as_str(), fields["transport"].as_str()), (Some("rcp-bm25"), Some("http")));
+    assert_eq!(fields["documents"], 30, "{}", served.startup);
+
+    assert_eq!(get(addr, "/healthz", None).0, 200);
+    assert_eq!(get(addr, "/readyz", None).0, 200);
+    assert_eq!(get(addr, "/metrics", None).0, 401);
     let (status, body) =
-        post(&addr, "retrieve", r#"{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"tantivy","k":2}}"#);
+        post(addr, "retrieve", r#"{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"tantivy","k":2}}"#);
     assert_eq!(status, 200);
     assert!(body.contains("\"result\""), "{body}");
-    let (status, metrics) = get(&addr, "/metrics", Some(TOKEN));
+    let (status, metrics) = get(addr, "/metrics", Some(TOKEN));
     assert_eq!(status, 200);
-    for sample in [
-        "rcp_engine_documents{engine=\"rcp-bm25\"} 30",
-        "rcp_requests_total{method=\"retrieve\",outcome=\"ok\"} 1",
-        "rcp_rejections_total{reason=\"auth\"} 1",
+    for (series, value) in [
+        ("rcp_engine_documents{engine=\"rcp-bm25\"}", 30.0),
+        ("rcp_requests_total{method=\"retrieve\",outcome=\"ok\"}", 1.0),
+        ("rcp_rejections_total{reason=\"auth\"}", 1.0),
     ] {
-        assert!(metrics.lines().any(|l| l == sample), "missing '{sample}' in:\n{metrics}");
+        assert_eq!(sample(&metrics, series), Some(value), "{series} in:\n{metrics}");
     }
     // Every line logged meanwhile is JSON too.
-    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+    while let Ok(line) = served.lines.recv_timeout(Duration::from_millis(200)) {
         assert!(serde_json::from_str::<Value>(&line).is_ok(), "not a JSON log line: {line}");
     }
+}
+
+#[test]
+fn the_dense_engine_reports_documents_index_version_and_log_size() {
+    let dir = tempfile::Builder::new().prefix("rcp-ops-dense").tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let bin = workspace_bin("rcp-dense", "rcp-dense");
+    let served = serve_http(&bin, &["--fetch-model", "--data-dir", data.to_str().expect("utf-8 path")]);
+    let addr = &served.addr;
+    assert_eq!(served.startup["fields"]["documents"], 0, "{}", served.startup);
+    let add = r#"{"jsonrpc":"2.0","id":1,"method":"index/add","params":{"documents":[{"id":"a","text":"alpha"},{"id":"b","text":"beta"}]}}"#;
+    let (status, body) = post(addr, "index/add", add);
+    assert!(status == 200 && body.contains("\"result\""), "{status} {body}");
+    let (_, metrics) = get(addr, "/metrics", Some(TOKEN));
+    assert_eq!(sample(&metrics, "rcp_engine_documents{engine=\"rcp-dense\"}"), Some(2.0), "{metrics}");
+    assert!(sample(&metrics, "rcp_engine_index_version{engine=\"rcp-dense\"}").is_some_and(|v| v >= 1.0), "{metrics}");
+    assert!(sample(&metrics, "rcp_engine_wal_bytes{engine=\"rcp-dense\"}").is_some_and(|v| v > 0.0), "{metrics}");
 }
 
 #[test]
