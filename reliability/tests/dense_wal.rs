@@ -26,8 +26,7 @@ fn logged_writes() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut e = serve(dir.path());
     for i in 0..DOCS {
-        let r = e
-            .ok("index/add", json!({"documents": [{"id": format!("w{i}"), "text": format!("wal record number {i}")}]}));
+        let r = e.ok("index/add", json!({"documents": [{"id": format!("w{i}"), "text": format!("wal record number {i}")}]}));
         assert_eq!(r["ids"], json!([format!("w{i}")]));
     }
     kill9(&mut e);

@@ -44,8 +44,7 @@ struct Args {
     cranfield: Option<PathBuf>,
 }
 
-const QUERIES: [&str; 6] =
-    ["wing lift", "boundary layer", "heat transfer", "supersonic flow", "buckling", "shock wave"];
+const QUERIES: [&str; 6] = ["wing lift", "boundary layer", "heat transfer", "supersonic flow", "buckling", "shock wave"];
 
 #[tokio::main]
 async fn main() {
@@ -80,8 +79,7 @@ fn path(p: &Path) -> String {
 }
 
 async fn connect_gateway(gateway: &Path, registry: &Path) -> Client {
-    let cmd =
-        vec![path(gateway), "serve".into(), "--registry".into(), path(registry), "--id".into(), "bench-gw".into()];
+    let cmd = vec![path(gateway), "serve".into(), "--registry".into(), path(registry), "--id".into(), "bench-gw".into()];
     Client::connect_stdio(&cmd, ClientOptions::default()).await.unwrap_or_else(|e| fail(&format!("gateway: {e}")))
 }
 
@@ -169,12 +167,10 @@ async fn sharded_quality(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
 
     let single = tmp.join("single");
     index(bm25, &single, &c.corpus);
-    let client = Client::connect_stdio(
-        &[path(bm25), "serve".into(), "--data-dir".into(), path(&single)],
-        ClientOptions::default(),
-    )
-    .await
-    .unwrap_or_else(|e| fail(&format!("rcp-bm25: {e}")));
+    let client =
+        Client::connect_stdio(&[path(bm25), "serve".into(), "--data-dir".into(), path(&single)], ClientOptions::default())
+            .await
+            .unwrap_or_else(|e| fail(&format!("rcp-bm25: {e}")));
     let base = evaluate(&c, &rankings(&client, &c).await);
     let _ = client.shutdown().await;
     println!();

@@ -432,8 +432,7 @@ mod tests {
 
     fn four_records(path: &Path) -> Vec<(u64, Op)> {
         let (mut wal, _) = Wal::open(path, 3).unwrap();
-        let ops: Vec<(u64, Op)> =
-            (1..=4).map(|i| (i, Op::Upsert(doc(&format!("d{i}")), vec![i as f32, 0.0, 1.0]))).collect();
+        let ops: Vec<(u64, Op)> = (1..=4).map(|i| (i, Op::Upsert(doc(&format!("d{i}")), vec![i as f32, 0.0, 1.0]))).collect();
         let refs: Vec<(u64, &Op)> = ops.iter().map(|(s, o)| (*s, o)).collect();
         wal.append(&refs).unwrap();
         wal.sync().unwrap();
