@@ -12,6 +12,10 @@
 //! is not JSON is `400`; a notification is `204` with no body; an unknown path is `404`; a
 //! per-client request rate above the limit is `429` with `Retry-After`; a rejected caller whose
 //! request has no id to answer is `401`; a failure before any response exists is `500`/`503`.
+//!
+//! Beside the base path, the operations endpoints of [`OpsPaths`] (`GET /healthz`, `/readyz`,
+//! `/metrics`) serve orchestrators and scrapers; on shutdown readiness fails first
+//! ([`HttpOptions::drain_grace`]), then the listener closes and in-flight requests drain.
 
 mod admission;
 mod auth;
