@@ -35,7 +35,7 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the registry's engines as one RCP server (stdio by default).
-    Serve(ServeCmd),
+    Serve(Box<ServeCmd>),
     /// Serve MCP tools (search, list_engines, fetch) over stdio.
     Mcp(McpCmd),
 }
@@ -118,7 +118,10 @@ struct McpCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    rcp_server::init_tracing();
+    match &cli.command {
+        Command::Serve(args) => args.serve.init_logging(),
+        Command::Mcp(_) => rcp_server::init_tracing(),
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -128,7 +131,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => run_serve(args).await,
+            Command::Serve(args) => run_serve(*args).await,
             Command::Mcp(args) => run_mcp(args).await,
         }
     });

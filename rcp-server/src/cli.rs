@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::transport::http::{HttpOptions, RateLimit, SessionMode};
+use crate::logging::LogFormat;
+use crate::transport::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::{Server, ServerBuilder};
 
 /// The tokens `--tokens-env VAR` names, split on commas and trimmed (§15.6).
@@ -83,6 +84,35 @@ pub struct ServeArgs {
     #[arg(long = "cors", value_name = "ORIGIN")]
     pub cors_origins: Vec<String>,
 
+    /// HTTP: liveness probe path (200 while the process runs; no authentication).
+    #[arg(long, value_name = "PATH", default_value = "/healthz")]
+    pub healthz_path: String,
+
+    /// HTTP: readiness probe path (200 when the engine can serve, 503 while draining).
+    #[arg(long, value_name = "PATH", default_value = "/readyz")]
+    pub readyz_path: String,
+
+    /// HTTP: Prometheus metrics path (guarded by the bearer tokens unless --metrics-public).
+    #[arg(long, value_name = "PATH", default_value = "/metrics")]
+    pub metrics_path: String,
+
+    /// HTTP: serve the metrics path without the bearer tokens (a scraper on a private network).
+    #[arg(long)]
+    pub metrics_public: bool,
+
+    /// HTTP: serve none of the operations endpoints (healthz, readyz, metrics).
+    #[arg(long)]
+    pub no_ops: bool,
+
+    /// HTTP: seconds to keep serving after SIGTERM with readiness already failing, so load
+    /// balancers stop routing here before the listener closes; then in-flight requests drain.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub drain_grace: u64,
+
+    /// Log line format on stderr (filter with RCP_LOG or RUST_LOG; default info).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     /// Per-request deadline in milliseconds (`_meta.deadlineMs` may only shorten it).
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     pub deadline_ms: u64,
@@ -101,8 +131,28 @@ impl ServeArgs {
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
     }
 
+    /// Installs the stderr log subscriber in the format `--log-format` names.
+    pub fn init_logging(&self) {
+        crate::init_logging(self.log_format);
+    }
+
+    /// The operations endpoints these arguments describe.
+    fn ops_paths(&self) -> OpsPaths {
+        if self.no_ops {
+            return OpsPaths::none();
+        }
+        OpsPaths {
+            healthz: Some(self.healthz_path.clone()),
+            readyz: Some(self.readyz_path.clone()),
+            metrics: Some(self.metrics_path.clone()),
+        }
+    }
+
     /// The HTTP options these arguments describe.
     pub fn http_options(&self) -> std::io::Result<HttpOptions> {
+        let ops = self.ops_paths();
+        let defaults = HttpOptions::default();
+        ops.check(&defaults.base).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let bearer_tokens = match &self.tokens_env {
             Some(var) => bearer_tokens(var, std::env::var(var).ok())?,
             None => Vec::new(),
@@ -121,7 +171,10 @@ impl ServeArgs {
             max_connections: self.max_connections.max(1),
             header_read_timeout: Duration::from_secs(self.header_timeout.max(1)),
             body_read_timeout: Duration::from_secs(self.body_timeout.max(1)),
-            ..HttpOptions::default()
+            ops,
+            metrics_public: self.metrics_public,
+            drain_grace: Duration::from_secs(self.drain_grace),
+            ..defaults
         })
     }
 
@@ -174,6 +227,22 @@ mod tests {
             (opts.max_connections, opts.header_read_timeout, opts.body_read_timeout),
             (8, Duration::from_secs(2), Duration::from_secs(3))
         );
+    }
+
+    #[test]
+    fn operations_endpoints_are_on_by_default_configurable_and_checked() {
+        let opts = parse(&["--http", "127.0.0.1:0"]).http_options().expect("options");
+        assert_eq!(opts.ops, OpsPaths::default());
+        assert!(!opts.metrics_public);
+        let opts = parse(&["--http", "127.0.0.1:0", "--metrics-path", "/ops/metrics", "--metrics-public"])
+            .http_options()
+            .expect("options");
+        assert_eq!(opts.ops.metrics.as_deref(), Some("/ops/metrics"));
+        assert!(opts.metrics_public);
+        assert_eq!(parse(&["--no-ops"]).http_options().expect("options").ops, OpsPaths::none());
+        let err = parse(&["--metrics-path", "/rcp/metrics"]).http_options().expect_err("inside the base path");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert_eq!(parse(&["--log-format", "json"]).log_format, LogFormat::Json);
     }
 
     #[test]

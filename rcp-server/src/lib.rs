@@ -9,9 +9,10 @@
 //! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
 //! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
 //!
-//! Cargo features, both on by default: `http` (the HTTP transport of §5.2 on axum, in
-//! `transport::http`) and `cli` (the clap `ServeArgs` of `cli` and `init_tracing`; implies
-//! `http`). Without them the crate serves NDJSON over stdio or any async byte stream (§5.1).
+//! Cargo features, all on by default: `http` (the HTTP transport of §5.2 on axum, in
+//! `transport::http`, with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
+//! (the clap `ServeArgs` of `cli` and `init_logging`; implies `http`) and `metrics` (the
+//! Prometheus recorder of `observe`). Without them the crate serves NDJSON over stdio or any async byte stream (§5.1).
 //!
 //! ```no_run
 //! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
@@ -44,10 +45,14 @@ pub mod cli;
 mod context;
 mod dispatch;
 mod handler;
+#[cfg(feature = "cli")]
+mod logging;
+pub mod observe;
 mod outbound;
 mod profile;
 mod server;
 mod session;
+mod status;
 pub mod transport;
 mod validate;
 
@@ -57,22 +62,11 @@ pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
+#[cfg(feature = "cli")]
+pub use logging::{LogFormat, init_logging, init_tracing};
 pub use outbound::Outbound;
 pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
-
-#[cfg(feature = "cli")]
-/// Sends `tracing` output to stderr (never stdout, which carries protocol frames only, §5.1),
-/// filtered by `RCP_LOG` (falling back to `RUST_LOG`, default `warn`).
-pub fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        std::env::var("RCP_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| "warn".to_owned());
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(EnvFilter::new(filter))
-        .with_ansi(false)
-        .try_init();
-}
+pub use status::{EngineStats, NotReady, Status};

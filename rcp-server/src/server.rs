@@ -1,6 +1,7 @@
 //! [`Server`] and its builder: capabilities are derived from the registered handlers.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use crate::handler::{
     Catalog, Embed, Feedback, Graph, Handlers, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
 use crate::profile::Profile;
+use crate::status::Status;
 
 /// Tunable limits and defaults of a server.
 #[derive(Debug, Clone)]
@@ -71,6 +73,10 @@ pub(crate) struct Shared {
     /// The latest profile's capability set (what stateless sessions are served at).
     pub default_caps: Arc<Capabilities>,
     pub idempotency: Mutex<IdempotencyCache>,
+    /// The engine's readiness and figures, if it registered them.
+    pub status: Option<Arc<dyn Status>>,
+    /// Set once shutdown starts: readiness fails from then on.
+    pub draining: AtomicBool,
 }
 
 impl Server {
@@ -140,6 +146,7 @@ pub struct ServerBuilder {
     caps: Capabilities,
     conformance: ConformanceLevel,
     options: ServerOptions,
+    status: Option<Arc<dyn Status>>,
 }
 
 impl ServerBuilder {
@@ -151,6 +158,7 @@ impl ServerBuilder {
             caps: Capabilities::default(),
             conformance: ConformanceLevel::L0,
             options: ServerOptions::default(),
+            status: None,
         }
     }
 
@@ -285,6 +293,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers the engine's [`Status`]: its readiness (`/readyz`), index figures (`/metrics`
+    /// gauges) and data directory (the start-up line).
+    pub fn status<T: Status>(mut self, status: T) -> Self {
+        self.status = Some(Arc::new(status));
+        self
+    }
+
     /// Declares the conformance level reported in `_meta.conformance` (§14). Default `L0`.
     pub fn conformance(mut self, level: ConformanceLevel) -> Self {
         self.conformance = level;
@@ -329,6 +344,8 @@ impl ServerBuilder {
                 options: self.options,
                 default_info: Arc::from(Vec::new()),
                 default_caps: Arc::new(caps.clone()),
+                status: self.status,
+                draining: AtomicBool::new(false),
             }),
         };
         let info = Arc::from(server.info_result(profile, &caps, None));

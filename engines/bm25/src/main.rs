@@ -13,8 +13,8 @@ use rcp_bm25::integrity::{self, DirState};
 use rcp_bm25::schema::{self, FieldSpec};
 use rcp_bm25::{Bm25, ServiceOptions};
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
+use rcp_server::{EngineStats, Server, Status};
 
 /// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
 ///
@@ -312,8 +312,27 @@ fn run_repair(args: &DirArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// What `/readyz`, `/metrics` and the start-up line report: the index is open once serving.
+struct IndexStatus {
+    engine: Arc<Engine>,
+    data_dir: Option<PathBuf>,
+}
+
+impl Status for IndexStatus {
+    fn stats(&self) -> EngineStats {
+        // The `indexVersion` token is `<uid>-<opstamp>`; the opstamp grows with every commit.
+        let opstamp = self.engine.index_version().rsplit('-').next().and_then(|o| o.parse().ok());
+        EngineStats {
+            documents: Some(self.engine.num_docs()),
+            index_version: opstamp,
+            data_dir: self.data_dir.clone(),
+            ..EngineStats::default()
+        }
+    }
+}
+
 fn run_serve(args: ServeCmd) -> Result<(), String> {
-    rcp_server::init_tracing();
+    args.serve.init_logging();
     let declared = args.fields.resolve()?;
     let options = EngineOptions {
         title_boost: args.title_boost,
@@ -349,9 +368,11 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         Arc::new(engine),
         ServiceOptions { max_k: args.max_k, added_trust: args.added_trust.into(), ..Default::default() },
     ));
+    let status = IndexStatus { engine: Arc::clone(service.engine()), data_dir: args.data_dir.clone() };
     let server = args
         .serve
         .configure(Server::builder("rcp-bm25", env!("CARGO_PKG_VERSION")))
+        .status(status)
         .retrieve(Arc::clone(&service))
         .index(service)
         .streaming()

@@ -17,8 +17,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rcp_corpus::CorpusDoc;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::Server;
 use rcp_server::cli::ServeArgs;
+use rcp_server::{EngineStats, Server, Status};
 
 use rcp_dense::ann::{Backend, Precision};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
@@ -46,7 +46,7 @@ enum Command {
     /// Embed a JSONL corpus (BEIR layout) into a data directory; unchanged documents are kept.
     Index(IndexCmd),
     /// Serve the index in a data directory, or the built-in demo corpus without one.
-    Serve(ServeCmd),
+    Serve(Box<ServeCmd>),
     /// Salvage a data directory whose write-ahead log is corrupt: keep every record that
     /// verifies, report what was kept and dropped, and back the original log up first.
     Repair {
@@ -154,12 +154,15 @@ struct ServeCmd {
 }
 
 fn main() -> ExitCode {
-    rcp_server::init_tracing();
     let cli = Cli::parse();
+    match &cli.command {
+        Command::Serve(cmd) => cmd.serve.init_logging(),
+        _ => rcp_server::init_tracing(),
+    }
     let result = match cli.command {
         Command::FetchModel { model_dir } => fetch_model(model_dir),
         Command::Index(cmd) => index(cmd),
-        Command::Serve(cmd) => serve(cmd),
+        Command::Serve(cmd) => serve(*cmd),
         Command::Repair { data_dir } => repair(&data_dir),
     };
     match result {
@@ -421,6 +424,25 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
     Ok(store)
 }
 
+/// What `/readyz`, `/metrics` and the start-up line report: the store is open and the model
+/// loaded once serving.
+struct StoreStatus {
+    store: Arc<Store>,
+    data_dir: Option<PathBuf>,
+}
+
+impl Status for StoreStatus {
+    fn stats(&self) -> EngineStats {
+        let (applied_seq, wal_bytes) = self.store.write_position();
+        EngineStats {
+            documents: Some(self.store.read().live() as u64),
+            index_version: Some(applied_seq),
+            wal_bytes,
+            data_dir: self.data_dir.clone(),
+        }
+    }
+}
+
 fn serve(cmd: ServeCmd) -> Result<(), String> {
     let embedder = Arc::new(load_embedder(&cmd.model)?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
@@ -434,8 +456,10 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         source: source_label(cmd.data_dir.as_deref()),
         ..EngineOptions::default()
     };
+    let status = StoreStatus { store: Arc::clone(&store), data_dir: cmd.data_dir.clone() };
     let engine = Arc::new(DenseEngine::new(store, embedder, options));
     let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
+        .status(status)
         .retrieve(engine.clone())
         .embed(engine.clone())
         .index(engine)

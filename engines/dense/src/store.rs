@@ -544,6 +544,13 @@ impl Store {
         self.options
     }
 
+    /// The sequence number of the last applied write (the index version) and the size of the
+    /// write-ahead log in bytes (`None` in memory), for operators.
+    pub fn write_position(&self) -> (u64, Option<u64>) {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        (w.next_seq.saturating_sub(1), w.wal.as_ref().map(Wal::len))
+    }
+
     /// The typed filter fields (§8).
     pub fn fields(&self) -> BTreeMap<String, FieldType> {
         self.writer.lock().map(|w| w.manifest.fields.clone()).unwrap_or_default()

@@ -174,6 +174,19 @@ pub(super) fn duplicate_id_frame(id: &RequestId) -> Vec<u8> {
     error_frame(None, &e)
 }
 
+/// The `error.code` of an error frame (an invalid frame's answer, to count it by code).
+pub(super) fn error_code(frame: &[u8]) -> Option<i64> {
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    #[derive(Deserialize)]
+    struct ErrorOnly {
+        error: Code,
+    }
+    serde_json::from_slice::<ErrorOnly>(frame).ok().map(|f| f.error.code)
+}
+
 /// `[a,b,...]`: the answers of a batch (§11) in one frame.
 pub(super) fn join_batch(parts: Vec<Vec<u8>>) -> Vec<u8> {
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
@@ -271,6 +284,8 @@ mod tests {
         assert!(text(&f).contains("-32602"), "{}", text(&f));
         let Inbound::Invalid(f) = decode(b"{not json") else { panic!("expected a parse error") };
         assert!(text(&f).contains("-32700"), "{}", text(&f));
+        assert_eq!(error_code(&f), Some(-32700));
+        assert_eq!(error_code(&ok_frame("1", b"{}")), None);
     }
 
     #[test]

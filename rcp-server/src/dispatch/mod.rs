@@ -8,6 +8,9 @@
 //! - [`request`]: gating, request context, deadline, cancellation;
 //! - [`methods`]: one validating function per method family;
 //! - [`finish`]: what the framework guarantees about every result.
+//!
+//! Every request and every invalid frame is counted here, once, by method and outcome
+//! (`crate::observe`), so stdio and HTTP report the same figures.
 
 mod finish;
 mod frame;
@@ -19,17 +22,19 @@ mod tests;
 
 use std::sync::Arc;
 
-use rcp_protocol::RcpError;
 use rcp_protocol::notifications::{self, CancelParams};
+use rcp_protocol::{ErrorCode, RcpError};
 use serde_json::value::RawValue;
 
 pub(crate) use frame::error_frame;
 use frame::{Inbound, decode, duplicate_id_frame, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use frame::{Shape, shape};
-use request::Refusal;
+use rcp_protocol::methods::Method;
+use request::{Refusal, Started};
 
 use crate::handler::BoxFuture;
+use crate::observe::{self, Observed, Outcome, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
 use crate::session::Session;
@@ -80,6 +85,7 @@ impl Server {
             return Processed::Ready(error_frame(None, &RcpError::invalid_request("empty batch")));
         }
         if members.len() > self.shared.options.max_batch {
+            observe::reject(Rejection::Size);
             let e = RcpError::payload_too_large(format!(
                 "batch of {} requests exceeds the limit of {}",
                 members.len(),
@@ -111,17 +117,39 @@ impl Server {
 
     fn process_one(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
         match decode(frame) {
-            Inbound::Invalid(answer) => Processed::Ready(answer),
+            Inbound::Invalid(answer) => {
+                // Counted too, under `invalid`, with the code of the error frame just built.
+                Observed::start("invalid").finish(Outcome::Error(frame::error_code(&answer).unwrap_or(0)));
+                Processed::Ready(answer)
+            }
             Inbound::Response => Processed::Nothing,
             Inbound::Notification { method, params } => {
                 self.notification(session, &method, params);
                 Processed::Nothing
             }
-            Inbound::Request { id, method, params } => match self.request(session, id, &method, params, out) {
-                Ok(p) => p,
-                Err(Refusal::Error(e)) => Processed::Ready(error_frame(Some(id), &e)),
-                Err(Refusal::DuplicateId(dup)) => Processed::Ready(duplicate_id_frame(&dup)),
-            },
+            Inbound::Request { id, method, params } => {
+                // Every request is counted here, whatever the transport and however it ends.
+                let observed = Observed::start(Method::from_name(&method).map_or("unknown", Method::name));
+                match self.request(session, id, &method, params, out) {
+                    Ok(Started::Answered(p)) => {
+                        observed.finish(Outcome::Ok);
+                        p
+                    }
+                    Ok(Started::Running(run)) => Processed::Pending(Box::pin(async move {
+                        let (frame, outcome) = run.await;
+                        observed.finish(outcome);
+                        Some(frame)
+                    })),
+                    Err(Refusal::Error(e)) => {
+                        observed.finish(Outcome::Error(e.code.0));
+                        Processed::Ready(error_frame(Some(id), &e))
+                    }
+                    Err(Refusal::DuplicateId(dup)) => {
+                        observed.finish(Outcome::Error(ErrorCode::INVALID_REQUEST.0));
+                        Processed::Ready(duplicate_id_frame(&dup))
+                    }
+                }
+            }
         }
     }
 

@@ -21,6 +21,8 @@ use super::frame::{error_frame, ok_frame};
 use super::lifecycle::Lifecycle;
 use super::methods;
 use crate::context::{ContextParts, RequestContext};
+use crate::handler::BoxFuture;
+use crate::observe::Outcome;
 use crate::outbound::Outbound;
 use crate::server::Server;
 use crate::session::Session;
@@ -33,6 +35,14 @@ pub(super) enum Refusal {
     Error(RcpError),
     /// The id is already in flight on this session (§4.7); answered with a `null` id.
     DuplicateId(RequestId),
+}
+
+/// A request that was admitted: answered at once (lifecycle methods) or running.
+pub(super) enum Started {
+    /// The lifecycle answer, already complete.
+    Answered(Processed),
+    /// The handler's run: its frame and how it ended.
+    Running(BoxFuture<(Vec<u8>, Outcome)>),
 }
 
 impl From<RcpError> for Refusal {
@@ -66,10 +76,10 @@ impl Server {
         name: &str,
         params: Option<&RawValue>,
         out: &Outbound,
-    ) -> Result<Processed, Refusal> {
+    ) -> Result<Started, Refusal> {
         let method = Method::from_name(name);
         if let Some(lifecycle) = method.and_then(Lifecycle::of) {
-            return Ok(self.lifecycle(session, id, lifecycle, params)?);
+            return Ok(Started::Answered(self.lifecycle(session, id, lifecycle, params)?));
         }
         if name.starts_with("notifications/") {
             return Err(
@@ -136,7 +146,7 @@ impl Server {
         let id = id.to_owned();
         let token = in_flight.token.clone();
         let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
-        Ok(Processed::Pending(Box::pin(async move {
+        Ok(Started::Running(Box::pin(async move {
             let started = Instant::now();
             let outcome = tokio::select! {
                 biased;
@@ -162,10 +172,10 @@ impl Server {
                     tracing::debug!(method = m.name(), id = %id, latency_us = elapsed.as_micros() as u64, code = e.code.0, "error")
                 }
             }
-            Some(match outcome {
-                Ok(body) => ok_frame(&id, &body),
-                Err(e) => error_frame(Some(&id), &e),
-            })
+            match outcome {
+                Ok(body) => (ok_frame(&id, &body), Outcome::Ok),
+                Err(e) => (error_frame(Some(&id), &e), Outcome::Error(e.code.0)),
+            }
         })))
     }
 }

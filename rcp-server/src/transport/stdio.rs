@@ -27,6 +27,7 @@ impl Server {
     /// `main` that returns afterwards exits 0 with nothing lost (§5.1, §13.1). stdout carries
     /// protocol frames only; diagnostics belong on stderr (see [`crate::init_tracing`]).
     pub async fn serve_stdio(&self) -> io::Result<()> {
+        self.log_startup("stdio", None);
         let max = self.shared.options.max_line_bytes;
         let (line_tx, line_rx) = mpsc::channel::<Vec<Line>>(16);
         // A plain thread, not tokio's stdin: its blocking read must never hold up shutdown.
@@ -189,6 +190,7 @@ impl Server {
                 let processed = match line {
                     Line::Frame(frame) => self.process(&session, &frame, &out),
                     Line::TooLong(n) => {
+                        crate::observe::reject(crate::observe::Rejection::Size);
                         let e = RcpError::payload_too_large(format!(
                             "line of {n} bytes exceeds the limit of {} bytes",
                             self.shared.options.max_line_bytes

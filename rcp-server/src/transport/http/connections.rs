@@ -67,6 +67,7 @@ pub(super) async fn serve(
             // Best effort and non-blocking: a peer that does not read the refusal just sees
             // the connection close.
             let _ = stream.try_write(REFUSED);
+            crate::observe::reject(crate::observe::Rejection::Connections);
             tracing::warn!(target: "rcp_server::http", %peer, limit = limits.max_connections, "connection refused: at the connection cap");
             continue;
         };

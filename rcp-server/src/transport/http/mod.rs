@@ -12,10 +12,15 @@
 //! is not JSON is `400`; a notification is `204` with no body; an unknown path is `404`; a
 //! per-client request rate above the limit is `429` with `Retry-After`; a rejected caller whose
 //! request has no id to answer is `401`; a failure before any response exists is `500`/`503`.
+//!
+//! Beside the base path, the operations endpoints of [`OpsPaths`] (`GET /healthz`, `/readyz`,
+//! `/metrics`) serve orchestrators and scrapers; on shutdown readiness fails first
+//! ([`HttpOptions::drain_grace`]), then the listener closes and in-flight requests drain.
 
 mod admission;
 mod auth;
 mod connections;
+mod ops;
 mod router;
 mod session;
 mod sse;
@@ -27,6 +32,8 @@ use std::time::Duration;
 use axum::Router;
 
 use crate::server::Server;
+
+pub use ops::OpsPaths;
 
 /// The header carrying a stateful session token (§5.2).
 pub const SESSION_HEADER: &str = "rcp-session";
@@ -85,6 +92,14 @@ pub struct HttpOptions {
     /// Time a request has to send its complete body once its headers are in (expired: `408`,
     /// and the connection is closed).
     pub body_read_timeout: Duration,
+    /// The operations endpoints (`/healthz`, `/readyz`, `/metrics`), served outside `base`.
+    pub ops: OpsPaths,
+    /// Whether `/metrics` is served without the bearer tokens (they guard it by default).
+    pub metrics_public: bool,
+    /// After the shutdown signal, how long the server keeps accepting and serving while
+    /// `/readyz` already answers `503`, so load balancers stop routing to it before the
+    /// listener closes; then in-flight requests are drained.
+    pub drain_grace: Duration,
 }
 
 impl Default for HttpOptions {
@@ -101,6 +116,9 @@ impl Default for HttpOptions {
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            ops: OpsPaths::default(),
+            metrics_public: false,
+            drain_grace: Duration::ZERO,
         }
     }
 }
@@ -109,7 +127,8 @@ impl Default for HttpOptions {
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 
 impl Server {
-    /// An axum [`Router`] serving RCP under `opts.base`, to nest in an application or serve.
+    /// An axum [`Router`] serving RCP under `opts.base` and the operations endpoints of
+    /// `opts.ops` beside it, to nest in an application or serve.
     ///
     /// Per-client limits key on the peer address, which axum provides when the router is
     /// served with `into_make_service_with_connect_info::<SocketAddr>()` ([`Server::serve_http`]
@@ -123,21 +142,30 @@ impl Server {
     /// requests before returning.
     pub async fn serve_http(&self, addr: SocketAddr, opts: HttpOptions) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
-        tracing::info!(addr = %listener.local_addr()?, "serving RCP over HTTP");
         self.serve_http_on(listener, opts, shutdown_signal()).await
     }
 
-    /// Serves HTTP on a bound listener until `shutdown` completes, then drains. Connections
-    /// are capped and timed out as `opts` says (`max_connections`, `header_read_timeout`).
+    /// Serves HTTP on a bound listener until `shutdown` completes, then drains: readiness fails
+    /// at once ([`Server::begin_drain`]), the listener stays open for `opts.drain_grace`, then
+    /// closes while in-flight requests finish. Connections are capped and timed out as `opts`
+    /// says (`max_connections`, `header_read_timeout`). Logs the start-up line first.
     pub async fn serve_http_on(
         &self,
         listener: tokio::net::TcpListener,
         opts: HttpOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.log_startup("http", listener.local_addr().ok());
         let limits = connections::ConnectionLimits {
             max_connections: opts.max_connections,
             header_read_timeout: opts.header_read_timeout,
+        };
+        let server = self.clone();
+        let grace = opts.drain_grace;
+        let shutdown = async move {
+            shutdown.await;
+            server.begin_drain();
+            tokio::time::sleep(grace).await;
         };
         connections::serve(listener, self.http_router(opts), limits, shutdown).await
     }

@@ -19,6 +19,7 @@ use super::admission::{Admission, Slot};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
 use crate::dispatch::{Processed, error_frame, shape};
+use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
 
@@ -38,6 +39,7 @@ pub(super) fn build(server: &Server, opts: HttpOptions) -> Router {
         SessionMode::Stateless => Box::new(NoSessions),
         SessionMode::Stateful { ttl } => Box::new(LocalSessions::new(*ttl)),
     };
+    let ops = super::ops::routes(server, &base, &opts.ops, &opts.bearer_tokens, opts.metrics_public);
     let state = Arc::new(HttpState {
         server: server.clone(),
         admission: Arc::new(Admission::new(opts.rate_limit, opts.max_in_flight_per_client)),
@@ -47,7 +49,8 @@ pub(super) fn build(server: &Server, opts: HttpOptions) -> Router {
     let mut router = Router::new()
         .route(&base, post(handle).options(preflight))
         .route(&format!("{base}/{{*method}}"), post(handle).options(preflight))
-        .with_state(state);
+        .with_state(state)
+        .merge(ops);
     if let Some(origins) = cors {
         let allow = if origins.iter().any(|o| o == "*") {
             AllowOrigin::any()
@@ -147,9 +150,11 @@ async fn serve_one(
     let opts = &state.opts;
     // Authentication comes before anything else, including initialize and gating (§15.6).
     if !auth::authorized(&opts.bearer_tokens, headers) {
+        observe::reject(Rejection::Auth);
         return refuse_unauthenticated(headers, body, opts.body_read_timeout).await;
     }
     if let Err(wait) = state.admission.pace(ip) {
+        observe::reject(Rejection::Rate);
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         let e = RcpError::rate_limited(wait.as_millis().max(1) as u64);
         let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, None, &e);
@@ -164,6 +169,7 @@ async fn serve_one(
     };
     // Only a request whose body is in counts against its client's in-flight limit.
     let Some(slot) = state.admission.enter(ip) else {
+        observe::reject(Rejection::InFlight);
         let id = shape(&bytes).ok().and_then(|s| s.id);
         let e = RcpError::rate_limited(50)
             .with_detail(format!("more than {} requests in flight for this client", opts.max_in_flight_per_client));
@@ -193,7 +199,10 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
 /// Reads an authenticated body: at most `body_limit` bytes (`-32013`), within
 /// `body_read_timeout` (`408`, connection closed).
 async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
-    let too_large = |detail: String| error_response(StatusCode::OK, None, &RcpError::payload_too_large(detail));
+    let too_large = |detail: String| {
+        observe::reject(Rejection::Size);
+        error_response(StatusCode::OK, None, &RcpError::payload_too_large(detail))
+    };
     if let Some(len) = content_length(headers)
         && len > opts.body_limit
     {
@@ -203,7 +212,10 @@ async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) 
         Ok(Ok(b)) => Ok(b),
         Ok(Err(BodyError::TooLarge)) => Err(too_large(format!("body exceeds the limit of {} bytes", opts.body_limit))),
         Ok(Err(BodyError::Broken)) => Err(StatusCode::BAD_REQUEST.into_response()),
-        Err(_) => Err((StatusCode::REQUEST_TIMEOUT, [(header::CONNECTION, "close")]).into_response()),
+        Err(_) => {
+            observe::reject(Rejection::Timeout);
+            Err((StatusCode::REQUEST_TIMEOUT, [(header::CONNECTION, "close")]).into_response())
+        }
     }
 }
 

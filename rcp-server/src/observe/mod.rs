@@ -1,0 +1,119 @@
+//! What the server counts, recorded where each decision is made (one place each): requests by
+//! method and outcome, their latency and how many are in flight (the dispatcher, so stdio and
+//! HTTP both count), and rejections before dispatch (the transports).
+//!
+//! Recording goes through the `metrics` facade, whose recorder is process-global; with the
+//! `metrics` feature off every function here compiles to nothing. `handle` installs the
+//! Prometheus recorder that `/metrics` renders.
+
+#[cfg(feature = "metrics")]
+mod prometheus;
+
+#[cfg(feature = "metrics")]
+pub use prometheus::{handle, render};
+
+/// Requests answered, by `method` and `outcome` (`ok` or the error code, e.g. `-32602`).
+pub const REQUESTS: &str = "rcp_requests_total";
+/// Time from dispatch to answer, by `method`, in seconds.
+pub const LATENCY: &str = "rcp_request_duration_seconds";
+/// Requests dispatched and not yet answered.
+pub const IN_FLIGHT: &str = "rcp_requests_in_flight";
+/// Requests refused before dispatch, by `reason` (see [`Rejection`]).
+pub const REJECTIONS: &str = "rcp_rejections_total";
+
+/// Why a request was refused before the dispatcher saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// Missing or wrong bearer token (§15.6), including on `/metrics`.
+    Auth,
+    /// Over the per-client request rate (HTTP `429`).
+    Rate,
+    /// Over the per-client in-flight limit (`-32011`).
+    InFlight,
+    /// Over the connection cap (HTTP `503`).
+    Connections,
+    /// A body, line or batch over its size limit (`-32013`).
+    Size,
+    /// A body not received within the body timeout (HTTP `408`).
+    Timeout,
+}
+
+impl Rejection {
+    /// The `reason` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth => "auth",
+            Self::Rate => "rate",
+            Self::InFlight => "in_flight",
+            Self::Connections => "connections",
+            Self::Size => "size",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
+/// Counts one rejection.
+pub fn reject(reason: Rejection) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(REJECTIONS, "reason" => reason.as_str()).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = reason;
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A `result` was sent.
+    Ok,
+    /// An `error` with this code was sent.
+    Error(i64),
+}
+
+/// One dispatched request being observed: in flight from [`Observed::start`] until it is
+/// finished or dropped (an abandoned request leaves the in-flight gauge too, uncounted).
+#[derive(Debug)]
+pub struct Observed {
+    #[cfg(feature = "metrics")]
+    method: &'static str,
+    #[cfg(feature = "metrics")]
+    started: std::time::Instant,
+}
+
+impl Observed {
+    /// Starts observing a request to `method` (a spec method name, or `unknown`: the label
+    /// set stays bounded whatever clients send).
+    pub fn start(method: &'static str) -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            metrics::gauge!(IN_FLIGHT).increment(1.0);
+            Self { method, started: std::time::Instant::now() }
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = method;
+            Self {}
+        }
+    }
+
+    /// Records the outcome and latency.
+    pub fn finish(self, outcome: Outcome) {
+        #[cfg(feature = "metrics")]
+        {
+            let outcome = match outcome {
+                Outcome::Ok => std::borrow::Cow::Borrowed("ok"),
+                Outcome::Error(code) => std::borrow::Cow::Owned(code.to_string()),
+            };
+            metrics::counter!(REQUESTS, "method" => self.method, "outcome" => outcome).increment(1);
+            metrics::histogram!(LATENCY, "method" => self.method).record(self.started.elapsed().as_secs_f64());
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = outcome;
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl Drop for Observed {
+    fn drop(&mut self) {
+        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+    }
+}

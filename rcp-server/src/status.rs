@@ -1,0 +1,116 @@
+//! What an engine reports about itself to operators: readiness (`/readyz`), the gauges of
+//! `/metrics` (documents, index version, write-ahead-log size) and the start-up line.
+//!
+//! An engine registers one [`Status`] implementation with [`crate::ServerBuilder::status`];
+//! the framework asks it when a probe or a scrape comes in, so nothing is pushed from the
+//! engine's write path. Draining after shutdown starts is the framework's own state.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::server::Server;
+
+/// Figures an engine reports about its index; every field is optional (`None`: not known).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Live documents in the index.
+    pub documents: Option<u64>,
+    /// A monotonically increasing version of the index (a commit or sequence number).
+    pub index_version: Option<u64>,
+    /// Bytes in the write-ahead log not yet folded into a snapshot.
+    pub wal_bytes: Option<u64>,
+    /// Where the index lives on disk (`None`: in memory).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// An engine's report to the operations surface: readiness and index figures.
+///
+/// Both methods are called from request handlers of the operations endpoints, so they should
+/// answer from memory in microseconds (read a counter, not the disk).
+pub trait Status: Send + Sync + 'static {
+    /// `Ok` when the engine can serve (its index is open, its model loaded); `Err` says why
+    /// not, and `/readyz` answers `503` with that reason.
+    fn ready(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The engine's current figures, exported as gauges on `/metrics`.
+    fn stats(&self) -> EngineStats {
+        EngineStats::default()
+    }
+}
+
+impl<T: Status> Status for Arc<T> {
+    fn ready(&self) -> Result<(), String> {
+        (**self).ready()
+    }
+
+    fn stats(&self) -> EngineStats {
+        (**self).stats()
+    }
+}
+
+/// Why a server is not ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// Shutdown has started: in-flight requests are draining and new work should go elsewhere.
+    Draining,
+    /// The engine reported that it cannot serve, for this reason.
+    Engine(String),
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Draining => f.write_str("draining: shutdown in progress"),
+            Self::Engine(why) => write!(f, "engine not ready: {why}"),
+        }
+    }
+}
+
+impl Server {
+    /// Whether the server should receive new work: not draining, and the engine's
+    /// [`Status::ready`] (if one is registered) says it can serve.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        if self.shared.draining.load(Ordering::Acquire) {
+            return Err(NotReady::Draining);
+        }
+        match &self.shared.status {
+            Some(status) => status.ready().map_err(NotReady::Engine),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the server as draining: from now on [`Server::readiness`] fails (`/readyz` is
+    /// `503`) while requests still in flight are finished. The HTTP transport calls this when
+    /// its shutdown signal fires.
+    pub fn begin_drain(&self) {
+        if !self.shared.draining.swap(true, Ordering::AcqRel) {
+            tracing::info!(target: "rcp_server", engine = %self.shared.info.name, "draining: readiness now fails");
+        }
+    }
+
+    /// The engine's figures, or all-`None` when it registered no [`Status`].
+    pub fn engine_stats(&self) -> EngineStats {
+        self.shared.status.as_ref().map(|s| s.stats()).unwrap_or_default()
+    }
+
+    /// Logs the one start-up line at `info`: engine, version, transport, address (HTTP), data
+    /// directory and document count when the engine reports them.
+    pub(crate) fn log_startup(&self, transport: &'static str, addr: Option<std::net::SocketAddr>) {
+        let stats = self.engine_stats();
+        let data_dir = stats.data_dir.as_ref().map_or_else(|| "(in memory)".to_owned(), |d| d.display().to_string());
+        tracing::info!(
+            target: "rcp_server",
+            engine = %self.shared.info.name,
+            version = self.shared.info.version.as_deref().unwrap_or(""),
+            transport,
+            addr = addr.map(|a| a.to_string()),
+            data_dir = %data_dir,
+            documents = stats.documents,
+            index_version = stats.index_version,
+            "serving"
+        );
+    }
+}
