@@ -135,7 +135,7 @@ fn the_dense_engine_reports_documents_index_version_and_log_size() {
     let dir = tempfile::Builder::new().prefix("rcp-ops-dense").tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let bin = workspace_bin("rcp-dense", "rcp-dense");
-    let served = serve_http(&bin, &["--fetch-model", "--data-dir", data.to_str().expect("utf-8 path")]);
+    let served = serve_http(&bin, &["--fetch-model", "--create", "--data-dir", data.to_str().expect("utf-8 path")]);
     let addr = &served.addr;
     assert_eq!(served.startup["fields"]["documents"], 0, "{}", served.startup);
     let add = r#"{"jsonrpc":"2.0","id":1,"method":"index/add","params":{"documents":[{"id":"a","text":"alpha"},{"id":"b","text":"beta"}]}}"#;

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use rcp_corpus::CorpusDoc;
+use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::ServeArgs;
@@ -118,6 +118,10 @@ struct IndexCmd {
     /// Documents read and written per batch.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
+    /// Abort at the first unusable corpus line (checked before anything is embedded, so
+    /// nothing of the run is written) instead of skipping it with a FILE:LINE warning.
+    #[arg(long)]
+    strict: bool,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -265,35 +269,62 @@ fn store_options(hnsw: &HnswArgs) -> StoreOptions {
     }
 }
 
-/// Embeds corpus documents into `store` in batches; unchanged documents are skipped.
-/// Returns `(documents read, documents embedded)`.
+/// What [`load_corpus`] did.
+#[derive(Debug, Default)]
+struct Loaded {
+    /// Usable documents read.
+    read: usize,
+    /// Documents embedded (new, or with a changed title or text).
+    embedded: usize,
+    /// Documents whose title and text were unchanged but whose metadata changed: stored again
+    /// with their existing vector, not re-embedded.
+    restamped: usize,
+    /// Unusable lines skipped (each reported as FILE:LINE).
+    skipped: usize,
+}
+
+/// Embeds corpus documents into `store` in batches. A document whose title and text are
+/// unchanged keeps its vector (only changed metadata is written); unusable lines are skipped
+/// with a FILE:LINE warning. Progress goes to `bar` on a terminal and to a log line every few
+/// seconds otherwise.
 fn load_corpus(
     store: &Store,
     embedder: &Embedder,
-    docs: impl Iterator<Item = Result<CorpusDoc, String>>,
+    docs: impl Iterator<Item = Result<CorpusDoc, CorpusError>>,
     batch_size: usize,
     bar: &ProgressBar,
     metas: &mut Vec<CorpusDoc>,
-) -> Result<(usize, usize), String> {
-    let (mut read, mut embedded) = (0, 0);
+) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
+    let mut ticker = Ticker::new(bar.length());
     let mut batch: Vec<CorpusDoc> = Vec::with_capacity(batch_size);
-    let mut flush = |batch: &mut Vec<CorpusDoc>| -> Result<(), String> {
+    let mut flush = |batch: &mut Vec<CorpusDoc>, loaded: &mut Loaded| -> Result<(), String> {
         let n = batch.len();
-        let todo: Vec<CorpusDoc> = {
+        let mut todo: Vec<CorpusDoc> = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n);
+        {
             let table = store.read();
-            batch
-                .drain(..)
-                .filter(|d| {
-                    let doc = d.to_document();
-                    let id = d.id.as_deref().unwrap_or_default();
-                    !table.get(id).is_some_and(|old| {
-                        old.text == doc.text && old.origin == Origin::Corpus && old.meta == doc.meta.unwrap_or_default()
-                    })
-                })
-                .collect()
-        };
+            for d in batch.drain(..) {
+                let doc = d.to_document();
+                let meta = doc.meta.clone().unwrap_or_default();
+                let old = d.id.as_deref().and_then(|id| table.slot(id)).and_then(|s| table.doc(s).map(|o| (s, o)));
+                match old {
+                    Some((_, old)) if old.origin == Origin::Corpus && old.text == doc.text && old.meta == meta => {}
+                    Some((slot, old))
+                        if old.origin == Origin::Corpus
+                            && old.text == doc.text
+                            && old.meta.get("title") == meta.get("title") =>
+                    {
+                        let id = old.id.clone();
+                        out.push((stored(id, doc.text, meta, Origin::Corpus), table.vector(slot).to_vec()));
+                    }
+                    _ => todo.push(d),
+                }
+            }
+        }
+        loaded.restamped += out.len();
         bar.inc((n - todo.len()) as u64);
-        let mut out = Vec::with_capacity(todo.len());
+        ticker.add(n - todo.len());
         for part in todo.chunks(128) {
             let texts: Vec<String> = part.iter().map(passage).collect();
             let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
@@ -303,21 +334,78 @@ fn load_corpus(
                 out.push((stored(id, doc.text, doc.meta.unwrap_or_default(), Origin::Corpus), v));
             }
             bar.inc(part.len() as u64);
+            ticker.add(part.len());
         }
-        embedded += out.len();
+        loaded.embedded += todo.len();
         store.upsert(out).map_err(|e| e.to_string())
     };
     for doc in docs {
-        let doc = doc?;
-        read += 1;
+        let doc = match doc {
+            Ok(doc) => doc,
+            Err(e @ CorpusError::Io { .. }) => return Err(e.to_string()),
+            Err(e) => {
+                loaded.skipped += 1;
+                if loaded.skipped <= 20 {
+                    bar.suspend(|| say(&format!("skipped {e}")));
+                } else if loaded.skipped == 21 {
+                    bar.suspend(|| say("more unusable lines skipped; the summary counts them"));
+                }
+                continue;
+            }
+        };
+        loaded.read += 1;
         metas.push(CorpusDoc { text: String::new(), ..doc.clone() });
         batch.push(doc);
         if batch.len() >= batch_size.max(1) {
-            flush(&mut batch)?;
+            flush(&mut batch, &mut loaded)?;
         }
     }
-    flush(&mut batch)?;
-    Ok((read, embedded))
+    flush(&mut batch, &mut loaded)?;
+    Ok(loaded)
+}
+
+/// Progress for runs whose stderr is not a terminal (the bar is hidden there): an info line
+/// every 10 seconds.
+struct Ticker {
+    total: Option<u64>,
+    done: u64,
+    started: Instant,
+    last: Instant,
+    on: bool,
+}
+
+impl Ticker {
+    fn new(total: Option<u64>) -> Self {
+        use std::io::IsTerminal;
+        let now = Instant::now();
+        Self { total, done: 0, started: now, last: now, on: !std::io::stderr().is_terminal() }
+    }
+
+    fn add(&mut self, n: usize) {
+        self.done += n as u64;
+        if self.on && self.last.elapsed() >= std::time::Duration::from_secs(10) {
+            self.last = Instant::now();
+            let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            match self.total {
+                Some(total) => tracing::info!(done = self.done, total, docs_per_s = rate as u64, "indexing"),
+                None => tracing::info!(done = self.done, docs_per_s = rate as u64, "indexing"),
+            }
+        }
+    }
+}
+
+/// With `--strict`: the first unusable line of `corpus`, before anything is embedded.
+fn check_corpus(corpus: &Path) -> Result<usize, String> {
+    let mut good = 0;
+    for doc in rcp_corpus::read_jsonl(corpus).map_err(|e| e.to_string())? {
+        match doc {
+            Ok(_) => good += 1,
+            Err(e) => {
+                return Err(format!("{e} (--strict: nothing was indexed; the {good} lines before it are usable)"));
+            }
+        }
+    }
+    Ok(good)
 }
 
 /// `index`: a run that fails leaves no new directory behind (an existing one keeps what its
@@ -347,10 +435,14 @@ fn index_into(cmd: IndexCmd) -> Result<(), String> {
             .progress_chars("=> "),
     );
     let started = Instant::now();
-    let docs = rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?.map(|d| d.map_err(|e| e.to_string()));
+    if cmd.strict {
+        check_corpus(&cmd.corpus)?;
+    }
+    let docs = rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?;
     let mut metas = Vec::new();
-    let (read, embedded) = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
+    let loaded = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
     bar.finish_and_clear();
+    let (read, embedded) = (loaded.read, loaded.embedded);
     let elapsed = started.elapsed().as_secs_f64();
     let fields: BTreeMap<String, FieldType> = if !cmd.fields.is_empty() {
         cmd.fields.into_iter().collect()
@@ -363,10 +455,12 @@ fn index_into(cmd: IndexCmd) -> Result<(), String> {
     store.snapshot().map_err(|e| e.to_string())?;
     let live = store.read().live();
     say(&format!(
-        "indexed {read} documents from {} ({embedded} embedded, {} unchanged) in {elapsed:.1} s: {:.1} docs/s; \
-         {live} documents in {}",
+        "indexed {read} documents from {} ({embedded} embedded, {} metadata-only, {} unchanged; {} lines skipped) \
+         in {elapsed:.1} s: {:.1} docs/s; {live} documents in {}",
         cmd.corpus.display(),
-        read - embedded,
+        loaded.restamped,
+        read - embedded - loaded.restamped,
+        loaded.skipped,
         embedded as f64 / elapsed.max(1e-9),
         cmd.data_dir.display()
     ));

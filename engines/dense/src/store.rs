@@ -250,6 +250,11 @@ impl Table {
         self.by_id.get(id).and_then(|&s| self.docs[s].as_ref())
     }
 
+    /// The slot of the live document with this id.
+    pub fn slot(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied().filter(|&s| self.docs.get(s).is_some_and(Option::is_some))
+    }
+
     /// The document in a slot (`None` for a tombstone).
     pub fn doc(&self, slot: usize) -> Option<&StoredDoc> {
         self.docs.get(slot).and_then(Option::as_ref)

@@ -99,7 +99,41 @@ fn index_command_builds_a_data_dir_the_server_reloads_without_re_embedding() {
     // Re-indexing the same corpus embeds nothing.
     let out = run();
     let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("0 embedded, 40 unchanged"), "{log}");
+    assert!(log.contains("0 embedded, 0 metadata-only, 40 unchanged"), "{log}");
+    // A metadata-only change keeps every vector; a changed text is embedded again; an
+    // unusable line is skipped with FILE:LINE, and with --strict refused before anything runs.
+    let mut f = std::fs::File::create(&corpus).unwrap();
+    for i in 0..40 {
+        let topic = ["ships", "planes", "trains", "rockets"][i % 4];
+        let text = if i == 0 {
+            "Document zero was rewritten.".to_owned()
+        } else {
+            format!("Document {i} is about {topic} and their engines.")
+        };
+        writeln!(
+            f,
+            "{}",
+            json!({"_id": format!("d{i}"), "title": format!("About {topic}"), "text": text, "kind": topic, "n": i + 1})
+        )
+        .unwrap();
+    }
+    writeln!(f, "{{not json").unwrap();
+    drop(f);
+    let strict = std::process::Command::new(bin())
+        .args(["index", "--strict", "--data-dir", dir_arg(&data), dir_arg(&corpus)])
+        .env("RCP_MODEL_DIR", &model)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        !strict.status.success() && log.contains("corpus.jsonl:41") && log.contains("nothing was indexed"),
+        "{log}"
+    );
+    let out = run();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("corpus.jsonl:41"), "the skipped line is named: {log}");
+    assert!(log.contains("1 embedded, 39 metadata-only, 0 unchanged; 1 lines skipped"), "{log}");
 
     let mut e = serve(&["--data-dir", dir_arg(&data), "--full-scan-threshold", "0"]);
     let res = e.ok(
