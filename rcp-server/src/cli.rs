@@ -91,14 +91,26 @@ pub struct ServeArgs {
     /// index for a long time.
     #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
     pub write_deadline_ms: u64,
+
+    /// Threads of the CPU executor that runs searches, embeddings and index writes (0: one per
+    /// core). Writes use at most half of them, so reads always have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub cpu_threads: usize,
+
+    /// CPU jobs that may wait in each lane (reads, writes) when every CPU thread is busy; more
+    /// are refused with -32011 and `retryAfterMs` instead of queueing without bound.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub cpu_queue: usize,
 }
 
 impl ServeArgs {
-    /// Applies the server-side options (deadline) to a builder.
+    /// Applies the server-side options (deadlines, CPU executor) to a builder.
     pub fn configure(&self, builder: ServerBuilder) -> ServerBuilder {
         builder
             .request_deadline(Duration::from_millis(self.deadline_ms))
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
+            .cpu_threads(self.cpu_threads)
+            .cpu_queue(self.cpu_queue)
     }
 
     /// The HTTP options these arguments describe.

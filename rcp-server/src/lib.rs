@@ -43,6 +43,7 @@
 pub mod cli;
 mod context;
 mod dispatch;
+pub mod exec;
 mod handler;
 mod outbound;
 mod profile;
@@ -53,6 +54,7 @@ mod validate;
 
 pub use context::RequestContext;
 pub use dispatch::Processed;
+pub use exec::{ExecOptions, Executor, Lane};
 pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
