@@ -167,13 +167,16 @@ impl Retrieve for Bm25 {
     }
 }
 
+/// Documents ready for the writer, each with its id.
+type PreparedBatch = Vec<(String, TantivyDocument)>;
+
 /// Validates and converts `params.documents` into the engine's form, minting missing ids.
 fn prepare_batch(
     engine: &Engine,
     params: &IndexAddParams,
     trust: TrustLevel,
     source: &str,
-) -> Result<(Vec<String>, Vec<(String, TantivyDocument)>), RcpError> {
+) -> Result<(Vec<String>, PreparedBatch), RcpError> {
     let mut taken: HashSet<String> = params.documents.iter().filter_map(|d| d.id.clone()).collect();
     let mut ids = Vec::with_capacity(params.documents.len());
     let mut batch = Vec::with_capacity(params.documents.len());

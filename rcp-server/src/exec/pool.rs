@@ -81,12 +81,14 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether a job of `lane` submitted now would start without waiting.
-    fn starts_now(&self, s: &State, lane: Lane) -> bool {
-        let busy = s.running[0] + s.running[1];
-        s.queues[lane.slot()].is_empty()
-            && busy < self.threads
-            && (lane == Lane::Read || s.running[Lane::Write.slot()] < self.write_slots)
+    /// How many more jobs of `lane` workers could start now: jobs queued within this many
+    /// are about to run (their worker may still be starting), not waiting.
+    fn free(&self, s: &State, lane: Lane) -> usize {
+        let idle = self.threads.saturating_sub(s.running[0] + s.running[1]);
+        match lane {
+            Lane::Read => idle,
+            Lane::Write => idle.min(self.write_slots.saturating_sub(s.running[Lane::Write.slot()])),
+        }
     }
 
     fn retry_after_ms(&self, s: &State, lane: Lane) -> u64 {
@@ -232,7 +234,7 @@ impl Executor {
     fn submit(&self, lane: Lane, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
         let inner = &self.inner;
         let mut s = inner.lock();
-        if s.queues[lane.slot()].len() >= inner.queue && !inner.starts_now(&s, lane) {
+        if s.queues[lane.slot()].len() >= inner.queue + inner.free(&s, lane) {
             let retry_after = inner.retry_after_ms(&s, lane);
             return Err(RcpError::rate_limited(retry_after).with_detail(format!(
                 "the {lane} queue is full ({} waiting for {} CPU threads); retry after {retry_after} ms",
