@@ -189,6 +189,15 @@ mod tests {
     }
 
     #[test]
+    fn cpu_executor_flags_reach_the_server() {
+        let server = parse(&[]).configure(Server::builder("t", "0")).build();
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 0, queue: 256 });
+        let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 3, queue: 7 });
+        assert_eq!(server.executor().threads(), 3);
+    }
+
+    #[test]
     fn tokens_are_split_and_trimmed() {
         let tokens = bearer_tokens("T", Some(" a, b ,,c".into())).expect("tokens");
         assert_eq!(tokens, ["a", "b", "c"]);
