@@ -40,8 +40,9 @@ impl std::fmt::Display for Lane {
 pub struct ExecOptions {
     /// Worker threads; `0` means one per available core.
     pub threads: usize,
-    /// Jobs that may wait in each lane's queue (besides the running ones); more are refused
-    /// with `-32011`. `0` refuses every job that finds no free worker.
+    /// Jobs that may wait in each lane's queue for a busy worker (jobs a free worker is
+    /// about to take do not count); more are refused with `-32011`. `0` refuses every job
+    /// that finds no free worker.
     pub queue: usize,
 }
 
