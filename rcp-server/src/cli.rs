@@ -121,14 +121,26 @@ pub struct ServeArgs {
     /// index for a long time.
     #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
     pub write_deadline_ms: u64,
+
+    /// Threads of the CPU executor that runs searches, embeddings and index writes (0: one per
+    /// core). Writes use at most half of them, so reads always have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub cpu_threads: usize,
+
+    /// CPU jobs that may wait in each lane (reads, writes) when every CPU thread is busy; more
+    /// are refused with -32011 and `retryAfterMs` instead of queueing without bound.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub cpu_queue: usize,
 }
 
 impl ServeArgs {
-    /// Applies the server-side options (deadline) to a builder.
+    /// Applies the server-side options (deadlines, CPU executor) to a builder.
     pub fn configure(&self, builder: ServerBuilder) -> ServerBuilder {
         builder
             .request_deadline(Duration::from_millis(self.deadline_ms))
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
+            .cpu_threads(self.cpu_threads)
+            .cpu_queue(self.cpu_queue)
     }
 
     /// Installs the stderr log subscriber in the format `--log-format` names.
@@ -243,6 +255,15 @@ mod tests {
         let err = parse(&["--metrics-path", "/rcp/metrics"]).http_options().expect_err("inside the base path");
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         assert_eq!(parse(&["--log-format", "json"]).log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn cpu_executor_flags_reach_the_server() {
+        let server = parse(&[]).configure(Server::builder("t", "0")).build();
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 0, queue: 256 });
+        let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 3, queue: 7 });
+        assert_eq!(server.executor().threads(), 3);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::{Executor, Lane};
 use crate::outbound::Outbound;
 use crate::profile::Profile;
 
@@ -34,6 +35,7 @@ struct Inner {
     capabilities: Arc<Capabilities>,
     session_id: Option<String>,
     meta: Option<Meta>,
+    executor: Executor,
     notes: Mutex<Vec<String>>,
 }
 
@@ -49,6 +51,7 @@ pub(crate) struct ContextParts {
     pub capabilities: Arc<Capabilities>,
     pub session_id: Option<String>,
     pub meta: Option<Meta>,
+    pub executor: Executor,
 }
 
 impl RequestContext {
@@ -65,13 +68,15 @@ impl RequestContext {
                 capabilities: p.capabilities,
                 session_id: p.session_id,
                 meta: p.meta,
+                executor: p.executor,
                 notes: Mutex::new(Vec::new()),
             }),
         }
     }
 
     /// A detached context for calling a handler directly (tests, benchmarks, embedding):
-    /// never cancelled, a one-hour deadline, no progress or log channel.
+    /// never cancelled, a one-hour deadline, no progress or log channel; CPU work runs on a
+    /// process-wide executor sized to the cores.
     pub fn detached(capabilities: Capabilities) -> Self {
         Self::new(ContextParts {
             id: RequestId::from(0),
@@ -84,6 +89,7 @@ impl RequestContext {
             capabilities: Arc::new(capabilities),
             session_id: None,
             meta: None,
+            executor: Executor::shared_default(),
         })
     }
 
@@ -100,9 +106,29 @@ impl RequestContext {
     /// Fires when the client cancels the request (§7.14) or its deadline passes (§13.1).
     ///
     /// The framework already stops awaiting the handler and answers `-32006`/`-32014`; blocking
-    /// work (on `spawn_blocking` or a thread) should poll this to stop early.
+    /// work (on [`Self::run_cpu`] or a thread) should poll this to stop early.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
+    }
+
+    /// Runs CPU-bound work (a search, an embedding batch, an index build) on the server's
+    /// bounded executor, in `lane`, and returns its value; use it instead of
+    /// `tokio::task::spawn_blocking`.
+    ///
+    /// When the lane's queue is full this fails at once with `-32011` and `retryAfterMs`;
+    /// a job still queued when the request is cancelled or its deadline passes never runs.
+    /// A running job is not interrupted: long work should poll [`Self::is_cancelled`].
+    pub async fn run_cpu<T, F>(&self, lane: Lane, job: F) -> Result<T, rcp_protocol::RcpError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.inner.executor.run(lane, &self.inner.cancel, job).await
+    }
+
+    /// The executor CPU work of this request runs on.
+    pub fn executor(&self) -> &Executor {
+        &self.inner.executor
     }
 
     /// Whether the request was cancelled or timed out.

@@ -44,6 +44,7 @@
 pub mod cli;
 mod context;
 mod dispatch;
+pub mod exec;
 mod handler;
 #[cfg(feature = "cli")]
 mod logging;
@@ -58,6 +59,7 @@ mod validate;
 
 pub use context::RequestContext;
 pub use dispatch::Processed;
+pub use exec::{ExecOptions, Executor, Lane};
 pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,

@@ -11,6 +11,7 @@ use rcp_protocol::index::IndexAddResult;
 use rcp_protocol::lifecycle::{ConformanceLevel, InitializeResult, PeerInfo};
 use serde_json::Value;
 
+use crate::exec::{ExecOptions, Executor};
 use crate::handler::{
     Catalog, Embed, Feedback, Graph, Handlers, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -37,6 +38,9 @@ pub struct ServerOptions {
     /// stops reading until one finishes, so a flood of slow requests pushes back on the sender
     /// instead of growing memory without bound.
     pub max_in_flight: usize,
+    /// The CPU executor handlers run blocking work on ([`crate::RequestContext::run_cpu`]):
+    /// worker threads (default one per core) and the bound of each lane's queue.
+    pub cpu: ExecOptions,
 }
 
 impl Default for ServerOptions {
@@ -48,6 +52,7 @@ impl Default for ServerOptions {
             max_batch: 1024,
             idempotency_cache: 4096,
             max_in_flight: 4096,
+            cpu: ExecOptions::default(),
         }
     }
 }
@@ -77,6 +82,8 @@ pub(crate) struct Shared {
     pub status: Option<Arc<dyn Status>>,
     /// Set once shutdown starts: readiness fails from then on.
     pub draining: AtomicBool,
+    /// The bounded pool CPU-bound handler work runs on.
+    pub executor: Executor,
 }
 
 impl Server {
@@ -98,6 +105,11 @@ impl Server {
     /// The options in force.
     pub fn options(&self) -> &ServerOptions {
         &self.shared.options
+    }
+
+    /// The CPU executor handlers run blocking work on.
+    pub fn executor(&self) -> &Executor {
+        &self.shared.executor
     }
 
     pub(crate) fn info_result(&self, profile: Profile, caps: &Capabilities, session: Option<&str>) -> Vec<u8> {
@@ -324,6 +336,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the CPU executor's worker threads (`0`: one per core).
+    pub fn cpu_threads(mut self, threads: usize) -> Self {
+        self.options.cpu.threads = threads;
+        self
+    }
+
+    /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`).
+    pub fn cpu_queue(mut self, queue: usize) -> Self {
+        self.options.cpu.queue = queue;
+        self
+    }
+
     /// Sets the longest accepted stdio line.
     pub fn max_line_bytes(mut self, bytes: usize) -> Self {
         self.options.max_line_bytes = bytes;
@@ -341,6 +365,7 @@ impl ServerBuilder {
                 enabled: self.caps,
                 conformance: self.conformance,
                 idempotency: Mutex::new(IdempotencyCache::new(self.options.idempotency_cache)),
+                executor: Executor::new(self.options.cpu),
                 options: self.options,
                 default_info: Arc::from(Vec::new()),
                 default_caps: Arc::new(caps.clone()),

@@ -1,6 +1,7 @@
 //! The engine on the framework: `retrieve` (§7.7) and `index/add`/`index/delete` (§7.10,
 //! §7.11). Handlers only translate between the protocol and [`Engine`]; blocking tantivy
-//! work runs on `spawn_blocking`, reads never take the writer lock, and writes are validated
+//! work runs on the framework's CPU executor (`ctx.run_cpu`: reads in the read lane,
+//! document preparation in the write lane), reads never take the writer lock, and writes are validated
 //! here and then queued for group commit ([`GroupCommit`]): each is answered once the commit
 //! holding it is durable.
 
@@ -14,7 +15,8 @@ use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, Ind
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Usage;
 use rcp_protocol::{ErrorCode, Hit, RcpError, RetrieveResult};
-use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use tantivy::TantivyDocument;
 
 use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
 use crate::error::EngineError;
@@ -62,10 +64,6 @@ impl Bm25 {
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
-}
-
-fn join_error(e: tokio::task::JoinError) -> RcpError {
-    RcpError::internal(format!("engine task failed: {e}"))
 }
 
 fn to_rcp(e: EngineError) -> RcpError {
@@ -130,22 +128,23 @@ impl Retrieve for Bm25 {
         }
         let engine = Arc::clone(&self.engine);
         let task_ctx = ctx.clone();
-        let page = tokio::task::spawn_blocking(move || {
-            let cancelled = || task_ctx.is_cancelled();
-            let streaming = task_ctx.wants_progress();
-            let progress = |p: f64, message: String, hits: Vec<Hit>| {
-                if hits.is_empty() {
-                    task_ctx.progress(p, "recall", message);
-                } else {
-                    task_ctx.progress_partial(p, "recall", hits);
-                }
-            };
-            let hooks = Hooks { cancelled: Some(&cancelled), progress: if streaming { Some(&progress) } else { None } };
-            engine.search(&search, &hooks)
-        })
-        .await
-        .map_err(join_error)?
-        .map_err(to_rcp)?;
+        let page = ctx
+            .run_cpu(Lane::Read, move || {
+                let cancelled = || task_ctx.is_cancelled();
+                let streaming = task_ctx.wants_progress();
+                let progress = |p: f64, message: String, hits: Vec<Hit>| {
+                    if hits.is_empty() {
+                        task_ctx.progress(p, "recall", message);
+                    } else {
+                        task_ctx.progress_partial(p, "recall", hits);
+                    }
+                };
+                let hooks =
+                    Hooks { cancelled: Some(&cancelled), progress: if streaming { Some(&progress) } else { None } };
+                engine.search(&search, &hooks)
+            })
+            .await?
+            .map_err(to_rcp)?;
         if ctx.log_enabled(LogLevel::Debug) {
             ctx.log(
                 LogLevel::Debug,
@@ -168,6 +167,40 @@ impl Retrieve for Bm25 {
     }
 }
 
+/// Documents ready for the writer, each with its id.
+type PreparedBatch = Vec<(String, TantivyDocument)>;
+
+/// Validates and converts `params.documents` into the engine's form, minting missing ids.
+fn prepare_batch(
+    engine: &Engine,
+    params: &IndexAddParams,
+    trust: TrustLevel,
+    source: &str,
+) -> Result<(Vec<String>, PreparedBatch), RcpError> {
+    let mut taken: HashSet<String> = params.documents.iter().filter_map(|d| d.id.clone()).collect();
+    let mut ids = Vec::with_capacity(params.documents.len());
+    let mut batch = Vec::with_capacity(params.documents.len());
+    for (i, d) in params.documents.iter().enumerate() {
+        let id = match &d.id {
+            Some(id) => id.clone(),
+            None => {
+                let minted = engine.mint_id(&taken).map_err(to_rcp)?;
+                taken.insert(minted.clone());
+                minted
+            }
+        };
+        let doc = engine.prepare(&CorpusDoc::from_document(d), &id, trust, source).map_err(|e| match e {
+            EngineError::InvalidParams { field, detail } => {
+                RcpError::invalid_params(format!("documents[{i}].{field}"), detail)
+            }
+            other => to_rcp(other),
+        })?;
+        ids.push(id.clone());
+        batch.push((id, doc));
+    }
+    Ok((ids, batch))
+}
+
 impl Index for Bm25 {
     fn capability(&self) -> IndexCapability {
         IndexCapability { writable: true, ..Default::default() }
@@ -179,30 +212,10 @@ impl Index for Bm25 {
         }
         // Validate and convert every document before touching the index: a bad one rejects
         // the whole batch and nothing is written. Minted ids are random (UUID v4) and checked
-        // against the live index and the batch.
-        let trust = self.options.added_trust;
-        let source = self.options.added_source.as_str();
-        let mut taken: HashSet<String> = params.documents.iter().filter_map(|d| d.id.clone()).collect();
-        let mut ids = Vec::with_capacity(params.documents.len());
-        let mut batch = Vec::with_capacity(params.documents.len());
-        for (i, d) in params.documents.iter().enumerate() {
-            let id = match &d.id {
-                Some(id) => id.clone(),
-                None => {
-                    let minted = self.engine.mint_id(&taken).map_err(to_rcp)?;
-                    taken.insert(minted.clone());
-                    minted
-                }
-            };
-            let doc = self.engine.prepare(&CorpusDoc::from_document(d), &id, trust, source).map_err(|e| match e {
-                EngineError::InvalidParams { field, detail } => {
-                    RcpError::invalid_params(format!("documents[{i}].{field}"), detail)
-                }
-                other => to_rcp(other),
-            })?;
-            ids.push(id.clone());
-            batch.push((id, doc));
-        }
+        // against the live index and the batch. The conversion is CPU work: the write lane.
+        let engine = Arc::clone(&self.engine);
+        let (trust, source) = (self.options.added_trust, self.options.added_source.clone());
+        let (ids, batch) = ctx.run_cpu(Lane::Write, move || prepare_batch(&engine, &params, trust, &source)).await??;
         let task_ctx = ctx.clone();
         let version = match self.writes.submit(WriteOp::Add(batch), Box::new(move || task_ctx.is_cancelled())).await {
             Ok(WriteOutcome::Added { index_version }) => index_version,

@@ -1,9 +1,10 @@
 //! The engine: `embed` (§7.3), `retrieve` in `dense` mode (§7.7) and `index/add` /
 //! `index/delete` (§7.10, §7.11) over one [`Store`] and one [`Embedder`].
 //!
-//! All model and index work runs on blocking threads, so the async runtime keeps answering
-//! `ping` and other requests while a large `index/add` embeds; long batches report progress
-//! (§9) and stop between encoder batches when cancelled (§7.14).
+//! All model and index work runs on the framework's bounded CPU executor (`ctx.run_cpu`:
+//! reads in the read lane, `index/add` and `index/delete` in the write lane), so the async
+//! runtime keeps answering `ping` and other requests while a large `index/add` embeds; long
+//! batches report progress (§9) and stop between encoder batches when cancelled (§7.14).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, Ind
 use rcp_protocol::mmr::mmr;
 use rcp_protocol::retrieve::{Citation, Trust, Usage, WireVector};
 use rcp_protocol::{Hit, RcpError, RetrieveResult};
-use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 
 use crate::ann::Scored;
 use crate::embedder::Embedder;
@@ -72,10 +73,6 @@ fn store_error(e: StoreError) -> RcpError {
     RcpError::internal(e.to_string())
 }
 
-fn join_error(e: tokio::task::JoinError) -> RcpError {
-    RcpError::internal(format!("engine worker failed: {e}"))
-}
-
 impl DenseEngine {
     /// An engine over a store and an encoder.
     pub fn new(store: Arc<Store>, embedder: Arc<Embedder>, options: EngineOptions) -> Self {
@@ -87,18 +84,20 @@ impl DenseEngine {
         &self.store
     }
 
-    /// Embeds texts on a blocking thread, in encoder batches, reporting progress under `stage`
+    /// Embeds texts on the server's CPU executor (in `lane`), in encoder batches, reporting progress under `stage`
     /// and stopping between batches once the request is cancelled.
     async fn embed_texts(
         &self,
         texts: Vec<String>,
         ctx: &RequestContext,
         stage: &'static str,
+        lane: Lane,
     ) -> HandlerResult<Vec<Vec<f32>>> {
         let embedder = self.embedder.clone();
-        let ctx = ctx.clone();
+        let task_ctx = ctx.clone();
         let batch = self.options.encoder_batch.max(1);
-        tokio::task::spawn_blocking(move || {
+        ctx.run_cpu(lane, move || {
+            let ctx = task_ctx;
             let total = texts.len();
             let mut out = Vec::with_capacity(total);
             for part in texts.chunks(batch) {
@@ -113,8 +112,7 @@ impl DenseEngine {
             }
             Ok(out)
         })
-        .await
-        .map_err(join_error)?
+        .await?
     }
 }
 
@@ -145,7 +143,7 @@ impl Retrieve for DenseEngine {
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
         let query = req.params.query.text();
-        let mut q = self.embed_texts(vec![query], &ctx, "recall").await?;
+        let mut q = self.embed_texts(vec![query], &ctx, "recall", Lane::Read).await?;
         let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
         let store = self.store.clone();
         let ef = self.options.ef_search.max(req.candidate_k);
@@ -153,7 +151,7 @@ impl Retrieve for DenseEngine {
         let engine_hits = {
             let req = req.clone();
             let options = self.options.clone();
-            tokio::task::spawn_blocking(move || {
+            ctx.run_cpu(Lane::Read, move || {
                 let table = store.read();
                 let (mut found, path) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), threshold);
                 let candidates = found.len();
@@ -177,8 +175,7 @@ impl Retrieve for DenseEngine {
                     .collect();
                 (hits, candidates, path)
             })
-            .await
-            .map_err(join_error)?
+            .await?
         };
         let (hits, candidates, path) = engine_hits;
         let mut usage = Usage {
@@ -240,7 +237,7 @@ impl Embed for DenseEngine {
     async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
         // The model is symmetric: `kind` (query/document) selects nothing.
         let texts = req.inputs.iter().map(|i| i.text().to_owned()).collect();
-        self.embed_texts(texts, &ctx, "embed").await
+        self.embed_texts(texts, &ctx, "embed", Lane::Read).await
     }
 }
 
@@ -268,7 +265,7 @@ impl Index for DenseEngine {
                 .collect()
         };
         let texts: Vec<String> = todo.iter().map(|&i| params.documents[i].text.clone()).collect();
-        let vectors = self.embed_texts(texts, &ctx, "embed").await?;
+        let vectors = self.embed_texts(texts, &ctx, "embed", Lane::Write).await?;
         if ctx.is_cancelled() {
             return Err(RcpError::cancelled(Some("cancelled before the write")));
         }
@@ -282,19 +279,16 @@ impl Index for DenseEngine {
             .collect();
         let n = docs.len();
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || store.upsert(docs)).await.map_err(join_error)?.map_err(store_error)?;
+        ctx.run_cpu(Lane::Write, move || store.upsert(docs)).await?.map_err(store_error)?;
         if n > 0 {
             ctx.progress(1.0, "index", format!("indexed {n} documents"));
         }
         Ok(IndexAddResult { ids, ..Default::default() })
     }
 
-    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+    async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
         let store = self.store.clone();
-        let deleted = tokio::task::spawn_blocking(move || store.delete(params.ids))
-            .await
-            .map_err(join_error)?
-            .map_err(store_error)?;
+        let deleted = ctx.run_cpu(Lane::Write, move || store.delete(params.ids)).await?.map_err(store_error)?;
         Ok(IndexDeleteResult { deleted, ..Default::default() })
     }
 }

@@ -140,6 +140,7 @@ impl Server {
             capabilities: Arc::clone(caps),
             session_id: session.id().map(str::to_owned),
             meta,
+            executor: self.shared.executor.clone(),
         });
 
         let call = methods::call(&self.shared, m, params, ctx)?;

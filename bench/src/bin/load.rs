@@ -1,0 +1,410 @@
+//! `load`: a mixed pipelined workload against any engine command over stdio, at several
+//! concurrency levels, with the server process's memory and thread count.
+//!
+//! For each `--server` and each `--inflight` level, a fresh server is started (on a fresh
+//! copy of `--data` when given: `{data}` in the command is replaced by the copy), initialised,
+//! and kept at that many requests in flight for `--seconds`: `retrieve` k=10 and k=100
+//! (Cranfield queries), `index/add` (one Cranfield document under a new id) and `ping`, in
+//! the shares `--mix` gives. Reports per kind the answered requests per second, p50/p99/p999
+//! latency, refusals (`-32011`) and other errors; per run the idle and peak RSS (`VmHWM`) and
+//! the idle and largest thread count of the server (`/proc/<pid>/status`, sampled every 5 ms).
+//!
+//! ```sh
+//! cargo build -p rcp-bm25 -p rcp-bench
+//! target/debug/rcp-bm25 index --data-dir /tmp/cran ../shared/data/cranfield/corpus.jsonl
+//! target/debug/load --data /tmp/cran --seconds 10 \
+//!     --server 'before=/tmp/rcp-bm25-main serve --data-dir {data}' \
+//!     --server 'after=target/debug/rcp-bm25 serve --data-dir {data}'
+//! ```
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use rcp_bench::quality::{Collection, cranfield_dir, percentile};
+use serde_json::{Value, json};
+
+#[derive(Debug, Parser)]
+#[command(name = "load", about = "Mixed pipelined load over stdio: latency per kind, peak RSS and threads")]
+struct Args {
+    /// A server command, `LABEL=COMMAND ARGS...` (split on whitespace; `{data}` is replaced by
+    /// a fresh copy of `--data`); repeatable.
+    #[arg(long = "server", value_name = "[LABEL=]COMMAND", required = true)]
+    servers: Vec<String>,
+
+    /// A data directory copied afresh for every run (writes never leak between runs).
+    #[arg(long)]
+    data: Option<PathBuf>,
+
+    /// The Cranfield directory (BEIR layout) queries and documents come from; default
+    /// `RCP_CRANFIELD` or ../shared/data/cranfield.
+    #[arg(long)]
+    cranfield: Option<PathBuf>,
+
+    /// Seconds of traffic per concurrency level.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+
+    /// Requests kept in flight, one run per value.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256")]
+    inflight: Vec<usize>,
+
+    /// Shares of retrieve k=10, retrieve k=100, index/add and ping (relative weights).
+    #[arg(long, value_delimiter = ',', default_value = "45,30,10,15")]
+    mix: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Kind {
+    Retrieve10,
+    Retrieve100,
+    Add,
+    Ping,
+}
+
+impl Kind {
+    const ALL: [Kind; 4] = [Kind::Retrieve10, Kind::Retrieve100, Kind::Add, Kind::Ping];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Retrieve10 => "retrieve k=10",
+            Kind::Retrieve100 => "retrieve k=100",
+            Kind::Add => "index/add",
+            Kind::Ping => "ping",
+        }
+    }
+}
+
+/// What one kind of request got.
+#[derive(Debug, Default)]
+struct PerKind {
+    latencies_ms: Vec<f64>,
+    refused: usize,
+    errors: usize,
+}
+
+/// What one run measured.
+#[derive(Debug, Default)]
+struct Run {
+    kinds: HashMap<Kind, PerKind>,
+    elapsed: f64,
+    idle_rss_kb: u64,
+    peak_rss_kb: u64,
+    idle_threads: u64,
+    max_threads: u64,
+}
+
+fn main() -> Result<(), String> {
+    let args = Args::parse();
+    if args.mix.len() != 4 || args.mix.iter().sum::<u32>() == 0 {
+        return Err("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping".into());
+    }
+    let collection =
+        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
+    let corpus: Vec<Value> = std::fs::read_to_string(&collection.corpus)
+        .map_err(|e| format!("{}: {e}", collection.corpus.display()))?
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let queries: Vec<String> = collection.queries.iter().map(|(_, q)| q.clone()).collect();
+    if corpus.is_empty() || queries.is_empty() {
+        return Err("the collection has no documents or no queries".into());
+    }
+    let work = std::env::temp_dir().join(format!("rcp-load-{}", std::process::id()));
+    let _cleanup = Cleanup(work.clone());
+    println!(
+        "mixed load over stdio: {:.0} s per level; mix retrieve k=10/k=100/index/add/ping = {:?}; {} cores",
+        args.seconds,
+        args.mix,
+        std::thread::available_parallelism().map(usize::from).unwrap_or(1)
+    );
+    println!(
+        "{:<10} {:>5} {:<15} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6}",
+        "server", "in", "kind", "req/s", "p50 ms", "p99 ms", "p999 ms", "refused", "errors"
+    );
+    let mut summaries = Vec::new();
+    for (si, spec) in args.servers.iter().enumerate() {
+        let (label, command) = match spec.split_once('=') {
+            Some((l, c)) if !l.contains(' ') => (l.to_owned(), c.to_owned()),
+            _ => (format!("server{si}"), spec.clone()),
+        };
+        for &inflight in &args.inflight {
+            let data = match &args.data {
+                Some(src) => {
+                    let dst = work.join(format!("{si}-{inflight}"));
+                    copy_dir(src, &dst).map_err(|e| format!("copy {}: {e}", src.display()))?;
+                    Some(dst)
+                }
+                None => None,
+            };
+            let argv: Vec<String> = command
+                .split_whitespace()
+                .map(|a| match &data {
+                    Some(d) => a.replace("{data}", &d.to_string_lossy()),
+                    None => a.to_owned(),
+                })
+                .collect();
+            let mut run = drive(&argv, inflight.max(1), &args, &queries, &corpus)?;
+            let mut total = 0usize;
+            for kind in Kind::ALL {
+                let Some(k) = run.kinds.get_mut(&kind) else { continue };
+                total += k.latencies_ms.len();
+                let n = k.latencies_ms.len() as f64 / run.elapsed;
+                println!(
+                    "{:<10} {:>5} {:<15} {:>8.0} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>6}",
+                    label,
+                    inflight,
+                    kind.name(),
+                    n,
+                    percentile(&mut k.latencies_ms, 50.0),
+                    percentile(&mut k.latencies_ms, 99.0),
+                    percentile(&mut k.latencies_ms, 99.9),
+                    k.refused,
+                    k.errors
+                );
+            }
+            summaries.push(format!(
+                "{:<10} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7}",
+                label,
+                inflight,
+                total as f64 / run.elapsed,
+                run.idle_rss_kb as f64 / 1024.0,
+                run.peak_rss_kb as f64 / 1024.0,
+                run.peak_rss_kb.saturating_sub(run.idle_rss_kb) as f64 / 1024.0,
+                run.idle_threads,
+                run.max_threads
+            ));
+        }
+    }
+    println!();
+    println!(
+        "{:<10} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
+        "server", "in", "answers/s", "idle MB", "peak MB", "grown MB", "thr idle", "thr max"
+    );
+    for s in summaries {
+        println!("{s}");
+    }
+    Ok(())
+}
+
+/// Starts `argv`, initialises it, keeps `window` requests in flight for `--seconds`.
+fn drive(argv: &[String], window: usize, args: &Args, queries: &[String], corpus: &[Value]) -> Result<Run, String> {
+    let (program, rest) = argv.split_first().ok_or("empty server command")?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn {program}: {e}"))?;
+    let result = drive_child(&mut child, window, args, queries, corpus);
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+fn drive_child(
+    child: &mut Child,
+    window: usize,
+    args: &Args,
+    queries: &[String],
+    corpus: &[Value],
+) -> Result<Run, String> {
+    let pid = child.id();
+    let mut stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
+    let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
+    writeln!(stdin, "{hello}").and_then(|_| stdin.flush()).map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+    if !line.contains("\"result\"") {
+        return Err(format!("initialize failed: {line}"));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let idle = proc_status(pid);
+
+    let sampling = Arc::new(AtomicBool::new(true));
+    let max_threads = Arc::new(AtomicU64::new(idle.threads));
+    let sampler = {
+        let (sampling, max_threads) = (Arc::clone(&sampling), Arc::clone(&max_threads));
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::Relaxed) {
+                max_threads.fetch_max(proc_status(pid).threads, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+
+    let in_flight: Arc<Mutex<HashMap<u64, (Kind, Instant)>>> = Arc::default();
+    let (permits_tx, permits_rx) = mpsc::sync_channel::<()>(window);
+    for _ in 0..window {
+        let _ = permits_tx.send(());
+    }
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let reader = {
+        let in_flight = Arc::clone(&in_flight);
+        std::thread::spawn(move || {
+            let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match stdout.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let Some((id, code)) = envelope(&line) else { continue };
+                let Some((kind, sent)) = in_flight.lock().ok().and_then(|mut m| m.remove(&id)) else { continue };
+                let k = kinds.entry(kind).or_default();
+                match code {
+                    Some(-32011) => k.refused += 1,
+                    Some(_) => k.errors += 1,
+                    None => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
+                }
+                let _ = permits_tx.send(());
+                let _ = done_tx.send(());
+            }
+            kinds
+        })
+    };
+
+    let weights = &args.mix;
+    let total_weight: u32 = weights.iter().sum();
+    let started = Instant::now();
+    let stop = started + Duration::from_secs_f64(args.seconds);
+    let mut sent = 0u64;
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    while Instant::now() < stop {
+        // Frames go out in one flush whenever the window is full, so requests are pipelined.
+        if permits_rx.try_recv().is_err() {
+            stdin.flush().map_err(|e| format!("write: {e}"))?;
+            if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+                return Err("no answer for 60 s".into());
+            }
+        }
+        sent += 1;
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let mut pick = (rng % u64::from(total_weight)) as u32;
+        let kind = Kind::ALL
+            .into_iter()
+            .zip(weights.iter())
+            .find(|(_, w)| {
+                if pick < **w {
+                    true
+                } else {
+                    pick -= **w;
+                    false
+                }
+            })
+            .map_or(Kind::Ping, |(k, _)| k);
+        let r = (rng >> 20) as usize;
+        let frame = match kind {
+            Kind::Retrieve10 | Kind::Retrieve100 => {
+                let k = if kind == Kind::Retrieve10 { 10 } else { 100 };
+                json!({"jsonrpc": "2.0", "id": sent, "method": "retrieve", "params": {"query": queries[r % queries.len()], "k": k}})
+            }
+            Kind::Add => {
+                let src = &corpus[r % corpus.len()];
+                let doc = json!({"id": format!("load-{sent}"), "text": src["text"], "meta": {"title": src["title"]}});
+                json!({"jsonrpc": "2.0", "id": sent, "method": "index/add", "params": {"documents": [doc]}})
+            }
+            Kind::Ping => json!({"jsonrpc": "2.0", "id": sent, "method": "ping"}),
+        };
+        if let Ok(mut m) = in_flight.lock() {
+            m.insert(sent, (kind, Instant::now()));
+        }
+        writeln!(stdin, "{frame}").map_err(|e| format!("write: {e}"))?;
+    }
+    stdin.flush().map_err(|e| format!("write: {e}"))?;
+    let mut answered = 0u64;
+    while answered < sent {
+        done_rx
+            .recv_timeout(Duration::from_secs(120))
+            .map_err(|_| format!("{} requests unanswered", sent - answered))?;
+        answered += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.join();
+    let end = proc_status(pid);
+    drop(stdin);
+    let _ = child.kill();
+    let kinds = reader.join().map_err(|_| "reader thread panicked")?;
+    Ok(Run {
+        kinds,
+        elapsed,
+        idle_rss_kb: idle.rss_kb,
+        peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
+        idle_threads: idle.threads,
+        max_threads: max_threads.load(Ordering::Relaxed).max(end.threads),
+    })
+}
+
+/// The id and error code of an answer frame, read from its envelope without parsing the
+/// result (a debug-built client parsing k=100 hits would otherwise be the bottleneck). The
+/// framework writes `{"jsonrpc":"2.0","id":...` first; a frame in another shape is parsed.
+fn envelope(line: &str) -> Option<(u64, Option<i64>)> {
+    const HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
+    if let Some(rest) = line.strip_prefix(HEAD) {
+        let end = rest.find(|c: char| !c.is_ascii_digit())?;
+        let id = rest[..end].parse().ok()?;
+        let rest = &rest[end..];
+        if rest.starts_with(",\"result\"") {
+            return Some((id, None));
+        }
+        if let Some(err) = rest.strip_prefix(",\"error\":{\"code\":") {
+            let end = err.find(|c: char| c != '-' && !c.is_ascii_digit())?;
+            return Some((id, err[..end].parse().ok()));
+        }
+    }
+    let v: Value = serde_json::from_str(line).ok()?;
+    Some((v.get("id")?.as_u64()?, v.pointer("/error/code").and_then(Value::as_i64)))
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Status {
+    rss_kb: u64,
+    hwm_kb: u64,
+    threads: u64,
+}
+
+/// `VmRSS`, `VmHWM` and `Threads` of a process (zero where unreadable, e.g. not Linux).
+fn proc_status(pid: u32) -> Status {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    Status { rss_kb: field("VmRSS:"), hwm_kb: field("VmHWM:"), threads: field("Threads:") }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if !entry.file_name().to_string_lossy().ends_with(".lock") {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

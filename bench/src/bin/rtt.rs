@@ -1,0 +1,135 @@
+//! `rtt`: sequential round-trip latency, one request at a time (the way an agent calls a
+//! tool), against any server command over stdio: `ping` and a near-no-op `retrieve`.
+//!
+//! Frames are written pre-serialised and answers matched by their envelope only, so the
+//! client adds as little as it can to what is measured. Any RCP server works (the public
+//! SDKs' example servers too); a server without `retrieve` gets only the `ping` row.
+//!
+//! ```sh
+//! cargo build -p rcp-bench --bin rtt --example tiny_engine
+//! target/debug/rtt --server ours=target/debug/examples/tiny_engine --n 5000
+//! ```
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use clap::Parser;
+use rcp_bench::quality::percentile;
+
+#[derive(Debug, Parser)]
+#[command(name = "rtt", about = "Sequential round-trip latency (ping, no-op retrieve) over stdio")]
+struct Args {
+    /// A server command, `LABEL=COMMAND ARGS...` (split on whitespace); repeatable.
+    #[arg(long = "server", value_name = "[LABEL=]COMMAND", required = true)]
+    servers: Vec<String>,
+
+    /// Measured round trips per method.
+    #[arg(long, default_value_t = 5000)]
+    n: usize,
+
+    /// Unmeasured round trips first.
+    #[arg(long, default_value_t = 500)]
+    warmup: usize,
+
+    /// The query of the retrieve round trips (k=1).
+    #[arg(long, default_value = "x")]
+    query: String,
+}
+
+struct Peer {
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: Vec<u8>,
+}
+
+impl Peer {
+    /// Sends one frame and reads lines until the answer to `id`; whether it is a result.
+    fn call(&mut self, frame: &[u8], id: u64) -> Result<bool, String> {
+        self.stdin.write_all(frame).and_then(|_| self.stdin.flush()).map_err(|e| format!("write: {e}"))?;
+        let wanted_a = format!("\"id\":{id},");
+        let wanted_b = format!("\"id\": {id},");
+        loop {
+            self.line.clear();
+            if self.stdout.read_until(b'\n', &mut self.line).map_err(|e| format!("read: {e}"))? == 0 {
+                return Err("server closed stdout".into());
+            }
+            let head = &self.line[..self.line.len().min(64)];
+            let head = String::from_utf8_lossy(head);
+            if head.contains(&wanted_a) || head.contains(&wanted_b) {
+                return Ok(head.contains("\"result\""));
+            }
+        }
+    }
+}
+
+fn frame(id: u64, method: &str, params: &str) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}\n").into_bytes()
+}
+
+fn main() -> Result<(), String> {
+    let args = Args::parse();
+    println!("sequential round trips over stdio: {} per method after {} warm-up", args.n, args.warmup);
+    println!("{:<12} {:<9} {:>9} {:>9} {:>9}", "server", "method", "p50 µs", "p99 µs", "mean µs");
+    for (si, spec) in args.servers.iter().enumerate() {
+        let (label, command) = match spec.split_once('=') {
+            Some((l, c)) if !l.contains(' ') => (l.to_owned(), c.to_owned()),
+            _ => (format!("server{si}"), spec.clone()),
+        };
+        let argv: Vec<&str> = command.split_whitespace().collect();
+        let (program, rest) = argv.split_first().ok_or("empty server command")?;
+        let mut child = Command::new(program)
+            .args(rest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("spawn {program}: {e}"))?;
+        let mut peer = Peer {
+            stdin: BufWriter::new(child.stdin.take().ok_or("no stdin")?),
+            stdout: BufReader::new(child.stdout.take().ok_or("no stdout")?),
+            line: Vec::new(),
+        };
+        let hello = frame(0, "initialize", r#"{"protocolVersion":1,"client":{"name":"rcp-bench-rtt","version":"0"}}"#);
+        if !peer.call(&hello, 0)? {
+            return Err(format!("{label}: initialize failed"));
+        }
+        let query = serde_json::to_string(&args.query).map_err(|e| e.to_string())?;
+        let methods = [("ping", "{}".to_owned()), ("retrieve", format!("{{\"query\":{query},\"k\":1}}"))];
+        let mut id = 0u64;
+        for (method, params) in &methods {
+            let mut samples = Vec::with_capacity(args.n);
+            let mut ok = true;
+            for i in 0..args.warmup + args.n {
+                id += 1;
+                let f = frame(id, method, params);
+                let started = Instant::now();
+                ok = peer.call(&f, id)?;
+                let took = started.elapsed().as_secs_f64() * 1e6;
+                if !ok {
+                    break;
+                }
+                if i >= args.warmup {
+                    samples.push(took);
+                }
+            }
+            if !ok {
+                println!("{label:<12} {method:<9} (answered with an error; skipped)");
+                continue;
+            }
+            let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
+            println!(
+                "{:<12} {:<9} {:>9.1} {:>9.1} {:>9.1}",
+                label,
+                method,
+                percentile(&mut samples, 50.0),
+                percentile(&mut samples, 99.0),
+                mean
+            );
+        }
+        drop(peer);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    Ok(())
+}

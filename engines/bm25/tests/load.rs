@@ -1,0 +1,67 @@
+//! The engine under a pipelined flood, over real stdio: with one CPU thread and no queue the
+//! framework refuses what it cannot run (`-32011` + `retryAfterMs`) and the process gains at
+//! most that one thread, however many searches are in flight.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::serve;
+use rcp_testkit::code;
+use serde_json::json;
+
+fn threads(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_flood_of_searches_is_bounded_by_the_cpu_executor() {
+    let mut e = serve(&["--cpu-threads", "1", "--cpu-queue", "0"]);
+    let pid = e.pid();
+    let idle = threads(pid);
+    let sampling = Arc::new(AtomicBool::new(true));
+    let peak = Arc::new(AtomicU64::new(idle));
+    let sampler = {
+        let (sampling, peak) = (Arc::clone(&sampling), Arc::clone(&peak));
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::SeqCst) {
+                peak.fetch_max(threads(pid), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+
+    const N: usize = 300;
+    let flood: Vec<String> = (0..N)
+        .map(|i| {
+            json!({"jsonrpc":"2.0","id":i,"method":"retrieve","params":{"query":"search index retrieval vectors","k":100}})
+                .to_string()
+        })
+        .collect();
+    e.send_raw(&flood.join("\n"));
+    let (mut served, mut refused) = (0, 0);
+    for _ in 0..N {
+        let r = e.recv_response(Duration::from_secs(30)).expect("every request is answered");
+        if r.get("result").is_some() {
+            served += 1;
+        } else {
+            assert_eq!(code(&r["error"]), -32011, "{r}");
+            assert!(r["error"]["data"]["retryAfterMs"].as_u64().is_some_and(|ms| ms >= 1), "{r}");
+            refused += 1;
+        }
+    }
+    sampling.store(false, Ordering::SeqCst);
+    sampler.join().expect("sampler");
+    assert!(served >= 1 && refused >= 1, "served {served}, refused {refused}");
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(peak <= idle + 1, "threads went from {idle} to {peak} with one CPU thread configured");
+    // The engine still serves once the flood is over.
+    e.ok("retrieve", json!({"query": "inverted index", "k": 3}));
+}

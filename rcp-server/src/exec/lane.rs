@@ -1,0 +1,65 @@
+//! The lanes of the executor and its sizing options.
+
+/// Which queue a CPU-bound job waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Reads: `retrieve`, `embed`, `rerank` and other requests that do not change the index.
+    Read,
+    /// Writes: `index/add`, `index/delete`, index builds.
+    Write,
+}
+
+impl Lane {
+    /// Both lanes, in slot order.
+    pub const ALL: [Lane; 2] = [Lane::Read, Lane::Write];
+
+    pub(crate) fn slot(self) -> usize {
+        match self {
+            Lane::Read => 0,
+            Lane::Write => 1,
+        }
+    }
+
+    /// The lane's name in diagnostics (`read`, `write`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Read => "read",
+            Lane::Write => "write",
+        }
+    }
+}
+
+impl std::fmt::Display for Lane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How large the executor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// Worker threads; `0` means one per available core.
+    pub threads: usize,
+    /// Jobs that may wait in each lane's queue for a busy worker (jobs a free worker is
+    /// about to take do not count); more are refused with `-32011`. `0` refuses every job
+    /// that finds no free worker.
+    pub queue: usize,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        Self { threads: 0, queue: 256 }
+    }
+}
+
+impl ExecOptions {
+    /// The worker count these options resolve to on this machine (at least one).
+    pub fn resolved_threads(&self) -> usize {
+        if self.threads > 0 { self.threads } else { std::thread::available_parallelism().map(usize::from).unwrap_or(1) }
+    }
+
+    /// How many workers may run writes at once: half of them, at least one.
+    pub fn write_slots(&self) -> usize {
+        (self.resolved_threads() / 2).max(1)
+    }
+}

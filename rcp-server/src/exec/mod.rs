@@ -1,0 +1,22 @@
+//! The bounded CPU executor: where handlers run CPU-bound work (search, embedding, index
+//! builds) instead of on an unbounded pool of blocking threads.
+//!
+//! A fixed number of worker threads (sized to the cores unless configured) serve two
+//! [`Lane`]s, each with its own bounded FIFO queue. Writes may occupy at most half of the
+//! threads (at least one), and when both lanes have work the workers alternate between them,
+//! so a queue of writes never starves reads and a stream of reads never starves writes. A
+//! job submitted to a full lane is refused at once with `-32011` and a `retryAfterMs`
+//! estimated from the lane's recent job durations, instead of growing memory. A queued job
+//! whose request is cancelled or past its deadline never runs, and leaves the queue when its
+//! request is answered. Lifecycle methods (`ping`, `info`, `notifications/cancel`) never come
+//! here: the dispatcher answers them on the transport's own task.
+//!
+//! Handlers reach it through [`crate::RequestContext::run_cpu`].
+
+mod lane;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+pub use lane::{ExecOptions, Lane};
+pub use pool::{ExecStats, Executor};

@@ -1,0 +1,312 @@
+//! The worker pool: per-lane FIFO queues under one lock, workers spawned on demand up to the
+//! configured count and retired after a while idle.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use rcp_protocol::RcpError;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::lane::{ExecOptions, Lane};
+
+/// How long a worker waits for work before it exits (it is respawned on demand).
+const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// Job duration assumed for `retryAfterMs` before any job of the lane has run.
+const DEFAULT_COST_US: f64 = 10_000.0;
+
+/// The longest `retryAfterMs` the executor suggests.
+const MAX_RETRY_AFTER_MS: u64 = 60_000;
+
+type Task = Box<dyn FnOnce() + Send>;
+
+struct Job {
+    id: u64,
+    cancel: CancellationToken,
+    task: Task,
+}
+
+#[derive(Default)]
+struct State {
+    queues: [VecDeque<Job>; 2],
+    running: [usize; 2],
+    /// Live worker threads.
+    threads: usize,
+    /// Workers waiting for work.
+    idle: usize,
+    next_id: u64,
+    last_was_write: bool,
+    /// Moving average of each lane's job duration, in microseconds.
+    cost_us: [Option<f64>; 2],
+    closed: bool,
+}
+
+impl State {
+    fn queued(&self) -> usize {
+        self.queues[0].len() + self.queues[1].len()
+    }
+
+    /// The oldest job of the lane whose turn it is: lanes alternate while both have work a
+    /// worker may take, and writes never occupy more than `write_slots` workers.
+    fn pick(&mut self, write_slots: usize) -> Option<(Lane, Job)> {
+        let read = !self.queues[Lane::Read.slot()].is_empty();
+        let write = !self.queues[Lane::Write.slot()].is_empty() && self.running[Lane::Write.slot()] < write_slots;
+        let lane = match (read, write) {
+            (true, true) if self.last_was_write => Lane::Read,
+            (true, true) => Lane::Write,
+            (true, false) => Lane::Read,
+            (false, true) => Lane::Write,
+            (false, false) => return None,
+        };
+        self.last_was_write = lane == Lane::Write;
+        self.queues[lane.slot()].pop_front().map(|job| (lane, job))
+    }
+}
+
+struct Inner {
+    state: Mutex<State>,
+    ready: Condvar,
+    threads: usize,
+    write_slots: usize,
+    queue: usize,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Jobs run outside the lock and catch their own panics, so a poisoned lock still
+        // guards consistent state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many more jobs of `lane` workers could start now: jobs queued within this many
+    /// are about to run (their worker may still be starting), not waiting.
+    fn free(&self, s: &State, lane: Lane) -> usize {
+        let idle = self.threads.saturating_sub(s.running[0] + s.running[1]);
+        match lane {
+            Lane::Read => idle,
+            Lane::Write => idle.min(self.write_slots.saturating_sub(s.running[Lane::Write.slot()])),
+        }
+    }
+
+    fn retry_after_ms(&self, s: &State, lane: Lane) -> u64 {
+        let cost = s.cost_us[lane.slot()].unwrap_or(DEFAULT_COST_US);
+        let slots = if lane == Lane::Write { self.write_slots } else { self.threads };
+        let waiting = s.queues[lane.slot()].len() as f64 + 1.0;
+        let ms = (waiting * cost / slots.max(1) as f64 / 1000.0).ceil();
+        (ms as u64).clamp(1, MAX_RETRY_AFTER_MS)
+    }
+}
+
+/// Closes the pool when the last [`Executor`] handle is dropped (workers hold only `Inner`).
+struct Closer(Arc<Inner>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.ready.notify_all();
+    }
+}
+
+/// A bounded pool of CPU worker threads with a read and a write [`Lane`].
+///
+/// Cheap to clone; clones share the pool. The server owns one and hands it to handlers
+/// through [`crate::RequestContext::run_cpu`].
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+    _closer: Arc<Closer>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("threads", &self.inner.threads)
+            .field("write_slots", &self.inner.write_slots)
+            .field("queue", &self.inner.queue)
+            .finish()
+    }
+}
+
+/// A snapshot of the executor's load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Live worker threads (spawned on demand, at most the configured count).
+    pub threads: usize,
+    running: [usize; 2],
+    queued: [usize; 2],
+}
+
+impl ExecStats {
+    /// Jobs of `lane` running now.
+    pub fn running(&self, lane: Lane) -> usize {
+        self.running[lane.slot()]
+    }
+
+    /// Jobs of `lane` waiting for a worker.
+    pub fn queued(&self, lane: Lane) -> usize {
+        self.queued[lane.slot()]
+    }
+}
+
+/// Removes a job from its queue if the future awaiting it is dropped first (its request was
+/// cancelled, timed out or its connection closed): such a job never runs.
+struct Queued<'a> {
+    inner: &'a Inner,
+    lane: Lane,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut s = self.inner.lock();
+            let queue = &mut s.queues[self.lane.slot()];
+            if let Some(at) = queue.iter().position(|j| j.id == self.id) {
+                queue.remove(at);
+            }
+        }
+    }
+}
+
+impl Executor {
+    /// A pool sized by `options`; no thread starts until the first job.
+    pub fn new(options: ExecOptions) -> Self {
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State::default()),
+            ready: Condvar::new(),
+            threads: options.resolved_threads(),
+            write_slots: options.write_slots(),
+            queue: options.queue,
+        });
+        Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner }
+    }
+
+    /// The process-wide pool of detached contexts ([`crate::RequestContext::detached`]),
+    /// sized to the cores.
+    pub(crate) fn shared_default() -> Self {
+        static DEFAULT: std::sync::OnceLock<Executor> = std::sync::OnceLock::new();
+        DEFAULT.get_or_init(|| Executor::new(ExecOptions::default())).clone()
+    }
+
+    /// The configured worker count.
+    pub fn threads(&self) -> usize {
+        self.inner.threads
+    }
+
+    /// The current load.
+    pub fn stats(&self) -> ExecStats {
+        let s = self.inner.lock();
+        ExecStats { threads: s.threads, running: s.running, queued: [s.queues[0].len(), s.queues[1].len()] }
+    }
+
+    /// Runs `job` on a worker of `lane` and returns its value.
+    ///
+    /// Fails at once with `-32011` (`retryAfterMs` set) when the lane's queue is full. A job
+    /// still queued when `cancel` fires, or when this future is dropped, never runs (`-32006`
+    /// if awaited). A panicking job is `-32603`. The job runs inside the caller's Tokio
+    /// runtime context, so it may use `Handle::current()` like `spawn_blocking` code does.
+    pub async fn run<T, F>(&self, lane: Lane, cancel: &CancellationToken, job: F) -> Result<T, RcpError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let task: Task = Box::new(move || {
+            let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
+        });
+        let id = self.submit(lane, cancel.clone(), task)?;
+        let mut queued = Queued { inner: &self.inner, lane, id, armed: true };
+        let outcome = rx.await;
+        queued.armed = false;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(panic)) => Err(RcpError::internal(format!("CPU job panicked: {}", panic_message(panic.as_ref())))),
+            Err(_) => Err(RcpError::cancelled(Some("cancelled before it ran"))),
+        }
+    }
+
+    fn submit(&self, lane: Lane, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
+        let inner = &self.inner;
+        let mut s = inner.lock();
+        if s.queues[lane.slot()].len() >= inner.queue + inner.free(&s, lane) {
+            let retry_after = inner.retry_after_ms(&s, lane);
+            return Err(RcpError::rate_limited(retry_after).with_detail(format!(
+                "the {lane} queue is full ({} waiting for {} CPU threads); retry after {retry_after} ms",
+                s.queues[lane.slot()].len(),
+                inner.threads
+            )));
+        }
+        let id = s.next_id;
+        s.next_id += 1;
+        s.queues[lane.slot()].push_back(Job { id, cancel, task });
+        if s.idle < s.queued() && s.threads < inner.threads {
+            s.threads += 1;
+            drop(s);
+            self.spawn_worker();
+        } else {
+            drop(s);
+            inner.ready.notify_one();
+        }
+        Ok(id)
+    }
+
+    fn spawn_worker(&self) {
+        let inner = Arc::clone(&self.inner);
+        let spawned = std::thread::Builder::new().name("rcp-cpu".into()).spawn(move || work(&inner));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start a CPU worker thread");
+            self.inner.lock().threads -= 1;
+        }
+    }
+}
+
+/// A worker: takes jobs until the pool closes or it has been idle for [`IDLE_EXIT`].
+fn work(inner: &Inner) {
+    let mut s = inner.lock();
+    loop {
+        if let Some((lane, job)) = s.pick(inner.write_slots) {
+            s.running[lane.slot()] += 1;
+            drop(s);
+            let ran = !job.cancel.is_cancelled();
+            let started = Instant::now();
+            if ran {
+                (job.task)();
+            }
+            let took = started.elapsed().as_micros() as f64;
+            s = inner.lock();
+            s.running[lane.slot()] -= 1;
+            if ran {
+                let cost = &mut s.cost_us[lane.slot()];
+                *cost = Some(cost.map_or(took, |c| 0.8 * c + 0.2 * took));
+            }
+            continue;
+        }
+        if s.closed {
+            break;
+        }
+        s.idle += 1;
+        let (guard, wait) = inner.ready.wait_timeout(s, IDLE_EXIT).unwrap_or_else(PoisonError::into_inner);
+        s = guard;
+        s.idle -= 1;
+        if wait.timed_out() && s.queued() == 0 {
+            break;
+        }
+    }
+    s.threads -= 1;
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_owned()
+    }
+}

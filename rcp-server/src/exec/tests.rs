@@ -1,0 +1,191 @@
+//! The executor's bounds, ordering, lane isolation, refusals and cancellation.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rcp_protocol::ErrorCode;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{ExecOptions, Executor, Lane};
+
+fn pool(threads: usize, queue: usize) -> Executor {
+    Executor::new(ExecOptions { threads, queue })
+}
+
+/// A gate jobs block on until the test opens it.
+#[derive(Clone, Default)]
+struct Gate(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    fn wait(&self) {
+        let (open, cv) = &*self.0;
+        let mut o = open.lock().expect("gate");
+        while !*o {
+            o = cv.wait(o).expect("gate");
+        }
+    }
+    fn open(&self) {
+        let (open, cv) = &*self.0;
+        *open.lock().expect("gate") = true;
+        cv.notify_all();
+    }
+}
+
+/// Starts a job of `lane` that blocks on `gate`.
+fn blocked(exec: &Executor, lane: Lane, gate: &Gate) -> JoinHandle<Result<(), rcp_protocol::RcpError>> {
+    let (exec, gate) = (exec.clone(), gate.clone());
+    tokio::spawn(async move { exec.run(lane, &CancellationToken::new(), move || gate.wait()).await })
+}
+
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_lane_refuses_with_32011_and_retry_after() {
+    let exec = pool(1, 2);
+    let gate = Gate::default();
+    let running = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+    let waiting: Vec<_> = (0..2).map(|_| blocked(&exec, Lane::Read, &gate)).collect();
+    until("two jobs wait", || exec.stats().queued(Lane::Read) == 2).await;
+
+    let refused = exec.run(Lane::Read, &CancellationToken::new(), || ()).await.expect_err("queue is full");
+    assert_eq!(refused.code, ErrorCode::RATE_LIMITED);
+    let data = refused.data.expect("error.data");
+    assert!(data.retry_after_ms.is_some_and(|ms| ms >= 1), "{data:?}");
+    assert_eq!(data.retryable, Some(true));
+
+    gate.open();
+    running.await.expect("join").expect("ran");
+    for w in waiting {
+        w.await.expect("join").expect("queued jobs run once a worker frees up");
+    }
+    exec.run(Lane::Read, &CancellationToken::new(), || ()).await.expect("room again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_jobs_run_in_submission_order() {
+    let exec = pool(1, 16);
+    let gate = Gate::default();
+    let first = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut jobs = Vec::new();
+    for i in 0..8 {
+        let (exec2, order) = (exec.clone(), Arc::clone(&order));
+        jobs.push(tokio::spawn(async move {
+            exec2.run(Lane::Read, &CancellationToken::new(), move || order.lock().expect("order").push(i)).await
+        }));
+        until("the job is queued", || exec.stats().queued(Lane::Read) == i + 1).await;
+    }
+    gate.open();
+    first.await.expect("join").expect("ran");
+    for j in jobs {
+        j.await.expect("join").expect("ran");
+    }
+    assert_eq!(*order.lock().expect("order"), (0..8).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_run_while_writes_fill_their_lane() {
+    // Two threads: writes may hold one, so a read finds the other even with a full write queue.
+    let exec = pool(2, 2);
+    let gate = Gate::default();
+    let writing = blocked(&exec, Lane::Write, &gate);
+    until("a write runs", || exec.stats().running(Lane::Write) == 1).await;
+    let queued: Vec<_> = (0..2).map(|_| blocked(&exec, Lane::Write, &gate)).collect();
+    until("writes wait", || exec.stats().queued(Lane::Write) == 2).await;
+    let refused = exec.run(Lane::Write, &CancellationToken::new(), || ()).await.expect_err("write lane full");
+    assert_eq!(refused.code, ErrorCode::RATE_LIMITED);
+
+    for _ in 0..20 {
+        let value = tokio::time::timeout(Duration::from_secs(2), exec.run(Lane::Read, &CancellationToken::new(), || 7))
+            .await
+            .expect("a read is not starved by queued writes")
+            .expect("read admitted");
+        assert_eq!(value, 7);
+    }
+    assert_eq!(exec.stats().running(Lane::Write), 1, "writes never take more than half the threads");
+    gate.open();
+    writing.await.expect("join").expect("ran");
+    for q in queued {
+        q.await.expect("join").expect("ran");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_or_abandoned_queued_job_never_runs() {
+    let exec = pool(1, 8);
+    let gate = Gate::default();
+    let first = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+
+    let ran = Arc::new(AtomicBool::new(false));
+    let cancel = CancellationToken::new();
+    let cancelled = {
+        let (exec, ran, cancel) = (exec.clone(), Arc::clone(&ran), cancel.clone());
+        tokio::spawn(async move { exec.run(Lane::Read, &cancel, move || ran.store(true, Ordering::SeqCst)).await })
+    };
+    let abandoned_ran = Arc::new(AtomicBool::new(false));
+    let abandoned = {
+        let (exec, ran) = (exec.clone(), Arc::clone(&abandoned_ran));
+        tokio::spawn(async move {
+            exec.run(Lane::Read, &CancellationToken::new(), move || ran.store(true, Ordering::SeqCst)).await
+        })
+    };
+    until("both wait", || exec.stats().queued(Lane::Read) == 2).await;
+    cancel.cancel();
+    abandoned.abort();
+    until("the abandoned job leaves the queue", || exec.stats().queued(Lane::Read) == 1).await;
+
+    gate.open();
+    first.await.expect("join").expect("ran");
+    let err = cancelled.await.expect("join").expect_err("a cancelled job is not run");
+    assert_eq!(err.code, ErrorCode::CANCELLED);
+    exec.run(Lane::Read, &CancellationToken::new(), || ()).await.expect("the pool goes on");
+    assert!(!ran.load(Ordering::SeqCst), "the cancelled job ran");
+    assert!(!abandoned_ran.load(Ordering::SeqCst), "the abandoned job ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_threads_than_configured() {
+    let exec = pool(3, 1000);
+    let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let jobs: Vec<_> = (0..200)
+        .map(|_| {
+            let (exec, now, peak) = (exec.clone(), Arc::clone(&now), Arc::clone(&peak));
+            tokio::spawn(async move {
+                exec.run(Lane::Read, &CancellationToken::new(), move || {
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(n, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_micros(200));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                })
+                .await
+            })
+        })
+        .collect();
+    for j in jobs {
+        j.await.expect("join").expect("ran");
+    }
+    assert!(peak.load(Ordering::SeqCst) <= 3, "peak concurrency {}", peak.load(Ordering::SeqCst));
+    assert!(exec.stats().threads <= 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_job_fails_only_itself() {
+    let exec = pool(1, 4);
+    let err = exec.run(Lane::Write, &CancellationToken::new(), || panic!("boom")).await.expect_err("panic");
+    assert_eq!(err.code, ErrorCode::INTERNAL_ERROR);
+    assert!(err.to_string().contains("boom"), "{err}");
+    assert_eq!(exec.run(Lane::Write, &CancellationToken::new(), || 1).await.expect("next job"), 1);
+}

@@ -1,0 +1,138 @@
+//! The bounded CPU executor end to end: a flood of pipelined slow requests over a real byte
+//! stream gets `-32011` beyond the bound, `ping` stays fast meanwhile, a cancelled queued
+//! request never runs, and the process gains no more threads than the executor's.
+//!
+//! One test in its own binary, so the thread count it reads is this test's alone.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rcp_protocol::capabilities::RetrieveCapability;
+use rcp_protocol::{Hit, RetrieveResult};
+use rcp_server::{HandlerResult, Lane, RequestContext, Retrieve, RetrieveRequest, Server};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const CPU_THREADS: usize = 2;
+const CPU_QUEUE: usize = 4;
+const JOB: Duration = Duration::from_millis(300);
+
+/// The ids of the requests whose job started, in start order.
+static STARTED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+fn started() -> Vec<u64> {
+    STARTED.lock().map(|s| s.clone()).unwrap_or_default()
+}
+
+/// An engine whose every search is 300 ms of blocking work on the read lane.
+struct Slow;
+
+impl Retrieve for Slow {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+    }
+
+    async fn retrieve(&self, _req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let id = ctx.request_id().to_string().parse::<u64>().unwrap_or(0);
+        ctx.run_cpu(Lane::Read, move || {
+            STARTED.lock().expect("started").push(id);
+            std::thread::sleep(JOB);
+        })
+        .await?;
+        Ok(RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]))
+    }
+}
+
+fn threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
+    let server = Server::builder("slow", "0").retrieve(Slow).cpu_threads(CPU_THREADS).cpu_queue(CPU_QUEUE).build();
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    let (read, mut w) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    let mut next = async |timeout: Duration| -> Option<Value> {
+        let line = tokio::time::timeout(timeout, lines.next_line()).await.ok()?.expect("read")?;
+        Some(serde_json::from_str(&line).expect("json"))
+    };
+
+    w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+        .await
+        .expect("write");
+    assert!(next(Duration::from_secs(5)).await.expect("initialize answered")["result"].is_object());
+    let baseline = threads();
+    let sampling = Arc::new(AtomicBool::new(true));
+    let peak = Arc::new(AtomicUsize::new(baseline));
+    let sampler = {
+        let (sampling, peak) = (Arc::clone(&sampling), Arc::clone(&peak));
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::SeqCst) {
+                peak.fetch_max(threads(), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+
+    // 40 pipelined searches in one write: 2 run, 4 wait, the rest must be refused at once.
+    const N: u64 = 40;
+    let flood: String = (1..=N)
+        .map(|id| format!("{}\n", json!({"jsonrpc":"2.0","id":id,"method":"retrieve","params":{"query":"q","k":1}})))
+        .collect();
+    w.write_all(flood.as_bytes()).await.expect("write");
+
+    let mut refused = BTreeSet::new();
+    while let Some(answer) = next(Duration::from_millis(150)).await {
+        assert_eq!(answer["error"]["code"], -32011, "only refusals come back before a job ends: {answer}");
+        assert!(answer["error"]["data"]["retryAfterMs"].as_u64().is_some_and(|ms| ms >= 1), "{answer}");
+        refused.insert(answer["id"].as_u64().expect("id"));
+    }
+    let admitted: Vec<u64> = (1..=N).filter(|id| !refused.contains(id)).collect();
+    assert!((CPU_THREADS + CPU_QUEUE..=CPU_THREADS + CPU_QUEUE + 2).contains(&admitted.len()), "admitted {admitted:?}");
+
+    // Cancel an admitted request whose job has not started: it is queued.
+    let running = started();
+    assert_eq!(running.len(), CPU_THREADS, "as many jobs run as there are CPU threads: {running:?}");
+    let cancelled = *admitted.iter().find(|id| !running.contains(id)).expect("a queued request");
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":cancelled}});
+    let ping = json!({"jsonrpc":"2.0","id":"p","method":"ping"});
+    let sent = Instant::now();
+    w.write_all(format!("{cancel}\n{ping}\n").as_bytes()).await.expect("write");
+    let mut answers = Vec::new();
+    let ping_rtt = loop {
+        let answer = next(Duration::from_secs(5)).await.expect("an answer");
+        if answer["id"] == "p" {
+            break sent.elapsed();
+        }
+        answers.push(answer);
+    };
+    assert!(ping_rtt < Duration::from_millis(100), "ping took {ping_rtt:?} while the executor was saturated");
+
+    while answers.len() < admitted.len() {
+        answers.push(next(Duration::from_secs(10)).await.expect("every admitted request is answered"));
+    }
+    for answer in &answers {
+        if answer["id"] == cancelled {
+            assert_eq!(answer["error"]["code"], -32006, "{answer}");
+        } else {
+            assert!(answer["result"]["hits"].is_array(), "{answer}");
+        }
+    }
+    // Give a (wrongly) dequeued cancelled job time to run before counting.
+    tokio::time::sleep(JOB + Duration::from_millis(100)).await;
+    let ran = started();
+    assert!(!ran.contains(&cancelled), "the cancelled queued job ran: {ran:?}");
+    assert_eq!(ran.len(), admitted.len() - 1, "{ran:?}");
+
+    sampling.store(false, Ordering::SeqCst);
+    sampler.join().expect("sampler");
+    // The sampler thread itself is one more; the executor adds at most CPU_THREADS.
+    let grown = peak.load(Ordering::SeqCst).saturating_sub(baseline);
+    assert!(grown <= CPU_THREADS + 1, "threads grew by {grown} (baseline {baseline})");
+}
