@@ -59,7 +59,7 @@ enum Command {
     /// documents; concurrent writes share one commit (group commit) while reads continue on
     /// the last snapshot. The data directory must hold an index, which is verified before it
     /// is served (a damaged one is refused); `--create` starts a new, empty one instead.
-    Serve(ServeCmd),
+    Serve(Box<ServeCmd>),
     /// Check a data directory: configuration, `meta.json`, and every committed segment file
     /// (presence and checksum). Prints what is broken; exit code 0 when whole, 1 otherwise.
     Verify(DirArgs),
@@ -194,7 +194,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Index(args) => run_index(args),
-        Command::Serve(args) => run_serve(args),
+        Command::Serve(args) => run_serve(*args),
         Command::Verify(args) => run_verify(&args),
         Command::Repair(args) => run_repair(&args),
     };
