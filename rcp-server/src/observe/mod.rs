@@ -55,7 +55,9 @@ impl Rejection {
 /// Counts one rejection.
 pub fn reject(reason: Rejection) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(REJECTIONS, "reason" => reason.as_str()).increment(1);
+    if prometheus::installed() {
+        metrics::counter!(REJECTIONS, "reason" => reason.as_str()).increment(1);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = reason;
 }
@@ -71,12 +73,12 @@ pub enum Outcome {
 
 /// One dispatched request being observed: in flight from [`Observed::start`] until it is
 /// finished or dropped (an abandoned request leaves the in-flight gauge too, uncounted).
+/// One request being counted. Until `/metrics` installs the recorder (an HTTP server with
+/// the operations surface on), nothing is recorded: a stdio server pays one atomic load.
 #[derive(Debug)]
 pub struct Observed {
     #[cfg(feature = "metrics")]
-    method: &'static str,
-    #[cfg(feature = "metrics")]
-    started: std::time::Instant,
+    counted: Option<(&'static str, std::time::Instant)>,
 }
 
 impl Observed {
@@ -85,8 +87,11 @@ impl Observed {
     pub fn start(method: &'static str) -> Self {
         #[cfg(feature = "metrics")]
         {
+            if !prometheus::installed() {
+                return Self { counted: None };
+            }
             metrics::gauge!(IN_FLIGHT).increment(1.0);
-            Self { method, started: std::time::Instant::now() }
+            Self { counted: Some((method, std::time::Instant::now())) }
         }
         #[cfg(not(feature = "metrics"))]
         {
@@ -98,13 +103,13 @@ impl Observed {
     /// Records the outcome and latency.
     pub fn finish(self, outcome: Outcome) {
         #[cfg(feature = "metrics")]
-        {
+        if let Some((method, started)) = self.counted {
             let outcome = match outcome {
                 Outcome::Ok => std::borrow::Cow::Borrowed("ok"),
                 Outcome::Error(code) => std::borrow::Cow::Owned(code.to_string()),
             };
-            metrics::counter!(REQUESTS, "method" => self.method, "outcome" => outcome).increment(1);
-            metrics::histogram!(LATENCY, "method" => self.method).record(self.started.elapsed().as_secs_f64());
+            metrics::counter!(REQUESTS, "method" => method, "outcome" => outcome).increment(1);
+            metrics::histogram!(LATENCY, "method" => method).record(started.elapsed().as_secs_f64());
         }
         #[cfg(not(feature = "metrics"))]
         let _ = outcome;
@@ -114,6 +119,8 @@ impl Observed {
 #[cfg(feature = "metrics")]
 impl Drop for Observed {
     fn drop(&mut self) {
-        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        if self.counted.is_some() {
+            metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        }
     }
 }

@@ -13,6 +13,11 @@ const BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
+/// Whether the recorder is installed (and so whether anything is worth recording).
+pub fn installed() -> bool {
+    HANDLE.get().is_some_and(Option::is_some)
+}
+
 /// The process's Prometheus handle, installing the recorder on first use; `None` when another
 /// `metrics` recorder was installed first (the embedder's own: then it exports, not us).
 pub fn handle() -> Option<&'static PrometheusHandle> {
