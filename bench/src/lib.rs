@@ -6,5 +6,6 @@
 //! stdio client for measuring through the full RCP path.
 
 pub mod quality;
+pub mod scratch;
 pub mod stdio;
 pub mod synthetic;

@@ -40,7 +40,6 @@
 //! }
 //! ```
 
-#[cfg(feature = "cli")]
 pub mod cli;
 mod context;
 mod dispatch;
@@ -50,6 +49,8 @@ mod handler;
 mod logging;
 pub mod observe;
 mod outbound;
+#[cfg(feature = "cli")]
+mod panic;
 mod profile;
 mod server;
 mod session;

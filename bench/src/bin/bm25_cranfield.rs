@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, Scores, cranfield_dir, evaluate, percentile};
+use rcp_bench::scratch::{Cleanup, sibling};
 use rcp_bench::stdio::StdioServer;
 use rcp_bm25::engine::{Engine, EngineOptions, Hooks, SearchRequest, TrustLevel};
 use rcp_corpus::CorpusDoc;
@@ -199,18 +200,6 @@ fn quality(engine: &Engine, c: &Collection) -> Result<Scores, String> {
         rankings.insert(qid.clone(), page.hits.iter().map(|h| h.key()).collect());
     }
     Ok(evaluate(c, &rankings))
-}
-
-fn sibling(name: &str) -> PathBuf {
-    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(name))).unwrap_or_else(|| PathBuf::from(name))
-}
-
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// SplitMix64: a small seeded generator, so the synthetic corpus is identical on every run.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
+use rcp_bench::scratch::{Cleanup, copy_dir, sibling};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -223,30 +224,4 @@ fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -
     let mut o = reader.join().map_err(|_| "reader thread panicked")?;
     o.elapsed = elapsed;
     Ok(o)
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if !entry.file_name().to_string_lossy().ends_with(".lock") {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-fn sibling(name: &str) -> PathBuf {
-    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(name))).unwrap_or_else(|| PathBuf::from(name))
-}
-
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
+use rcp_bench::scratch::{Cleanup, copy_dir};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -385,26 +386,4 @@ fn proc_status(pid: u32) -> Status {
             .unwrap_or(0)
     };
     Status { rss_kb: field("VmRSS:"), hwm_kb: field("VmHWM:"), threads: field("Threads:") }
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if !entry.file_name().to_string_lossy().ends_with(".lock") {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

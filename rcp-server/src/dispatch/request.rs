@@ -57,16 +57,6 @@ struct MetaOnly {
     meta: Option<Meta>,
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "handler panicked".to_owned()
-    }
-}
-
 impl Server {
     /// Routes, gates and starts one request; lifecycle methods are answered at once.
     pub(super) fn request(
@@ -155,7 +145,7 @@ impl Server {
                 r = AssertUnwindSafe(call).catch_unwind() => match r {
                     Ok(r) => r,
                     Err(p) => {
-                        let msg = panic_message(p.as_ref());
+                        let msg = crate::panic::message(p.as_ref());
                         tracing::error!(method = m.name(), panic = %msg, "handler panicked");
                         Err(RcpError::internal(format!("handler panicked: {msg}")))
                     }

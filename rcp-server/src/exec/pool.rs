@@ -226,7 +226,9 @@ impl Executor {
         queued.armed = false;
         match outcome {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(panic)) => Err(RcpError::internal(format!("CPU job panicked: {}", panic_message(panic.as_ref())))),
+            Ok(Err(panic)) => {
+                Err(RcpError::internal(format!("CPU job panicked: {}", crate::panic::message(panic.as_ref()))))
+            }
             Err(_) => Err(RcpError::cancelled(Some("cancelled before it ran"))),
         }
     }
@@ -299,14 +301,4 @@ fn work(inner: &Inner) {
         }
     }
     s.threads -= 1;
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_owned()
-    }
 }
