@@ -1,9 +1,32 @@
 //! A minimal blocking RCP client over a child's stdio, for measuring the full protocol path.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
+
+/// A `--server` argument, `LABEL=COMMAND ARGS...` or just `COMMAND ARGS...` (then labelled
+/// `server<index>`): its label and its command line.
+pub fn server_spec(spec: &str, index: usize) -> (String, String) {
+    match spec.split_once('=') {
+        Some((label, command)) if !label.contains(' ') => (label.to_owned(), command.to_owned()),
+        _ => (format!("server{index}"), spec.to_owned()),
+    }
+}
+
+/// Spawns `argv` (program, then arguments) with piped stdin and stdout and stderr discarded,
+/// as the benchmarks that drive a server by hand need it.
+pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> Result<Child, String> {
+    let (program, rest) = argv.split_first().ok_or("empty server command")?;
+    Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn {}: {e}", program.as_ref().to_string_lossy()))
+}
 
 /// A spawned RCP server, initialised and ready for sequential calls.
 pub struct StdioServer {

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir};
+use rcp_bench::stdio::{server_spec, spawn_quiet};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -130,10 +131,7 @@ fn main() -> Result<(), String> {
     );
     let mut summaries = Vec::new();
     for (si, spec) in args.servers.iter().enumerate() {
-        let (label, command) = match spec.split_once('=') {
-            Some((l, c)) if !l.contains(' ') => (l.to_owned(), c.to_owned()),
-            _ => (format!("server{si}"), spec.clone()),
-        };
+        let (label, command) = server_spec(spec, si);
         for &inflight in &args.inflight {
             let data = match &args.data {
                 Some(src) => {
@@ -195,14 +193,7 @@ fn main() -> Result<(), String> {
 
 /// Starts `argv`, initialises it, keeps `window` requests in flight for `--seconds`.
 fn drive(argv: &[String], window: usize, args: &Args, queries: &[String], corpus: &[Value]) -> Result<Run, String> {
-    let (program, rest) = argv.split_first().ok_or("empty server command")?;
-    let mut child = Command::new(program)
-        .args(rest)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn {program}: {e}"))?;
+    let mut child = spawn_quiet(argv)?;
     let result = drive_child(&mut child, window, args, queries, corpus);
     let _ = child.kill();
     let _ = child.wait();

@@ -11,11 +11,12 @@
 //! ```
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout};
 use std::time::Instant;
 
 use clap::Parser;
 use rcp_bench::quality::percentile;
+use rcp_bench::stdio::{server_spec, spawn_quiet};
 
 #[derive(Debug, Parser)]
 #[command(name = "rtt", about = "Sequential round-trip latency (ping, no-op retrieve) over stdio")]
@@ -72,19 +73,9 @@ fn main() -> Result<(), String> {
     println!("sequential round trips over stdio: {} per method after {} warm-up", args.n, args.warmup);
     println!("{:<12} {:<9} {:>9} {:>9} {:>9}", "server", "method", "p50 µs", "p99 µs", "mean µs");
     for (si, spec) in args.servers.iter().enumerate() {
-        let (label, command) = match spec.split_once('=') {
-            Some((l, c)) if !l.contains(' ') => (l.to_owned(), c.to_owned()),
-            _ => (format!("server{si}"), spec.clone()),
-        };
+        let (label, command) = server_spec(spec, si);
         let argv: Vec<&str> = command.split_whitespace().collect();
-        let (program, rest) = argv.split_first().ok_or("empty server command")?;
-        let mut child = Command::new(program)
-            .args(rest)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("spawn {program}: {e}"))?;
+        let mut child = spawn_quiet(&argv)?;
         let mut peer = Peer {
             stdin: BufWriter::new(child.stdin.take().ok_or("no stdin")?),
             stdout: BufReader::new(child.stdout.take().ok_or("no stdout")?),
