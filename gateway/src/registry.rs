@@ -5,9 +5,9 @@
 //! - `collection`: the collection the entry is a shard of (default: its own `id`). Shards of
 //!   one collection are merged by score, collections are fused with each other (§16.3).
 //! - `expose`: list the entry's `endpoint` in `catalog/list` (§7.13; default `false`).
-//! - `headers`: extra HTTP headers, `{"name": "value"}`.
-//! - `tokenEnv`: an environment variable holding a bearer token for this engine (never the
-//!   token itself in the file).
+//!
+//! `headers` and `tokenEnv` are `rcp_client::Registry` keys: they live in [`EngineSpec`], and
+//! the client sends them when it connects.
 
 use std::path::Path;
 
@@ -23,10 +23,6 @@ pub struct GatewayEntry {
     pub collection: String,
     /// Whether `catalog/list` shows the endpoint (§7.13).
     pub expose: bool,
-    /// Extra HTTP headers sent to this engine.
-    pub headers: Vec<(String, String)>,
-    /// Environment variable with this engine's bearer token.
-    pub token_env: Option<String>,
 }
 
 /// A parsed, validated gateway registry.
@@ -63,9 +59,7 @@ impl GatewayRegistry {
                 Some(Value::Bool(b)) => *b,
                 Some(other) => return Err(bad(format!("'expose' must be a boolean, got {other}"))),
             };
-            // Parsed and validated by `rcp_client::Registry`, which also sends them.
-            let (headers, token_env) = (spec.headers.clone(), spec.token_env.clone());
-            engines.push(GatewayEntry { spec, collection, expose, headers, token_env });
+            engines.push(GatewayEntry { spec, collection, expose });
         }
         Ok(Self { engines })
     }
@@ -73,7 +67,7 @@ impl GatewayRegistry {
     /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
     pub fn single(spec: EngineSpec) -> Self {
         let collection = spec.id.clone();
-        Self { engines: vec![GatewayEntry { spec, collection, expose: false, headers: Vec::new(), token_env: None }] }
+        Self { engines: vec![GatewayEntry { spec, collection, expose: false }] }
     }
 
     /// Collection names in first-appearance order.
@@ -104,9 +98,9 @@ mod tests {
         .unwrap();
         assert_eq!(r.collections(), vec!["docs", "web"]);
         assert!(r.engines[0].expose && !r.engines[1].expose);
-        assert_eq!(r.engines[1].token_env.as_deref(), Some("TOK"));
+        assert_eq!(r.engines[1].spec.token_env.as_deref(), Some("TOK"));
         assert_eq!(r.engines[2].collection, "web");
-        assert_eq!(r.engines[2].headers, vec![("x-tenant".to_owned(), "t1".to_owned())]);
+        assert_eq!(r.engines[2].spec.headers, vec![("x-tenant".to_owned(), "t1".to_owned())]);
     }
 
     #[test]
