@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+pub mod pg;
+
 use rcp_conformance::Schemas;
 use serde_json::{Value, json};
 

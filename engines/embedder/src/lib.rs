@@ -1,0 +1,16 @@
+//! `rcp-embedder`: the text encoder the RCP engines share (§7.3).
+//!
+//! all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, unit vectors) runs through fastembed on an
+//! ONNX Runtime library provisioned offline from pinned wheels ([`model`]). [`Embedder`] turns
+//! texts into vectors; [`calibration::confidence`] maps this model's cosines to `hit.confidence`
+//! (§7.7.2). `rcp-dense` serves the vectors from its own HNSW index, `rcp-pg` from pgvector;
+//! both load the model through this crate, so their vectors and confidences agree.
+
+pub mod calibration;
+#[cfg(feature = "cli")]
+pub mod cli;
+pub mod embedder;
+pub mod model;
+
+pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
+pub use model::{DIMENSION, ModelError, ModelFiles};

@@ -1,0 +1,30 @@
+//! `rcp-pg`: an RCP engine whose index lives in PostgreSQL + pgvector (§7.3, §7.7, §7.10,
+//! §7.11), so any number of stateless engine processes serve one consistent index.
+//!
+//! - [`db`]: the connection pool (TLS-capable URLs, credentials only from the URL) and the
+//!   mapping of outages to `-32010` with `retryAfterMs`;
+//! - [`migrate`]: versioned schema migrations compiled in from `migrations/`;
+//! - [`store`]: BM25 in SQL over a GIN-indexed `tsvector`, cosine over pgvector's HNSW, both
+//!   lists in one round trip, and writes as one transaction each;
+//! - [`filter`]: §8 filters compiled to parameterised SQL over the JSONB metadata;
+//! - [`cursor`]: stable-or-refused pagination (§10);
+//! - [`service`]: `retrieve` in `sparse`, `dense` and `hybrid` modes (fusion §16.3), `embed`,
+//!   `index/*`.
+//!
+//! ```sh
+//! export DATABASE_URL=postgres://rcp:secret@db.internal:5432/rcp
+//! rcp-pg migrate                           # create or upgrade the schema
+//! rcp-pg index corpus.jsonl                # embed and upsert a JSONL corpus
+//! rcp-pg serve --http 0.0.0.0:8080         # serve it; start as many as you like
+//! ```
+
+pub mod cursor;
+pub mod db;
+pub mod filter;
+pub mod migrate;
+pub mod service;
+pub mod store;
+
+pub use db::{Database, DbError, PoolOptions};
+pub use service::{PgEngine, PgOptions};
+pub use store::Store;

