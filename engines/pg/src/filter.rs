@@ -4,7 +4,9 @@
 //! The semantics are those of the reference evaluator ([`Filter::matches`]): a missing or
 //! `null` field fails every comparison except `ne`, `nin` and `exists:false`; numbers compare
 //! as numbers, `date` fields as instants (RFC 3339 or epoch ms, via `rcp_epoch_ms`), strings
-//! byte-wise (`COLLATE "C"`); `eq`/`in` compare whole JSON values; `contains` is substring on
+//! byte-wise (`COLLATE "C"`); `eq`/`in` compare whole JSON values, except on `date` fields,
+//! where they compare instants too (the untyped evaluator compares two date strings as
+//! strings; a typed field knows better); `contains` is substring on
 //! strings and membership on arrays. Every leaf is wrapped in `coalesce(.., false)` so `not`
 //! stays two-valued. The integration tests check the SQL against the evaluator row by row.
 

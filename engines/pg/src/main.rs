@@ -110,6 +110,9 @@ struct ServeCmd {
     /// `retrieve.maxK`.
     #[arg(long, default_value_t = PgOptions::default().max_k)]
     max_k: u64,
+    /// `retrieve.defaultMode`: the mode of a request that names none.
+    #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "sparse", "dense"])]
+    default_mode: String,
     /// `embed.batchLimit`.
     #[arg(long, default_value_t = PgOptions::default().batch_limit)]
     batch_limit: u32,
@@ -280,8 +283,13 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         let fields = Store::load_fields(&db).await.map_err(|e| e.to_string())?;
         Ok::<_, String>(Store::new(db, fields))
     })?;
-    let options =
-        PgOptions { max_k: cmd.max_k, batch_limit: cmd.batch_limit, ef_search: cmd.ef_search, ..PgOptions::default() };
+    let options = PgOptions {
+        max_k: cmd.max_k,
+        batch_limit: cmd.batch_limit,
+        ef_search: cmd.ef_search,
+        default_mode: cmd.default_mode,
+        ..PgOptions::default()
+    };
     let status = PgStatus { store: store.clone(), handle: runtime.handle().clone() };
     let engine = Arc::new(PgEngine::new(store, embedder, options));
     let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))

@@ -42,11 +42,20 @@ pub struct PgOptions {
     pub ef_search: usize,
     /// `citation.source` of every hit.
     pub source: String,
+    /// `retrieve.defaultMode`: the mode of a request that names none (one of [`MODES`]).
+    pub default_mode: String,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        Self { max_k: 1000, batch_limit: 256, encoder_batch: 16, ef_search: 64, source: "rcp-pg".to_owned() }
+        Self {
+            max_k: 1000,
+            batch_limit: 256,
+            encoder_batch: 16,
+            ef_search: 64,
+            source: "rcp-pg".to_owned(),
+            default_mode: "hybrid".to_owned(),
+        }
     }
 }
 
@@ -117,7 +126,7 @@ impl Retrieve for PgEngine {
         let mut cap = RetrieveCapability {
             max_k: Some(self.options.max_k),
             modes: Some(MODES.iter().map(|m| (*m).to_owned()).collect()),
-            default_mode: Some("hybrid".into()),
+            default_mode: Some(self.options.default_mode.clone()),
             fusion: Some(FUSION_METHODS.iter().map(|m| (*m).to_owned()).collect()),
             units: Some(vec!["document".into()]),
             deterministic: Some(true),
@@ -157,7 +166,7 @@ impl Retrieve for PgEngine {
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
         let p = &req.params;
-        let mode = p.mode.clone().unwrap_or_else(|| "hybrid".to_owned());
+        let mode = p.mode.clone().unwrap_or_else(|| self.options.default_mode.clone());
         let lists = match mode.as_str() {
             "sparse" => Lists::Sparse,
             "dense" => Lists::Dense,

@@ -240,7 +240,7 @@ impl Store {
         );
         let sparse_select = format!(
             "SELECT 's' AS list, d.id, d.title, d.body, d.metadata, s.score, {cos}, {with_vec}, (SELECT version FROM rcp_state)
-             FROM sparse s JOIN rcp_documents d ON d.id = s.id",
+             FROM sparse s JOIN rcp_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
             cos = cosine(&vector),
         );
         let dense_select = |v: &str| {

@@ -1,0 +1,93 @@
+//! Many processes, one index; and a database that goes away and comes back.
+
+mod common;
+
+use common::{FIELDS, database, docs, ids, serve};
+use rcp_testkit::code;
+use rcp_testkit::pg::PgCluster;
+use serde_json::json;
+
+#[test]
+fn two_processes_read_each_others_writes_at_once() {
+    let Some(url) = database("two") else { return };
+    let mut a = serve(&url, &FIELDS);
+    let mut b = serve(&url, &FIELDS);
+    a.ok("index/add", json!({"documents": docs()}));
+    // Acknowledged by A means committed: B's next query sees it.
+    let seen = b.ok("retrieve", json!({"query": "sourdough bread crust", "k": 1, "mode": "sparse"}));
+    assert_eq!(ids(&seen), vec!["bread"]);
+    // Interleaved writes from both: each sees the other's, versions are shared and gap-free.
+    for i in 0..5 {
+        let (w, r) = if i % 2 == 0 { (&mut a, &mut b) } else { (&mut b, &mut a) };
+        let id = format!("note-{i}");
+        w.ok("index/add", json!({"documents": [{"id": id, "text": format!("quasar number {i} observed")}]}));
+        let got = r.ok("retrieve", json!({"query": format!("quasar number {i}"), "k": 1, "mode": "sparse"}));
+        assert_eq!(ids(&got), vec![id]);
+        assert_eq!(got["indexVersion"], json!((i + 2).to_string()));
+    }
+    b.ok("index/delete", json!({"ids": ["bread"]}));
+    let gone = a.ok("retrieve", json!({"query": "sourdough bread crust", "k": 5, "mode": "hybrid"}));
+    assert!(!ids(&gone).contains(&"bread".to_owned()), "{gone}");
+    // Concurrent writes from both processes to one document serialise; the last write wins
+    // everywhere and the collection statistics stay exact.
+    let ida = json!(9001);
+    let idb = json!(9002);
+    a.send(&json!({"jsonrpc": "2.0", "id": ida, "method": "index/add", "params": {"documents": [{"id": "x", "text": "alpha alpha"}]}}));
+    b.send(&json!({"jsonrpc": "2.0", "id": idb, "method": "index/add", "params": {"documents": [{"id": "x", "text": "beta beta"}]}}));
+    assert!(a.response_for(&ida, std::time::Duration::from_secs(60))["result"].is_object());
+    assert!(b.response_for(&idb, std::time::Duration::from_secs(60))["result"].is_object());
+    let c = common::cluster().expect("cluster");
+    let db = url.rsplit('/').next().expect("db name");
+    let state = c.psql(db, "SELECT doc_count FROM rcp_state").expect("psql");
+    let actual = c.psql(db, "SELECT count(*) FROM rcp_documents").expect("psql");
+    assert_eq!(state.trim(), actual.trim(), "doc_count drifted");
+    let df = c
+        .psql(db, "SELECT count(*) FROM rcp_terms t WHERE t.df <> (SELECT count(*) FROM rcp_documents d WHERE d.tsv @@ to_tsquery('simple', quote_literal(t.lexeme)))")
+        .expect("psql");
+    assert_eq!(df.trim(), "0", "document frequencies drifted");
+}
+
+#[test]
+fn a_database_outage_is_retryable_and_the_pool_recovers() {
+    if common::cluster().is_none() {
+        return;
+    }
+    // A private cluster: stopping the shared one would break the other tests.
+    let own = PgCluster::start().expect("start a private cluster");
+    let url = own.create_database("outage").expect("create database");
+    let mut e = serve(&url, &FIELDS);
+    e.ok("index/add", json!({"documents": docs()}));
+    assert_eq!(ids(&e.ok("retrieve", json!({"query": "bread crust", "k": 1, "mode": "sparse"}))), vec!["bread"]);
+
+    own.stop().expect("stop the database");
+    for (method, params) in [
+        ("retrieve", json!({"query": "bread crust", "k": 1})),
+        ("index/add", json!({"documents": [{"id": "late", "text": "written while the database was down"}]})),
+        ("index/delete", json!({"ids": ["wing"]})),
+    ] {
+        let err = e.err(method, params);
+        assert_eq!(code(&err), -32010, "{method}: {err}");
+        assert!(err["data"]["retryAfterMs"].as_u64().is_some_and(|ms| ms > 0), "{method}: {err}");
+    }
+    // The server is still up and answering what needs no database.
+    assert!(e.ok("ping", json!({})).is_object());
+
+    own.start_again().expect("restart the database");
+    let mut last = None;
+    for _ in 0..50 {
+        let r = e.call("retrieve", json!({"query": "bread crust", "k": 1, "mode": "sparse"}));
+        if r.get("result").is_some() {
+            last = Some(r["result"].clone());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let r = last.expect("the pool reconnects once the database is back");
+    assert_eq!(ids(&r), vec!["bread"]);
+    // Nothing acknowledged was lost; the refused write was not applied.
+    let late = e.ok("retrieve", json!({"query": "written while the database was down", "k": 3, "mode": "sparse"}));
+    assert!(!ids(&late).contains(&"late".to_owned()));
+    e.ok("index/add", json!({"documents": [{"id": "late", "text": "written after the database came back"}]}));
+    let late = e.ok("retrieve", json!({"query": "database came back", "k": 1, "mode": "sparse"}));
+    assert_eq!(ids(&late), vec!["late"]);
+}
