@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
-//! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl
+//! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl | --builtin
 //! rcp-pg serve --database-url URL [--stdio | --http ADDR]
 //! ```
 //! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
@@ -91,7 +91,11 @@ struct IndexCmd {
     #[command(flatten)]
     model: ModelArgs,
     /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
-    corpus: PathBuf,
+    #[arg(required_unless_present = "builtin", conflicts_with = "builtin")]
+    corpus: Option<PathBuf>,
+    /// Index the built-in demo corpus (30 documents with `topic` and `year`) instead of a file.
+    #[arg(long)]
+    builtin: bool,
 }
 
 #[derive(Debug, Args)]
@@ -187,8 +191,13 @@ async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
 async fn index(cmd: IndexCmd) -> Result<(), String> {
     let db = open(&cmd.migrate).await?;
     let mut docs = Vec::new();
-    for doc in rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())? {
-        docs.push(doc.map_err(|e| e.to_string())?);
+    match &cmd.corpus {
+        Some(path) => {
+            for doc in rcp_corpus::read_jsonl(path).map_err(|e| e.to_string())? {
+                docs.push(doc.map_err(|e| e.to_string())?);
+            }
+        }
+        None => docs = rcp_corpus::builtin(),
     }
     let fields: BTreeMap<String, FieldType> =
         if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
