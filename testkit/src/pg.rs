@@ -120,6 +120,33 @@ impl PgCluster {
         Ok(cluster)
     }
 
+    /// A streaming replica of this (running) cluster, started on its own port: a
+    /// `pg_basebackup -R` copy that follows the primary's WAL and serves read-only queries.
+    pub fn start_replica(&self) -> Result<Self, String> {
+        let base = std::env::temp_dir().join(format!("rcp-pg-{}-{}", std::process::id(), unique()));
+        fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+        if let Some(user) = &self.run_as {
+            run(Command::new("chown").args(["-R", user]).arg(&base))?;
+        }
+        let replica = Self {
+            bin: self.bin.clone(),
+            data: base.join("data"),
+            port: free_port()?,
+            run_as: self.run_as.clone(),
+            _dir: TempDir(base),
+        };
+        run(replica
+            .as_user("pg_basebackup")
+            .arg("-D")
+            .arg(&replica.data)
+            .args(["-R", "-X", "stream", "--checkpoint=fast", "-h", "127.0.0.1", "-U", "postgres", "-p"])
+            .arg(self.port.to_string()))
+        .map_err(|e| format!("pg_basebackup: {e}"))?;
+        replica.start_again()?;
+        replica.watch();
+        Ok(replica)
+    }
+
     /// One cluster per test binary, started on first use; `Err` says why PostgreSQL is not
     /// available (tests skip with that message).
     pub fn shared() -> Result<&'static PgCluster, String> {
@@ -162,13 +189,16 @@ impl PgCluster {
         run(self.as_user("pg_ctl").arg("-D").arg(&self.data).args(["-w", "-m", "fast", "stop"])).map(drop)
     }
 
-    /// Stops the server when this process exits, however it exits.
+    /// Stops the server and removes its directory when this process exits, however it exits.
     fn watch(&self) {
+        let base = self.data.parent().unwrap_or(&self.data);
         let script = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
-             if [ -f '{data}/postmaster.pid' ]; then kill -INT \"$(head -n 1 '{data}/postmaster.pid')\"; fi",
+             if [ -f '{data}/postmaster.pid' ]; then kill -INT \"$(head -n 1 '{data}/postmaster.pid')\"; fi; \
+             for _ in $(seq 1 30); do [ -f '{data}/postmaster.pid' ] || break; sleep 0.5; done; rm -rf '{base}'",
             pid = std::process::id(),
-            data = self.data.display()
+            data = self.data.display(),
+            base = base.display()
         );
         let _ = Command::new("sh")
             .arg("-c")

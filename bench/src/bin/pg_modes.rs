@@ -51,7 +51,8 @@ fn main() -> Result<(), String> {
             return Err(format!("{} not built (cargo build --release -p {name})", bin(name).display()));
         }
     }
-    let collection = Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
+    let collection =
+        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
     let corpus = collection.corpus.clone();
     let docs = rcp_corpus::count_lines(&corpus).map_err(|e| e.to_string())?;
     let _cluster;

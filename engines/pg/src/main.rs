@@ -114,6 +114,11 @@ struct ServeCmd {
     /// `retrieve.maxK`.
     #[arg(long, default_value_t = PgOptions::default().max_k)]
     max_k: u64,
+    /// Send searches to this database instead: a streaming replica of `--database-url`
+    /// (writes stay on the primary). A write is then visible to searches once the replica has
+    /// applied it; `synchronous_commit = remote_apply` on the primary makes that immediate.
+    #[arg(long, env = "DATABASE_READ_URL", hide_env_values = true, value_name = "URL")]
+    read_database_url: Option<String>,
     /// `retrieve.defaultMode`: the mode of a request that names none.
     #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "sparse", "dense"])]
     default_mode: String,
@@ -290,7 +295,15 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
             Store::declare_fields(&db, &cmd.fields.iter().cloned().collect()).await.map_err(|e| e.to_string())?;
         }
         let fields = Store::load_fields(&db).await.map_err(|e| e.to_string())?;
-        Ok::<_, String>(Store::new(db, fields))
+        let store = Store::new(db, fields);
+        match &cmd.read_database_url {
+            Some(url) => {
+                let options = PoolOptions { max_size: cmd.migrate.db.pool_size, ..PoolOptions::default() };
+                let read = Database::new(url, &options).map_err(|e| format!("{}: {e}", redact(url)))?;
+                Ok::<_, String>(store.with_read_replica(read))
+            }
+            None => Ok(store),
+        }
     })?;
     let options = PgOptions {
         max_k: cmd.max_k,

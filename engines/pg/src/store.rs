@@ -154,16 +154,24 @@ fn parse_vector(text: &str) -> Option<Vec<f32>> {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Database,
+    read: Database,
     fields: BTreeMap<String, FieldType>,
 }
 
 impl Store {
     /// A store over `db` whose filterable fields are `fields`.
     pub fn new(db: Database, fields: BTreeMap<String, FieldType>) -> Self {
-        Self { db, fields }
+        Self { read: db.clone(), db, fields }
     }
 
-    /// The database.
+    /// Searches go to `read` (a streaming replica of the primary) instead of the primary.
+    /// Writes, and the content-hash lookups that prepare them, stay on the primary.
+    pub fn with_read_replica(mut self, read: Database) -> Self {
+        self.read = read;
+        self
+    }
+
+    /// The primary database.
     pub fn db(&self) -> &Database {
         &self.db
     }
@@ -196,7 +204,7 @@ impl Store {
 
     /// `(documents, version)` now.
     pub async fn stats(&self) -> Result<(i64, i64), DbError> {
-        let client = self.db.client().await?;
+        let client = self.read.client().await?;
         let row = client.query_one("SELECT doc_count, version FROM rcp_state", &[]).await?;
         Ok((row.get(0), row.get(1)))
     }
@@ -257,7 +265,7 @@ impl Store {
             (Lists::Both, Some(v)) => format!("WITH {sparse_cte} ({sparse_select}) UNION ALL ({})", dense_select(v)),
             (_, None) => return Err(DbError::Schema("a dense search needs a query vector".into())),
         };
-        let client = self.db.client().await?;
+        let client = self.read.client().await?;
         let ef = s.ef_search.max(s.limit).clamp(1, MAX_EF_SEARCH).to_string();
         let rows = if s.lists == Lists::Sparse || exact {
             client.query_typed(&sql, &p.typed_refs()).await?

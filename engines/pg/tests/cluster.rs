@@ -91,3 +91,32 @@ fn a_database_outage_is_retryable_and_the_pool_recovers() {
     let late = e.ok("retrieve", json!({"query": "database came back", "k": 1, "mode": "sparse"}));
     assert_eq!(ids(&late), vec!["late"]);
 }
+
+#[test]
+fn searches_go_to_a_read_replica_and_writes_to_the_primary() {
+    if common::cluster().is_none() {
+        return;
+    }
+    let primary = PgCluster::start().expect("start a private primary");
+    let url = primary.create_database("replicated").expect("create database");
+    let replica = primary.start_replica().expect("start a streaming replica");
+    let read_url = url.replace(&format!(":{}/", primary.port()), &format!(":{}/", replica.port()));
+    let mut e = serve(&url, &["--read-database-url", &read_url]);
+    e.ok("index/add", json!({"documents": docs()}));
+    // The write reaches the replica within the replication lag.
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = ids(&e.ok("retrieve", json!({"query": "sourdough bread crust", "k": 1, "mode": "sparse"})));
+        if !seen.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(seen, vec!["bread"]);
+    // With the primary down, searches still come from the replica; writes are refused as retryable.
+    primary.stop().expect("stop the primary");
+    let r = e.ok("retrieve", json!({"query": "sourdough bread crust", "k": 1, "mode": "hybrid"}));
+    assert_eq!(ids(&r), vec!["bread"]);
+    let err = e.err("index/add", json!({"documents": [{"id": "w", "text": "needs the primary"}]}));
+    assert_eq!(code(&err), -32010, "{err}");
+}
