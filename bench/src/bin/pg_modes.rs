@@ -6,7 +6,7 @@
 //! without it, a private cluster started from the `pgserver` wheel (`rcp_testkit::pg`).
 //!
 //! ```sh
-//! cargo build --release -p rcp-bm25 -p rcp-dense -p rcp-pg -p rcp-bench
+//! cargo build --release -p rcp-bm25 -p rcp-dense -p rcp-pg --bins && cargo build --release -p rcp-bench --bin pg_modes
 //! target/release/pg_modes [--database-url URL] [--queries 225]
 //! ```
 

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
@@ -250,31 +250,50 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
     Ok(())
 }
 
-/// Readiness and gauges from the database (cached figures are not kept: a probe asks).
+/// Readiness and gauges, refreshed from the (read) database every [`STATUS_EVERY`] by a
+/// background task, so probes and scrapes answer from memory: not ready while the database
+/// cannot be reached (every request that needs it would answer -32010).
 struct PgStatus {
-    store: Store,
-    handle: tokio::runtime::Handle,
+    last: Arc<Mutex<Result<EngineStats, String>>>,
+}
+
+const STATUS_EVERY: Duration = Duration::from_secs(2);
+
+impl PgStatus {
+    fn start(store: Store, runtime: &tokio::runtime::Runtime) -> Self {
+        let last = Arc::new(Mutex::new(Err("database not checked yet".to_owned())));
+        let shared = Arc::clone(&last);
+        runtime.spawn(async move {
+            loop {
+                let now = match store.stats().await {
+                    Ok((docs, version)) => Ok(EngineStats {
+                        documents: u64::try_from(docs).ok(),
+                        index_version: u64::try_from(version).ok(),
+                        ..EngineStats::default()
+                    }),
+                    Err(e) => Err(format!("database unreachable: {e}")),
+                };
+                if let Ok(mut slot) = shared.lock() {
+                    *slot = now;
+                }
+                tokio::time::sleep(STATUS_EVERY).await;
+            }
+        });
+        Self { last }
+    }
+
+    fn last(&self) -> Result<EngineStats, String> {
+        self.last.lock().map_err(|_| "status lock poisoned".to_owned()).and_then(|s| s.clone())
+    }
 }
 
 impl Status for PgStatus {
     fn ready(&self) -> Result<(), String> {
-        let (size, idle) = self.store.db().pool_status();
-        tracing::trace!(size, idle, "pool");
-        Ok(())
+        self.last().map(drop)
     }
 
     fn stats(&self) -> EngineStats {
-        let store = self.store.clone();
-        // Called from an async handler: ask on another thread without blocking the runtime's.
-        let stats = std::thread::scope(|s| s.spawn(|| self.handle.block_on(store.stats())).join().ok());
-        match stats {
-            Some(Ok((docs, version))) => EngineStats {
-                documents: u64::try_from(docs).ok(),
-                index_version: u64::try_from(version).ok(),
-                ..EngineStats::default()
-            },
-            _ => EngineStats::default(),
-        }
+        self.last().unwrap_or_default()
     }
 }
 
@@ -312,7 +331,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         default_mode: cmd.default_mode,
         ..PgOptions::default()
     };
-    let status = PgStatus { store: store.clone(), handle: runtime.handle().clone() };
+    let status = PgStatus::start(store.clone(), &runtime);
     let engine = Arc::new(PgEngine::new(store, embedder, options));
     let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))
         .status(status)

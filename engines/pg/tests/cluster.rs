@@ -48,6 +48,29 @@ fn two_processes_read_each_others_writes_at_once() {
 }
 
 #[test]
+fn sslmode_require_refuses_a_server_without_tls_and_the_url_is_not_logged() {
+    let Some(url) = database("tls") else { return };
+    let secret = url.replace("postgres@", "postgres:hunter2@");
+    let out = std::process::Command::new(common::bin())
+        .args(["migrate", "--connect-timeout", "0", "--database-url"])
+        .arg(format!("{secret}?sslmode=require"))
+        .output()
+        .expect("run rcp-pg migrate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a plain-text server was accepted under sslmode=require: {stderr}");
+    assert!(stderr.to_lowercase().contains("tls") || stderr.contains("ssl"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the password was printed: {stderr}");
+    // The same URL without the requirement works (TLS is only preferred).
+    let ok = std::process::Command::new(common::bin())
+        .args(["migrate", "--database-url"])
+        .arg(&secret)
+        .output()
+        .expect("run rcp-pg migrate");
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(!String::from_utf8_lossy(&ok.stderr).contains("hunter2"));
+}
+
+#[test]
 fn a_database_outage_is_retryable_and_the_pool_recovers() {
     if common::cluster().is_none() {
         return;
