@@ -158,6 +158,16 @@ function compact(v) {
   return String(v);
 }
 
+/** A capability value for reading: lists of scalars joined, flat objects as `key: value`. */
+function readable(v) {
+  const scalar = (x) => x === null || typeof x !== 'object';
+  if (Array.isArray(v) && v.every(scalar)) return v.join(', ');
+  if (v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(scalar)) {
+    return Object.entries(v).map(([k, x]) => `${k}: ${x}`).join(', ');
+  }
+  return compact(v);
+}
+
 // ---------------------------------------------------------------- URL state
 
 function readUrl() {
@@ -293,7 +303,7 @@ function renderServer() {
     else {
       const dl = el('dl');
       for (const [k, v] of entries) {
-        dl.append(el('div', { 'data-key': k, style: 'display:contents' }, el('dt', {}, k), el('dd', {}, compact(v))));
+        dl.append(el('div', { 'data-key': k, style: 'display:contents' }, el('dt', {}, k), el('dd', {}, readable(v))));
       }
       card.append(dl);
     }
@@ -854,11 +864,11 @@ function renderConformance(r) {
   for (const level of ['L0', 'L1', 'L2']) {
     const checks = (r.checks || []).filter((x) => x.level === level);
     if (!checks.length) continue;
-    const n = (s) => checks.filter((x) => x.status === s).length;
+    const n = (s) => checks.filter((x) => String(x.status).toLowerCase() === s).length;
     const table = el('table', { class: 'conf-table', 'data-level': level },
       el('thead', {}, el('tr', {}, el('th', {}, 'status'), el('th', {}, 'check'), el('th', {}, 'what'), el('th', {}, '§'), el('th', {}, 'detail'))),
       el('tbody', {}, checks.map((x) => el('tr', { 'data-status': x.status },
-        el('td', {}, el('span', { class: `badge ${STATUS_BADGE[x.status] || 'skip'}` }, x.status)),
+        el('td', {}, el('span', { class: `badge ${STATUS_BADGE[String(x.status).toLowerCase()] || 'skip'}` }, x.status)),
         el('td', {}, el('code', {}, x.id)), el('td', {}, x.name), el('td', {}, x.section), el('td', { class: 'detail' }, x.detail)))));
     body.append(el('details', { open: level === 'L0' || n('fail') > 0 }, el('summary', {}, el('strong', {}, level), ` — ${n('pass')} passed, ${n('fail')} failed, ${n('skip')} skipped, ${n('warn')} warnings`), table));
   }
