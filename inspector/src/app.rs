@@ -105,7 +105,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/wire", get(wire).delete(wire_clear))
         .route("/api/federate", post(federate))
         .route("/api/conformance/{engine}", post(conformance))
-        .route("/rpc/{engine}/{method}", post(rpc))
+        .route("/rpc/{engine}/{*method}", post(rpc))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
 }
