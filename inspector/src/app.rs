@@ -87,7 +87,8 @@ impl App {
                         spec
                     })
                     .collect();
-                let options = FederationOptions { fusion, engine_timeout: Duration::from_secs(30), ..Default::default() };
+                let options =
+                    FederationOptions { fusion, engine_timeout: Duration::from_secs(30), ..Default::default() };
                 Arc::new(Federation::new(Registry { engines }, options))
             })
             .clone()

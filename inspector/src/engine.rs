@@ -84,7 +84,14 @@ impl Engine {
 
     /// Answers one JSON-RPC frame POSTed for `method` the way an RCP HTTP server would (§5.2):
     /// JSON, or SSE when the caller accepts `text/event-stream`.
-    pub async fn rpc(&self, method: &str, body: Bytes, headers: &HeaderMap, wire: Arc<WireLog>, source: &str) -> Response {
+    pub async fn rpc(
+        &self,
+        method: &str,
+        body: Bytes,
+        headers: &HeaderMap,
+        wire: Arc<WireLog>,
+        source: &str,
+    ) -> Response {
         let session = match &self.link {
             Link::Http(h) => return h.forward(method, body, headers, wire, self.id(), source).await,
             Link::Stdio(s) => s,
@@ -104,7 +111,8 @@ impl Engine {
         };
         let id = frame.get("id").cloned();
         if !frame.is_object() || frame.get("method").and_then(Value::as_str) != Some(method) {
-            let msg = format!("the inspector forwards one request per POST, whose method matches the path ('{method}')");
+            let msg =
+                format!("the inspector forwards one request per POST, whose method matches the path ('{method}')");
             return Json(error_frame(&id.unwrap_or(Value::Null), -32600, msg, None)).into_response();
         }
         let Some(id) = id else {
@@ -119,10 +127,8 @@ impl Engine {
             Ok(f) => f,
             Err(e) => return Json(e).into_response(),
         };
-        let wants_sse = headers
-            .get("accept")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("text/event-stream"));
+        let wants_sse =
+            headers.get("accept").and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
         if wants_sse { sse(flight) } else { json_answer(flight).await }
     }
 }

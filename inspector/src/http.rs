@@ -86,7 +86,10 @@ impl HttpTarget {
                 out.insert(name, v);
             }
         }
-        let sse = out.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
+        let sse = out
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
         if sse {
             let (engine, source) = (engine.to_owned(), source.to_owned());
             let mut tap = SseTap::default();
@@ -144,19 +147,29 @@ impl SseTap {
     pub fn push(&mut self, chunk: &[u8]) -> Vec<String> {
         self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
-        loop {
-            let text = String::from_utf8_lossy(&self.buf).replace("\r\n", "\n");
-            let Some(end) = text.find("\n\n") else { break };
-            let event = &text[..end];
-            let data: Vec<&str> =
-                event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+        while let Some((end, sep)) = event_end(&self.buf) {
+            let event = self.buf.split_to(end + sep);
+            let text = String::from_utf8_lossy(&event[..end]);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
             if !data.is_empty() {
                 out.push(data.join("\n"));
             }
-            let rest = text[end + 2..].as_bytes().to_vec();
-            self.buf = BytesMut::from(&rest[..]);
         }
         out
+    }
+}
+
+/// Where the first event of `buf` ends (a blank line), and the separator's length.
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
     }
 }
 

@@ -78,9 +78,10 @@ impl Inspector {
     pub async fn start(target: &Target, port: u16, schema: Option<PathBuf>) -> Result<Self, String> {
         let (registry, is_registry) = target.registry()?;
         let wire = Arc::new(wire::WireLog::default());
-        let engines =
-            futures::future::join_all(registry.engines.into_iter().map(|spec| engine::Engine::open(spec, wire.clone())))
-                .await;
+        let engines = futures::future::join_all(
+            registry.engines.into_iter().map(|spec| engine::Engine::open(spec, wire.clone())),
+        )
+        .await;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;

@@ -58,7 +58,8 @@ fn target(args: &Args) -> Result<Target, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let schema = args.schema.clone().or_else(|| std::env::var_os("RCP_SCHEMA").map(PathBuf::from)).filter(|p| p.is_file());
+    let schema =
+        args.schema.clone().or_else(|| std::env::var_os("RCP_SCHEMA").map(PathBuf::from)).filter(|p| p.is_file());
     let started = match target(&args) {
         Ok(t) => Inspector::start(&t, args.port, schema).await,
         Err(e) => Err(e),

@@ -188,7 +188,8 @@ impl StdioSession {
             .spawn()
             .map_err(|e| (format!("cannot start {program}: {e}"), Vec::new()))?;
         let pid = child.id();
-        let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(("the engine's stdio could not be piped".into(), Vec::new()));
         };
@@ -253,7 +254,8 @@ impl StdioSession {
             "capabilities": {"streaming": {}},
         }});
         let fail = |msg: String, s: &Self| (msg, s.shared.stderr_tail());
-        let mut flight = session.request(hello, "inspector").map_err(|e| fail(e["error"]["message"].to_string(), &session))?;
+        let mut flight =
+            session.request(hello, "inspector").map_err(|e| fail(e["error"]["message"].to_string(), &session))?;
         let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
             while let Some(f) = flight.frames.recv().await {
                 if f.get("id").is_some() {
@@ -264,7 +266,9 @@ impl StdioSession {
         })
         .await;
         let answer = match answer {
-            Err(_) => return Err(fail(format!("no initialize answer within {} s", HANDSHAKE_TIMEOUT.as_secs()), &session)),
+            Err(_) => {
+                return Err(fail(format!("no initialize answer within {} s", HANDSHAKE_TIMEOUT.as_secs()), &session));
+            }
             Ok(None) => return Err(fail("the engine ended before answering initialize".into(), &session)),
             Ok(Some(a)) => a,
         };

@@ -55,7 +55,8 @@ impl Default for WireLog {
 impl WireLog {
     /// Records a frame given as text (a line of NDJSON, a body, an SSE event's data).
     pub fn record_text(&self, engine: &str, dir: Direction, source: &str, text: &[u8]) {
-        let frame = serde_json::from_slice(text).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into()));
+        let frame =
+            serde_json::from_slice(text).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into()));
         self.record(engine, dir, source, frame);
     }
 

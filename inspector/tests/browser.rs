@@ -4,8 +4,8 @@
 //! saves a screenshot of each panel under `<target>/inspector-screenshots/`.
 //! `RCP_INSPECTOR_DOCS=1` also copies the Query and Compare screenshots to `docs/`.
 //!
-//! The tests skip, saying so, only when `chromium` or `chromedriver` is not installed
-//! (`.ci/run` installs both).
+//! The tests skip, saying so, only when `chromium` or `chromedriver` is not installed;
+//! `.ci/run` installs both and sets `RCP_BROWSER_REQUIRED`, which turns a skip into a failure.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -37,11 +37,13 @@ fn browser_binaries() -> Option<(PathBuf, PathBuf)> {
     if chromium.is_file() && driver.is_file() {
         return Some((chromium, driver));
     }
-    eprintln!(
-        "SKIPPED: browser tests need {} and {} (apt-get install chromium chromium-driver; .ci/run does)",
+    let why = format!(
+        "browser tests need {} and {} (apt-get install chromium chromium-driver; .ci/run does)",
         chromium.display(),
         driver.display()
     );
+    assert!(std::env::var_os("RCP_BROWSER_REQUIRED").is_none(), "RCP_BROWSER_REQUIRED is set, but the {why}");
+    eprintln!("SKIPPED: {why}");
     None
 }
 
@@ -112,7 +114,8 @@ impl Browser {
     /// Resizes the window so that the page itself gets `width` × `height` pixels.
     async fn viewport(&self, width: u32, height: u32) {
         self.client.set_window_size(width, height).await.expect("window size");
-        let chrome = self.js("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];").await;
+        let chrome =
+            self.js("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];").await;
         let extra = |i: usize| chrome[i].as_u64().unwrap_or(0) as u32;
         self.client.set_window_size(width + extra(0), height + extra(1)).await.expect("window size");
     }
@@ -135,7 +138,9 @@ impl Browser {
                     .js("return [...document.querySelectorAll('.error:not([hidden])')].map(e => e.innerText).join(' | ');")
                     .await;
                 let status = self.js("return document.getElementById('conn').innerText;").await;
-                panic!("timed out after {timeout:?} waiting for {what} ({expr}); status: {status}; errors shown: {errors}");
+                panic!(
+                    "timed out after {timeout:?} waiting for {what} ({expr}); status: {status}; errors shown: {errors}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -224,7 +229,8 @@ async fn panels_against_rcp_bm25() {
     for cap in ["retrieve", "filter", "streaming", "pagination"] {
         assert!(caps.contains(&cap.to_owned()), "capability {cap} missing from the Server panel: {caps:?}");
     }
-    b.wait_until("the health line with a ping", "document.querySelector('#health')?.innerText.includes('ping')", long).await;
+    b.wait_until("the health line with a ping", "document.querySelector('#health')?.innerText.includes('ping')", long)
+        .await;
     let identity = b.js("return document.querySelector('#server-body .kv').innerText;").await;
     assert!(identity.as_str().is_some_and(|t| t.contains("rcp-bm25") && t.contains("L2")), "identity: {identity}");
     b.screenshot("server").await;
@@ -242,12 +248,23 @@ async fn panels_against_rcp_bm25() {
     let unfiltered = b.strings(hit_ids_js()).await;
     let marks = b.js("return document.querySelectorAll('#hits mark').length;").await;
     assert!(marks.as_u64().unwrap_or(0) > 0, "query terms are highlighted in the snippets");
-    assert!(b.js("return document.getElementById('query-meta').innerText;").await.as_str().unwrap_or("").contains("latencyMs"));
+    assert!(
+        b.js("return document.getElementById('query-meta').innerText;")
+            .await
+            .as_str()
+            .unwrap_or("")
+            .contains("latencyMs")
+    );
 
     // Pagination through nextCursor: two pages of 2.
     b.type_into("k", "2").await;
     b.click("query-run").await;
-    b.wait_until("a first page of 2 and a next-page button", "document.querySelectorAll('#hits li.hit').length === 2 && !document.getElementById('next-page').hidden", long).await;
+    b.wait_until(
+        "a first page of 2 and a next-page button",
+        "document.querySelectorAll('#hits li.hit').length === 2 && !document.getElementById('next-page').hidden",
+        long,
+    )
+    .await;
     b.click("next-page").await;
     b.wait_until("the second page appended", "document.querySelectorAll('#hits li.hit').length === 4", long).await;
     let paged = b.strings(hit_ids_js()).await;
@@ -264,13 +281,17 @@ async fn panels_against_rcp_bm25() {
     let before = serde_json::to_string(&unfiltered).expect("json");
     b.wait_until(
         "a different, non-empty hit set",
-        &format!("(() => {{ const ids = {}; return ids.length > 0 && JSON.stringify(ids) !== '{before}'; }})()", hit_ids_js()),
+        &format!(
+            "(() => {{ const ids = {}; return ids.length > 0 && JSON.stringify(ids) !== '{before}'; }})()",
+            hit_ids_js()
+        ),
         long,
     )
     .await;
     let years = b.strings("[...document.querySelectorAll('#hits li.hit .meta')].map(m => m.textContent)").await;
     for y in &years {
-        let year: i64 = y.split("year: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let year: i64 =
+            y.split("year: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|s| s.parse().ok()).unwrap_or(0);
         assert!(year >= 2015, "a hit outside the filter year >= 2015: {y}");
     }
     let page_url = b.client.current_url().await.expect("url");
@@ -372,7 +393,12 @@ async fn compare_panel_fuses_bm25_and_dense() {
     }
     let order = b.strings("[...document.querySelectorAll('#compare-cols .compare-col')].map(c => c.dataset.col)").await;
     assert_eq!(order, ["bm25", "__fused", "dense"], "the fused list sits between the engines");
-    b.wait_until("lines linking the same document", "document.querySelectorAll('#compare-links line').length > 0", long).await;
+    b.wait_until(
+        "lines linking the same document",
+        "document.querySelectorAll('#compare-links line').length > 0",
+        long,
+    )
+    .await;
     // Every line ends on a fused hit with the same id.
     let linked = b.strings("[...document.querySelectorAll('#compare-links line')].map(l => l.dataset.doc)").await;
     let fused = b.strings("[...document.querySelectorAll('#compare-col-fused li')].map(li => li.dataset.doc)").await;

@@ -112,7 +112,8 @@ async fn stdio_engine_behind_the_proxy() {
 
     // The wire log holds the engine's side of each exchange: the session's own ids, both ways.
     let entries = wire(&url).await;
-    let sent: Vec<&Value> = entries.iter().filter(|e| e["dir"] == "sent" && e["frame"]["method"] == "retrieve").collect();
+    let sent: Vec<&Value> =
+        entries.iter().filter(|e| e["dir"] == "sent" && e["frame"]["method"] == "retrieve").collect();
     assert_eq!(sent.len(), 2);
     assert!(sent.iter().all(|e| e["frame"]["id"].is_u64() && e["source"] == "page"));
     let answered = entries.iter().filter(|e| e["dir"] == "received" && e["frame"]["result"]["hits"].is_array()).count();
@@ -123,10 +124,12 @@ async fn stdio_engine_behind_the_proxy() {
     // Guards: another Host (DNS rebinding) and non-JSON POSTs are refused.
     let r = reqwest::Client::new().get(format!("{url}api/targets")).header("host", "evil.example:80").send().await;
     assert_eq!(r.expect("GET").status(), 403);
-    let r = reqwest::Client::new().post(format!("{rpc}/ping")).header("content-type", "text/plain").body("{}").send().await;
+    let r =
+        reqwest::Client::new().post(format!("{rpc}/ping")).header("content-type", "text/plain").body("{}").send().await;
     assert_eq!(r.expect("POST").status(), 415);
 
-    let health: Value = reqwest::get(format!("{url}api/health/rcp-bm25")).await.expect("health").json().await.expect("json");
+    let health: Value =
+        reqwest::get(format!("{url}api/health/rcp-bm25")).await.expect("health").json().await.expect("json");
     assert_eq!(health["running"], true);
     assert!(health["pid"].is_u64());
 }
@@ -167,7 +170,8 @@ async fn http_engine_sse_is_passed_through_and_logged() {
     let received = entries.iter().filter(|e| e["dir"] == "received").count();
     assert_eq!(received, frames.len());
 
-    let health: Value = reqwest::get(format!("{url}api/health/engine")).await.expect("health").json().await.expect("json");
+    let health: Value =
+        reqwest::get(format!("{url}api/health/engine")).await.expect("health").json().await.expect("json");
     assert_eq!(health["healthz"]["status"], 200);
     assert_eq!(health["readyz"]["status"], 200);
 
