@@ -558,7 +558,21 @@ async function runStream() {
   $('stream-run').disabled = true;
   $('stream-cancel').disabled = false;
   const terms = queryTerms(q);
-  const params = { query: q, k, _meta: { progressToken: `${id}-progress` } };
+  let extra = {};
+  const extraText = $('stream-extra').value.trim();
+  if (extraText) {
+    try {
+      extra = JSON.parse(extraText);
+      if (!extra || typeof extra !== 'object' || Array.isArray(extra)) throw new Error('not an object');
+    } catch (e) {
+      showError($('stream-error'), { code: 'input', message: `More params must be a JSON object: ${e.message}` });
+      $('stream-run').disabled = false;
+      $('stream-cancel').disabled = true;
+      state.stream.done = true;
+      return;
+    }
+  }
+  const params = { ...extra, query: q, k, _meta: { ...(extra._meta || {}), progressToken: `${id}-progress` } };
   streamLog('request', `retrieve sent (id ${id})`);
   let frames = 0;
   try {

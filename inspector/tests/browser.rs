@@ -422,6 +422,52 @@ async fn compare_panel_fuses_bm25_and_dense() {
     b.client.close().await.expect("close the browser");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_cancel_button_stops_a_slow_request() {
+    let Some((chromium, driver)) = browser_binaries() else { return };
+    let tiny = tiny_engine();
+    let (_inspector, url) = start_inspector(&["--stdio", tiny.to_str().expect("utf-8 path")]);
+    let b = Browser::start(&chromium, &driver).await;
+    let long = Duration::from_secs(30);
+    b.client.goto(&format!("{url}?panel=stream")).await.expect("open Stream");
+    b.wait_until("the page", "document.body.dataset.ready === 'true'", long).await;
+    b.type_into("stream-q", "rust").await;
+    // tiny_engine's slow-backend switch: 20 s unless cancelled.
+    b.type_into("stream-extra", r#"{"_meta": {"x-tiny-delayMs": 20000}}"#).await;
+    let started = Instant::now();
+    b.click("stream-run").await;
+    b.wait_until("the request in flight", "!document.getElementById('stream-cancel').disabled", long).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.click("stream-cancel").await;
+    b.wait_until("the cancelled answer", "document.querySelector('#stream-log li[data-kind=\"error\"]')", long).await;
+    assert!(started.elapsed() < Duration::from_secs(15), "cancelled before the engine's 20 s delay");
+    let log = b
+        .strings("[...document.querySelectorAll('#stream-log li')].map(li => li.dataset.kind + ': ' + li.innerText)")
+        .await;
+    let cancel_at = log.iter().position(|l| l.starts_with("cancel:")).expect("the cancel is logged");
+    let error_at = log.iter().position(|l| l.starts_with("error:")).expect("the error is logged");
+    assert!(cancel_at < error_at, "cancel sent, then the engine's answer: {log:?}");
+    assert!(log[error_at].contains("-32006"), "the engine answered 'request cancelled' (-32006): {log:?}");
+    let shown = b.js("return document.getElementById('stream-error').innerText;").await;
+    assert!(shown.as_str().is_some_and(|t| t.contains("error -32006")), "the error box names the code: {shown}");
+    b.client.close().await.expect("close the browser");
+}
+
+/// `examples/tiny_engine` (package rcp-examples), built when missing.
+fn tiny_engine() -> PathBuf {
+    let bin = profile_dir().join("examples").join(format!("tiny_engine{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "rcp-examples", "--example", "tiny_engine", "--target-dir"])
+            .arg(profile_dir().parent().expect("target dir"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success() && bin.is_file(), "building tiny_engine failed");
+    }
+    bin
+}
+
 /// Percent-encodes a query-string value.
 fn percent(s: &str) -> String {
     s.bytes()

@@ -217,3 +217,78 @@ async fn rcp_inspect_subcommand_runs_the_inspector() {
         assert_eq!(r.status(), 200, "{asset}");
     }
 }
+
+/// `examples/tiny_engine` (package rcp-examples), built when missing: its `_meta.x-tiny-delayMs`
+/// makes a retrieve slow and stop early when cancelled.
+fn tiny_engine() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let profile = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let bin = profile.join("examples").join(format!("tiny_engine{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let target = profile.parent().expect("target dir");
+        let status = Command::new(cargo)
+            .args(["build", "-p", "rcp-examples", "--example", "tiny_engine", "--target-dir"])
+            .arg(target)
+            .status()
+            .expect("cargo build");
+        assert!(status.success() && bin.is_file(), "building tiny_engine failed");
+    }
+    bin
+}
+
+#[tokio::test]
+async fn cancel_by_the_callers_id_and_when_the_caller_goes_away() {
+    let tiny = tiny_engine();
+    let (_inspector, url) = start(inspector(), &["--stdio", tiny.to_str().expect("utf-8 path")]);
+    let engine = tiny.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+    let rpc = format!("{url}rpc/{engine}");
+    let slow = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "retrieve",
+            "params": {"query": "rust", "k": 3, "_meta": {"progressToken": id, "x-tiny-delayMs": 20000}}})
+    };
+
+    // notifications/cancel naming the caller's id reaches the engine as the session's id; the
+    // stream ends with the engine's answer to the cancelled request.
+    let started = Instant::now();
+    let req = slow("c1");
+    let target = format!("{rpc}/retrieve");
+    let stream = tokio::spawn(async move { post(&target, &req, Some("text/event-stream")).await.text().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancel", "params": {"id": "c1"}});
+    assert_eq!(post(&format!("{rpc}/notifications/cancel"), &cancel, None).await.status(), 204);
+    let body =
+        tokio::time::timeout(Duration::from_secs(10), stream).await.expect("ended").expect("task").expect("body");
+    let last = sse_frames(&body).pop().expect("a final frame");
+    assert_eq!(last["id"], "c1");
+    assert_eq!(last["error"]["code"], -32006, "cancelled: {last}");
+    assert!(started.elapsed() < Duration::from_secs(10), "cancelled long before the 20 s delay");
+    let entries = wire(&url).await;
+    let sent_id = entries
+        .iter()
+        .find(|e| e["dir"] == "sent" && e["frame"]["method"] == "retrieve")
+        .map(|e| e["frame"]["id"].clone())
+        .expect("the retrieve");
+    let cancel_sent = entries.iter().find(|e| e["dir"] == "sent" && e["frame"]["method"] == "notifications/cancel");
+    assert_eq!(cancel_sent.map(|e| e["frame"]["params"]["id"].clone()), Some(sent_id), "remapped to the session's id");
+
+    // A caller that goes away mid-request: the inspector cancels it at the engine.
+    let req = slow("c2");
+    let target = format!("{rpc}/retrieve");
+    let gone = tokio::spawn(async move { post(&target, &req, Some("text/event-stream")).await.text().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gone.abort();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let entries = wire(&url).await;
+        let cancels =
+            entries.iter().filter(|e| e["dir"] == "sent" && e["frame"]["method"] == "notifications/cancel").count();
+        let answered =
+            entries.iter().filter(|e| e["dir"] == "received" && e["frame"]["error"]["code"] == -32006).count();
+        if cancels == 2 && answered == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no cancel after the caller went away: {entries:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
