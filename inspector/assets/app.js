@@ -369,32 +369,52 @@ function setupQueryForm() {
 const VALUE_LESS = ['exists'];
 const LIST_OPS = ['in', 'nin'];
 
+/** The ten operators of §8; a `filter` capability without `operators` allows them all. */
+const ALL_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'exists'];
+/** The ordered operators, which apply to int, float and date fields only (§8). */
+const ORDERED_OPS = ['gt', 'gte', 'lt', 'lte'];
+const ORDERED_TYPES = ['int', 'float', 'date', 'integer', 'number'];
+
+/** The advertised fields as [name, type] pairs (`fields` is an object or a list of names). */
+function filterFields(f) {
+  if (Array.isArray(f.fields)) return f.fields.map((name) => [name, 'any']);
+  return Object.entries(f.fields || {});
+}
+
 /** Adds one condition row built from the advertised fields and operators (§8). */
 function addFilterRow(init) {
   const f = caps().filter;
   if (!f) return null;
-  const fields = Object.entries(f.fields || {});
-  const ops = f.operators || [];
+  const fields = filterFields(f);
+  const advertised = Array.isArray(f.operators) ? f.operators : ALL_OPS;
   const n = $('filter-rows').children.length + 1;
   const field = el('select', { 'aria-label': `condition ${n} field`, class: 'f-field' }, ...fields.map(([name, type]) => el('option', { value: name, 'data-type': type }, `${name} (${type})`)));
-  const op = el('select', { 'aria-label': `condition ${n} operator`, class: 'f-op' }, ...ops.map((o) => el('option', { value: o }, o)));
+  const op = el('select', { 'aria-label': `condition ${n} operator`, class: 'f-op' });
   const value = el('input', { 'aria-label': `condition ${n} value`, class: 'f-value', type: 'text', placeholder: 'value' });
   const row = el('div', { class: 'filter-row' },
     el('label', {}, 'Field', field), el('label', {}, 'Operator', op), el('label', {}, 'Value', value),
     el('button', { type: 'button', class: 'small', 'aria-label': `remove condition ${n}`, onclick: () => row.remove() }, 'Remove'));
+  const fieldType = () => (field.selectedOptions[0] ? field.selectedOptions[0].dataset.type : 'any');
+  const fillOps = () => {
+    const type = fieldType();
+    const ordered = type === 'any' || ORDERED_TYPES.includes(type);
+    const ops = advertised.filter((o) => ordered || !ORDERED_OPS.includes(o));
+    const keep = op.value;
+    op.replaceChildren(...ops.map((o) => el('option', { value: o }, o)));
+    if (ops.includes(keep)) op.value = keep;
+  };
   const sync = () => {
-    const type = field.selectedOptions[0] ? field.selectedOptions[0].dataset.type : 'keyword';
+    const type = fieldType();
     const valueLess = VALUE_LESS.includes(op.value);
     value.disabled = valueLess;
     value.placeholder = valueLess ? '(none)' : LIST_OPS.includes(op.value) ? 'a, b, c' : type;
     value.type = !valueLess && !LIST_OPS.includes(op.value) && ['int', 'float', 'number', 'integer'].includes(type) ? 'number' : 'text';
   };
-  field.addEventListener('change', sync);
+  field.addEventListener('change', () => { fillOps(); sync(); });
   op.addEventListener('change', sync);
-  if (init) {
-    if (init.field) field.value = init.field;
-    if (init.op) op.value = init.op;
-  }
+  if (init && init.field) field.value = init.field;
+  fillOps();
+  if (init && init.op) op.value = init.op;
   sync();
   if (init && init.value !== undefined && !VALUE_LESS.includes(op.value)) value.value = Array.isArray(init.value) ? init.value.join(', ') : String(init.value);
   $('filter-rows').append(row);
@@ -416,7 +436,7 @@ function buildFilter() {
     const field = row.querySelector('.f-field');
     const op = row.querySelector('.f-op').value;
     const raw = row.querySelector('.f-value').value;
-    const type = field.selectedOptions[0] ? field.selectedOptions[0].dataset.type : 'keyword';
+    const type = field.selectedOptions[0] ? field.selectedOptions[0].dataset.type : 'any';
     const leaf = { field: field.value, op };
     if (VALUE_LESS.includes(op)) leaf.value = true;
     else if (LIST_OPS.includes(op)) leaf.value = raw.split(',').map((x) => x.trim()).filter(Boolean).map((x) => typedValue(x, type));

@@ -419,6 +419,33 @@ async fn compare_panel_fuses_bm25_and_dense() {
         long,
     )
     .await;
+
+    // The dense engine from the picker: its Query panel offers MMR (it advertises `mmr`), and its
+    // filter (no `operators`: all of §8) offers only unordered operators on a keyword field.
+    b.client.find(Locator::Id("engine")).await.expect("picker").select_by_value("dense").await.expect("dense");
+    b.wait_until(
+        "the dense engine's identity",
+        "document.getElementById('conn').innerText.includes('rcp-dense')",
+        long,
+    )
+    .await;
+    b.click("tab-query").await;
+    assert_eq!(b.js("return document.getElementById('mmr-label').hidden;").await, false, "MMR is offered");
+    b.type_into("q", "semantic search").await;
+    b.type_into("k", "5").await;
+    b.type_into("mmr", "0.5").await;
+    b.click("filter-add").await;
+    let ops = b.strings("[...document.querySelectorAll('#filter-rows .f-op option')].map(o => o.value)").await;
+    assert!(ops.contains(&"eq".to_owned()) && !ops.contains(&"gt".to_owned()), "keyword field operators: {ops:?}");
+    let row = b.client.find(Locator::Css("#filter-rows .filter-row")).await.expect("a filter row");
+    row.find(Locator::Css(".f-field")).await.expect("field").select_by_value("topic").await.expect("topic");
+    row.find(Locator::Css(".f-value")).await.expect("value").send_keys("retrieval").await.expect("value");
+    b.click("query-run").await;
+    b.wait_until("dense hits", "document.querySelectorAll('#hits li.hit').length > 0", long).await;
+    let topics = b.strings("[...document.querySelectorAll('#hits li.hit .meta')].map(m => m.textContent)").await;
+    assert!(topics.iter().all(|t| t.contains("topic: retrieval")), "the filter applied: {topics:?}");
+    let confidence = b.js("return document.querySelectorAll('#hits .score small').length;").await;
+    assert!(confidence.as_u64().unwrap_or(0) > 0, "the dense engine's confidence is shown");
     b.client.close().await.expect("close the browser");
 }
 
