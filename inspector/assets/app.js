@@ -808,6 +808,14 @@ function describeFrame(f) {
   return { what: 'frame' };
 }
 
+/** The frame pretty-printed from its wire text when known (the peer's key order), else as parsed. */
+function prettyFrame(entry) {
+  if (entry.raw) {
+    try { return JSON.stringify(JSON.parse(entry.raw), null, 2); } catch (e) { return entry.raw; }
+  }
+  return typeof entry.frame === 'string' ? entry.frame : JSON.stringify(entry.frame, null, 2);
+}
+
 function wireItem(entry) {
   const d = describeFrame(entry.frame);
   const summary = el('summary', {},
@@ -817,7 +825,7 @@ function wireItem(entry) {
     el('span', { class: 'muted' }, `via ${entry.source}`),
     el('span', { class: `what${d.err ? ' err' : ''}` }, d.what));
   const li = el('li', { 'data-engine': entry.engine, 'data-dir': entry.dir, 'data-seq': entry.seq });
-  const details = el('details', { open: true }, summary, el('pre', {}, typeof entry.frame === 'string' ? entry.frame : JSON.stringify(entry.frame, null, 2)));
+  const details = el('details', { open: true }, summary, el('pre', {}, prettyFrame(entry)));
   li.append(details);
   if (entry.dir === 'sent' && entry.frame && entry.frame.method) {
     li.append(el('button', { type: 'button', class: 'small copy-curl', onclick: () => copyCurl(entry) }, 'Copy as curl'));

@@ -104,12 +104,12 @@ impl Shared {
             drop(routes);
             match pending {
                 Some(p) => {
-                    self.wire.record(&self.engine, Direction::Received, &p.source, frame.clone());
+                    self.wire.record_line(&self.engine, Direction::Received, &p.source, frame.clone(), line);
                     let mut answer = frame;
                     answer["id"] = p.orig;
                     let _ = p.tx.send(answer);
                 }
-                None => self.wire.record(&self.engine, Direction::Received, "engine", frame),
+                None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
             }
             return;
         }
@@ -122,10 +122,10 @@ impl Shared {
         drop(routes);
         match routed {
             Some((source, tx)) => {
-                self.wire.record(&self.engine, Direction::Received, &source, frame.clone());
+                self.wire.record_line(&self.engine, Direction::Received, &source, frame.clone(), line);
                 let _ = tx.send(frame);
             }
-            None => self.wire.record(&self.engine, Direction::Received, "engine", frame),
+            None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
         }
     }
 

@@ -37,6 +37,10 @@ pub struct WireEntry {
     pub source: String,
     /// The frame, or the raw text when it was not JSON.
     pub frame: Value,
+    /// The frame's bytes as they crossed the wire, when they were JSON (keeps the peer's key
+    /// order, which `frame` does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
 }
 
 /// The log; cheap to share behind an `Arc`.
@@ -55,13 +59,24 @@ impl Default for WireLog {
 impl WireLog {
     /// Records a frame given as text (a line of NDJSON, a body, an SSE event's data).
     pub fn record_text(&self, engine: &str, dir: Direction, source: &str, text: &[u8]) {
-        let frame =
-            serde_json::from_slice(text).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into()));
-        self.record(engine, dir, source, frame);
+        let lossy = String::from_utf8_lossy(text);
+        match serde_json::from_slice(text) {
+            Ok(frame) => self.push(engine, dir, source, frame, Some(lossy.into_owned())),
+            Err(_) => self.push(engine, dir, source, Value::String(lossy.into_owned()), None),
+        }
     }
 
-    /// Records a parsed frame.
+    /// Records a frame parsed from `raw`, the text that crossed the wire.
+    pub fn record_line(&self, engine: &str, dir: Direction, source: &str, frame: Value, raw: &str) {
+        self.push(engine, dir, source, frame, Some(raw.to_owned()));
+    }
+
+    /// Records a frame the inspector built itself (its text is `frame` serialised).
     pub fn record(&self, engine: &str, dir: Direction, source: &str, frame: Value) {
+        self.push(engine, dir, source, frame, None);
+    }
+
+    fn push(&self, engine: &str, dir: Direction, source: &str, frame: Value, raw: Option<String>) {
         let ms = self.started.elapsed().as_millis() as u64;
         let Ok(mut inner) = self.inner.lock() else { return };
         inner.0 += 1;
@@ -69,7 +84,7 @@ impl WireLog {
         if inner.1.len() == CAPACITY {
             inner.1.pop_front();
         }
-        inner.1.push_back(WireEntry { seq, ms, engine: engine.into(), dir, source: source.into(), frame });
+        inner.1.push_back(WireEntry { seq, ms, engine: engine.into(), dir, source: source.into(), frame, raw });
     }
 
     /// The entries after `after` (0 for all), oldest first.
@@ -98,6 +113,8 @@ mod tests {
         let all = log.since(0);
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].frame["method"], "ping");
+        assert_eq!(all[0].raw.as_deref(), Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#));
+        assert_eq!(all[1].raw, None);
         assert_eq!(all[1].frame, Value::String("not json".into()));
         assert_eq!(log.since(1).len(), 1);
         log.clear();

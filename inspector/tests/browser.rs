@@ -356,11 +356,13 @@ async fn panels_against_rcp_bm25() {
     b.screenshot("conformance").await;
 
     // A narrow window: the layout reflows instead of scrolling sideways.
-    b.viewport(420, 860).await;
+    b.viewport(500, 860).await;
     b.client.goto(&format!("{url}?panel=query&q=search&k=3")).await.expect("goto");
     b.wait_until("hits", "document.querySelectorAll('#hits li.hit').length === 3", long).await;
+    let width = b.js("return window.innerWidth;").await.as_i64().unwrap_or(0);
+    assert!(width <= 520, "a narrow window (chromium's minimum is about 500 px), got {width}");
     let overflow = b.js("return document.documentElement.scrollWidth - window.innerWidth;").await;
-    assert!(overflow.as_i64().unwrap_or(1) <= 0, "no horizontal scrolling at 420 px (overflow {overflow})");
+    assert!(overflow.as_i64().unwrap_or(1) <= 0, "no horizontal scrolling at {width} px (overflow {overflow})");
     b.screenshot("query-narrow").await;
 
     b.client.close().await.expect("close the browser");
