@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,6 +26,18 @@ struct Reaper(Child);
 
 impl Drop for Reaper {
     fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Ends a process and every process of its group (it was started as a group leader).
+struct GroupReaper(Child);
+
+impl Drop for GroupReaper {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -66,20 +79,23 @@ fn screenshot_dir() -> PathBuf {
 /// A headless chromium behind a chromedriver of its own, with a fresh profile.
 struct Browser {
     client: Client,
-    _driver: Reaper,
+    _driver: GroupReaper,
     _profile: tempfile::TempDir,
 }
 
 impl Browser {
     async fn start(chromium: &Path, driver: &Path) -> Self {
         let port = free_port();
+        // chromedriver and the chromium it starts share a process group of their own, so a
+        // failing test (which never closes its session) still ends the browser.
         let child = Command::new(driver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("start chromedriver");
-        let driver_proc = Reaper(child);
+        let driver_proc = GroupReaper(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "chromedriver did not listen on port {port} within 20 s");
@@ -95,6 +111,8 @@ impl Browser {
             "--disable-background-networking".into(),
             "--disable-component-update".into(),
             "--disable-sync".into(),
+            "--disable-crash-reporter".into(),
+            "--disable-breakpad".into(),
             "--disable-dev-shm-usage".into(),
             "--window-size=1280,800".into(),
             format!("--user-data-dir={}", profile.path().display()),
