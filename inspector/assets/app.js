@@ -783,7 +783,10 @@ function curlFor(entry) {
   const engine = state.engines.find((e) => e.id === entry.engine) || {};
   const url = engine.transport === 'http' ? `${engine.target.replace(/\/$/, '')}/${frame.method}` : `${state.origin}/rpc/${encodeURIComponent(entry.engine)}/${frame.method}`;
   const accept = frame.params && frame.params._meta && frame.params._meta.progressToken ? " -H 'accept: text/event-stream'" : '';
-  return `curl -sS -X POST ${shellQuote(url)} -H 'content-type: application/json'${accept} -d ${shellQuote(JSON.stringify(frame))}`;
+  // Credentials stay in the shell: `$VAR` is double-quoted so the shell expands it.
+  const headers = engine.transport === 'http' ? (engine.curlHeaders || []).map((h) => (h.includes('$') ? ` -H "${h}"` : ` -H ${shellQuote(h)}`)).join('') : '';
+  const text = entry.raw || JSON.stringify(frame);
+  return `curl -sS -X POST ${shellQuote(url)} -H 'content-type: application/json'${accept}${headers} -d ${shellQuote(text)}`;
 }
 
 async function copyCurl(entry) {
@@ -902,7 +905,7 @@ function renderConformance(r) {
     el('div', {}, 'certified ', el('span', { class: 'level', id: 'conf-level' }, r.certifiedLevel)),
     el('div', {}, `declared ${r.declaredLevel || '(none)'}`, honest === false ? el('span', { class: 'badge bad' }, ' overclaim') : ''),
     el('div', {}, `${c.passed} passed · ${c.failed} failed · ${c.skipped} skipped · ${c.warnings} warnings`),
-    el('div', { class: 'muted' }, `over ${r.transport}${r.schemaValidated === false ? '' : ''}`)));
+    el('div', { class: 'muted' }, `over ${r.transport}; ${r.schema ? `every frame validated against ${r.schema}` : 'no JSON Schema given (--schema or RCP_SCHEMA): envelope checks only'}`)));
   for (const level of ['L0', 'L1', 'L2']) {
     const checks = (r.checks || []).filter((x) => x.level === level);
     if (!checks.length) continue;

@@ -245,6 +245,7 @@ async fn conformance(State(app): State<Arc<App>>, Path(engine): Path<String>) ->
     if let Some(schema) = &app.schema {
         config = config.with_schema(schema.clone());
     }
+    let schema = app.schema.as_ref().map(|p| p.display().to_string());
     // The suite runs on a runtime of its own so its futures need not be Send.
     let run = tokio::task::spawn_blocking(move || {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
@@ -258,6 +259,7 @@ async fn conformance(State(app): State<Arc<App>>, Path(engine): Path<String>) ->
         Ok(Ok(report)) => {
             let mut v = report.to_json();
             v["text"] = json!(report.render_text());
+            v["schema"] = json!(schema);
             Json(v).into_response()
         }
         Ok(Err(e)) => (StatusCode::BAD_GATEWAY, Json(json!({"error": e}))).into_response(),

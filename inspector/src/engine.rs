@@ -70,7 +70,24 @@ impl Engine {
             Link::Failed { reason, stderr } => json!({"message": reason, "stderr": stderr}),
             _ => Value::Null,
         };
-        json!({"id": self.spec.id, "transport": transport, "target": target, "error": error})
+        // What `curl` needs to replay a request: the configured headers, with any credential
+        // left to the shell (`$VAR`) rather than written into the page.
+        let mut curl_headers: Vec<String> =
+            self.spec
+                .headers
+                .iter()
+                .map(|(k, v)| {
+                    if k.eq_ignore_ascii_case("authorization") {
+                        format!("{k}: $RCP_TOKEN")
+                    } else {
+                        format!("{k}: {v}")
+                    }
+                })
+                .collect();
+        if let Some(var) = &self.spec.token_env {
+            curl_headers.push(format!("Authorization: Bearer ${var}"));
+        }
+        json!({"id": self.spec.id, "transport": transport, "target": target, "error": error, "curlHeaders": curl_headers})
     }
 
     /// Health for the Server panel: the process state (stdio) or `/healthz` + `/readyz` (HTTP).

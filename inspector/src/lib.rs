@@ -29,8 +29,15 @@ use rcp_client::{EngineSpec, Registry, Transport};
 pub enum Target {
     /// Spawn this command (program and arguments) and keep one stdio session with it.
     Stdio(Vec<String>),
-    /// An engine at this HTTP base URL, sent these headers.
-    Http(String, Vec<(String, String)>),
+    /// An engine at an HTTP base URL.
+    Http {
+        /// The base URL, e.g. `http://127.0.0.1:8080/rcp`.
+        url: String,
+        /// Headers sent with every request (`Name`, `value`).
+        headers: Vec<(String, String)>,
+        /// The environment variable holding a bearer token, read when connecting.
+        token_env: Option<String>,
+    },
     /// Every engine of an `rcp.json` registry (§16.1); enables the Compare panel.
     Registry(PathBuf),
 }
@@ -50,12 +57,13 @@ impl Target {
                 let spec = EngineSpec::new(id, Transport::Stdio { command: command.clone() });
                 Ok((Registry { engines: vec![spec] }, false))
             }
-            Target::Http(url, headers) => {
+            Target::Http { url, headers, token_env } => {
                 if !url.starts_with("http://") && !url.starts_with("https://") {
                     return Err(format!("--http {url}: expected a URL such as http://127.0.0.1:8080/rcp"));
                 }
                 let mut spec = EngineSpec::new("engine", Transport::Http { url: url.clone() });
                 spec.headers = headers.clone();
+                spec.token_env = token_env.clone();
                 Ok((Registry { engines: vec![spec] }, false))
             }
             Target::Registry(path) => Registry::load(path).map(|r| (r, true)).map_err(|e| e.to_string()),

@@ -44,10 +44,11 @@ fn target(args: &Args) -> Result<Target, String> {
             let (name, value) = h.split_once(':').ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
             headers.push((name.trim().to_owned(), value.trim().to_owned()));
         }
+        // Checked now so a missing token is a start-up error; the header is built when connecting.
         if let Some(var) = &args.token_env {
-            headers.push(rcp_client::registry::bearer_from_env(var)?);
+            rcp_client::registry::bearer_from_env(var)?;
         }
-        return Ok(Target::Http(url.clone(), headers));
+        return Ok(Target::Http { url: url.clone(), headers, token_env: args.token_env.clone() });
     }
     match &args.registry {
         Some(p) => Ok(Target::Registry(p.clone())),

@@ -138,8 +138,10 @@ async fn stdio_engine_behind_the_proxy() {
 async fn http_engine_sse_is_passed_through_and_logged() {
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    // Bearer tokens required: the inspector sends the one it reads from the environment.
     let server = Command::new(&bm25)
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--tokens-env", "INSPECT_TEST_TOKENS"])
+        .env("INSPECT_TEST_TOKENS", "s3cret-token")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -156,7 +158,26 @@ async fn http_engine_sse_is_passed_through_and_logged() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let base = format!("http://127.0.0.1:{port}/rcp");
-    let (_inspector, url) = start(inspector(), &["--http", &base]);
+    let (_inspector, url) = {
+        // `start` inherits this process's environment; set the variable for the child only.
+        let mut child = Command::new(inspector())
+            .args(["--http", &base, "--token-env", "INSPECT_TEST_TOKEN"])
+            .env("INSPECT_TEST_TOKEN", "s3cret-token")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rcp-inspect");
+        let stderr = child.stderr.take().expect("stderr");
+        let line = BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("RCP_INSPECT_URL=").map(str::to_owned))
+            .expect("RCP_INSPECT_URL=...");
+        (Reaper(child), line)
+    };
+    let targets = reqwest::get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
+    assert!(!targets.contains("s3cret"), "the token never reaches the page: {targets}");
+    assert!(targets.contains("Authorization: Bearer $INSPECT_TEST_TOKEN"), "curl gets the variable: {targets}");
     let rpc = format!("{url}rpc/engine");
     let req = json!({"jsonrpc": "2.0", "id": "s1", "method": "retrieve",
         "params": {"query": "search", "k": 3, "_meta": {"progressToken": "p"}}});
