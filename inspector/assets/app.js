@@ -4,6 +4,11 @@
 
 const $ = (id) => document.getElementById(id);
 
+// Uncaught errors are kept where a test (or a curious user) can read them.
+window.inspectorErrors = [];
+window.addEventListener('error', (e) => window.inspectorErrors.push(String(e.message)));
+window.addEventListener('unhandledrejection', (e) => window.inspectorErrors.push(String(e.reason && e.reason.message ? e.reason.message : e.reason)));
+
 /** Creates an element; `attrs` keys starting with "on" are listeners, children are nodes or text. */
 function el(tag, attrs, ...children) {
   const svg = ['svg', 'line', 'polyline', 'circle', 'text', 'g', 'path', 'rect', 'title'].includes(tag);

@@ -164,6 +164,18 @@ impl Browser {
         }
     }
 
+    /// Panics if the page threw an uncaught error or rejection since it loaded.
+    async fn assert_no_page_errors(&self) {
+        let errors = self.js("return window.inspectorErrors || [];").await;
+        assert_eq!(errors, json!([]), "the page threw");
+    }
+
+    /// Leaves the current page (after checking it threw nothing) for `url`.
+    async fn goto(&self, url: &str) {
+        self.assert_no_page_errors().await;
+        self.client.goto(url).await.unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
     async fn strings(&self, expr: &str) -> Vec<String> {
         let v = self.js(&format!("return {expr};")).await;
         v.as_array().map(|a| a.iter().map(|x| x.as_str().unwrap_or_default().to_owned()).collect()).unwrap_or_default()
@@ -236,7 +248,7 @@ async fn panels_against_rcp_bm25() {
     let long = Duration::from_secs(30);
 
     // Server: identity and every capability with its metadata.
-    b.client.goto(&format!("{url}?panel=server")).await.expect("open the inspector");
+    b.goto(&format!("{url}?panel=server")).await;
     b.wait_until(
         "retrieve's scoreScale in the capabilities panel",
         "document.querySelector('#cap-retrieve [data-key=\"scoreScale\"] dd')?.textContent === 'bm25'",
@@ -317,19 +329,19 @@ async fn panels_against_rcp_bm25() {
     b.screenshot("query").await;
 
     // The view lives in the URL: a query given there runs on load.
-    b.client.goto(&format!("{url}?panel=query&q=search&k=3")).await.expect("goto");
+    b.goto(&format!("{url}?panel=query&q=search&k=3")).await;
     b.wait_until("3 hits from the URL's query", "document.querySelectorAll('#hits li.hit').length === 3", long).await;
     assert_eq!(b.js("return document.getElementById('q').value;").await, "search");
 
     // Errors are shown as the spec names them (code, message, data), never a blank panel.
     let bad = "{\"field\":\"nosuch\",\"op\":\"eq\",\"value\":1}";
-    b.client.goto(&format!("{url}?panel=query&q=lexical&k=3&filter={}", percent(bad))).await.expect("goto");
+    b.goto(&format!("{url}?panel=query&q=lexical&k=3&filter={}", percent(bad))).await;
     b.wait_until("an error box", "!document.getElementById('query-error').hidden", long).await;
     let err = b.js("return document.getElementById('query-error').innerText;").await;
     assert!(err.as_str().is_some_and(|t| t.contains("error -32")), "the error names its JSON-RPC code: {err}");
 
     // Stream: progress frames (with partial hits) arrive before the final list.
-    b.client.goto(&format!("{url}?panel=stream")).await.expect("goto");
+    b.goto(&format!("{url}?panel=stream")).await;
     b.wait_until("the page", "document.body.dataset.ready === 'true'", long).await;
     b.type_into("stream-q", "search").await;
     b.click("stream-run").await;
@@ -375,7 +387,7 @@ async fn panels_against_rcp_bm25() {
 
     // A narrow window: the layout reflows instead of scrolling sideways.
     b.viewport(500, 860).await;
-    b.client.goto(&format!("{url}?panel=query&q=search&k=3")).await.expect("goto");
+    b.goto(&format!("{url}?panel=query&q=search&k=3")).await;
     b.wait_until("hits", "document.querySelectorAll('#hits li.hit').length === 3", long).await;
     let width = b.js("return window.innerWidth;").await.as_i64().unwrap_or(0);
     assert!(width <= 520, "a narrow window (chromium's minimum is about 500 px), got {width}");
@@ -383,6 +395,7 @@ async fn panels_against_rcp_bm25() {
     assert!(overflow.as_i64().unwrap_or(1) <= 0, "no horizontal scrolling at {width} px (overflow {overflow})");
     b.screenshot("query-narrow").await;
 
+    b.assert_no_page_errors().await;
     b.client.close().await.expect("close the browser");
 }
 
@@ -402,7 +415,7 @@ async fn compare_panel_fuses_bm25_and_dense() {
     let (_inspector, url) = start_inspector(&["--registry", path.to_str().expect("utf-8 path")]);
     let b = Browser::start(&chromium, &driver).await;
     let q = percent("lexical versus semantic search");
-    b.client.goto(&format!("{url}?panel=compare&q={q}&k=5&fusion=rrf")).await.expect("open Compare");
+    b.goto(&format!("{url}?panel=compare&q={q}&k=5&fusion=rrf")).await;
     let long = Duration::from_secs(60);
     b.wait_until("the fused column", "document.querySelectorAll('#compare-col-fused li').length === 5", long).await;
     for col in ["bm25", "dense"] {
@@ -466,6 +479,7 @@ async fn compare_panel_fuses_bm25_and_dense() {
     assert!(topics.iter().all(|t| t.contains("topic: retrieval")), "the filter applied: {topics:?}");
     let confidence = b.js("return document.querySelectorAll('#hits .score small').length;").await;
     assert!(confidence.as_u64().unwrap_or(0) > 0, "the dense engine's confidence is shown");
+    b.assert_no_page_errors().await;
     b.client.close().await.expect("close the browser");
 }
 
@@ -476,7 +490,7 @@ async fn stream_cancel_button_stops_a_slow_request() {
     let (_inspector, url) = start_inspector(&["--stdio", tiny.to_str().expect("utf-8 path")]);
     let b = Browser::start(&chromium, &driver).await;
     let long = Duration::from_secs(30);
-    b.client.goto(&format!("{url}?panel=stream")).await.expect("open Stream");
+    b.goto(&format!("{url}?panel=stream")).await;
     b.wait_until("the page", "document.body.dataset.ready === 'true'", long).await;
     b.type_into("stream-q", "rust").await;
     // tiny_engine's slow-backend switch: 20 s unless cancelled.
@@ -497,6 +511,7 @@ async fn stream_cancel_button_stops_a_slow_request() {
     assert!(log[error_at].contains("-32006"), "the engine answered 'request cancelled' (-32006): {log:?}");
     let shown = b.js("return document.getElementById('stream-error').innerText;").await;
     assert!(shown.as_str().is_some_and(|t| t.contains("error -32006")), "the error box names the code: {shown}");
+    b.assert_no_page_errors().await;
     b.client.close().await.expect("close the browser");
 }
 
