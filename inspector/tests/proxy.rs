@@ -216,11 +216,12 @@ async fn an_engine_that_cannot_start_is_reported_not_fatal() {
 #[tokio::test]
 async fn rcp_inspect_subcommand_runs_the_inspector() {
     let rcp = rcp_testkit::workspace_bin("rcp-client", "rcp");
-    // `rcp` finds rcp-inspect beside itself; copy both so the test does not depend on PATH.
+    // `rcp` finds rcp-inspect beside itself; place both in a directory of their own so the test
+    // does not depend on PATH.
     let dir = tempfile::tempdir().expect("tempdir");
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
     let local_rcp = dir.path().join("rcp");
-    std::fs::copy(&rcp, &local_rcp).expect("copy rcp");
+    link_or_copy(&rcp, &local_rcp);
 
     // Without rcp-inspect anywhere: a clear error.
     let out = Command::new(&local_rcp).args(["inspect", "--stdio", "x"]).env("PATH", "").output().expect("run rcp");
@@ -228,7 +229,7 @@ async fn rcp_inspect_subcommand_runs_the_inspector() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rcp-inspect") && err.contains("cargo build -p rcp-inspector"), "{err}");
 
-    std::fs::copy(inspector(), dir.path().join("rcp-inspect")).expect("copy rcp-inspect");
+    link_or_copy(inspector(), &dir.path().join("rcp-inspect"));
     let command = format!("{} serve", bm25.display());
     let (_inspector, url) = start(&local_rcp, &["inspect", "--stdio", &command, "--port", "0"]);
     let page = reqwest::get(&url).await.expect("GET /").text().await.expect("html");
@@ -236,6 +237,13 @@ async fn rcp_inspect_subcommand_runs_the_inspector() {
     for asset in ["app.js", "app.css"] {
         let r = reqwest::get(format!("{url}{asset}")).await.expect("asset");
         assert_eq!(r.status(), 200, "{asset}");
+    }
+}
+
+/// Hard-links `from` to `to` (cheap for large binaries), copying when linking is impossible.
+fn link_or_copy(from: &Path, to: &Path) {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
     }
 }
 
