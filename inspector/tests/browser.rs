@@ -383,6 +383,20 @@ async fn panels_against_rcp_bm25() {
     assert_eq!(b.js("return document.getElementById('conf-level').textContent;").await, "L2");
     let levels = b.strings("[...document.querySelectorAll('#conf-body table')].map(t => t.dataset.level)").await;
     assert_eq!(levels, ["L0", "L1", "L2"]);
+    // Each level's summary counts its own table's rows.
+    let summaries = b
+        .strings(
+            "[...document.querySelectorAll('#conf-body details')].map(d => d.querySelector('summary').innerText + ' | ' + \
+             d.querySelectorAll('tr[data-status=\"PASS\"], tr[data-status=\"pass\"]').length)",
+        )
+        .await;
+    for s in &summaries {
+        let (text, rows) = s.split_once(" | ").expect("summary | rows");
+        assert!(
+            text.contains(&format!("{rows} passed")) && rows != "0",
+            "level summary {text:?} vs {rows} passing rows"
+        );
+    }
     b.screenshot("conformance").await;
 
     // A narrow window: the layout reflows instead of scrolling sideways.
