@@ -83,7 +83,17 @@ async fn main() -> ExitCode {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    match inspector.serve(shutdown).await {
+    // A page holding a stream open must not keep the inspector alive: 3 s after Ctrl-C it exits
+    // anyway (and its engines, spawned with kill-on-drop, end with it).
+    let forced = async {
+        let _ = tokio::signal::ctrl_c().await;
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    };
+    let served = tokio::select! {
+        r = inspector.serve(shutdown) => r,
+        () = forced => Ok(()),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");
