@@ -6,11 +6,13 @@
 //! rcp federate examples/rcp.json "wing lift" -k 5 --fusion convex
 //! rcp index add --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN corpus.jsonl
 //! rcp eval ../shared/data/cranfield --registry examples/rcp.json --limit 50
+//! rcp inspect --registry examples/rcp.json          # the RCP Inspector, in a browser
 //! ```
 
 mod eval;
 mod filter;
 mod index;
+mod inspect;
 mod out;
 mod table;
 mod target;
@@ -103,6 +105,16 @@ enum Command {
         /// Evaluate only the first N queries (a fast subset).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+    },
+    /// Open the RCP Inspector (a local web page) on one engine or a registry.
+    ///
+    /// `rcp inspect [--stdio CMD | --http URL | --registry rcp.json] [--port P]` runs the
+    /// `rcp-inspect` binary (package rcp-inspector) found next to `rcp` or on PATH.
+    #[command(disable_help_flag = true)]
+    Inspect {
+        /// Arguments passed to rcp-inspect unchanged (`rcp inspect --help` shows its own).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
@@ -266,6 +278,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 let _ = c.shutdown().await;
             }
         }
+        Command::Inspect { args } => inspect::run(&args)?,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "rcp", &mut std::io::stdout());
         }
@@ -286,6 +299,16 @@ fn init_logging() {
 
 #[tokio::main]
 async fn main() {
+    // `rcp inspect ...` hands every argument to rcp-inspect as typed, before rcp's own global
+    // options (`--header`, `--json`) could claim any of them.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("inspect") {
+        if let Err(e) = inspect::run(&argv[2..]) {
+            eprintln!("rcp: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     init_logging();
     if let Err(e) = run(Cli::parse()).await {
         eprintln!("rcp: {e}");
