@@ -11,7 +11,10 @@ use tokio_postgres::Client;
 use crate::db::DbError;
 
 /// The migrations, in order: (version, name, SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "postings", include_str!("../migrations/0002_postings.sql")),
+];
 
 /// The schema version this binary serves.
 pub fn latest() -> i32 {

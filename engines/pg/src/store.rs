@@ -1,10 +1,10 @@
 //! The index in PostgreSQL: one statement per search (sparse, dense, or both lists for
 //! hybrid), and writes as one transaction each.
 //!
-//! Sparse ranking is Okapi BM25 (k1 1.2, b 0.75) computed in SQL: candidates come from the
-//! GIN index on the `tsvector` (any query lexeme), term frequencies from the tsvector's
-//! positions, idf from `rcp_terms` and the average length from `rcp_state`, both maintained by
-//! every write. Dense ranking is cosine similarity through pgvector's HNSW index
+//! Sparse ranking is Okapi BM25 (k1 1.2, b 0.75) computed in SQL from an inverted index:
+//! `rcp_postings` holds (lexeme, document, tf, length) for every lexeme of every document's
+//! `tsvector`, so a query reads only its own terms' postings; idf comes from `rcp_terms` and the
+//! average length from `rcp_state`. All three are maintained by every write, in its transaction. Dense ranking is cosine similarity through pgvector's HNSW index
 //! (`hnsw.ef_search` per query), or an exact scan when a filter is present, so a selective
 //! filter never starves the result list.
 //!
@@ -230,19 +230,21 @@ impl Store {
             Some(v) => format!("1 - (d.embedding <=> {v}::vector)"),
             None => "NULL::float8".to_owned(),
         };
+        // BM25 from the postings of the query's own lexemes only; a filter joins the documents.
+        let filter_join = if s.filter.is_some() {
+            format!("JOIN rcp_documents d ON d.id = p.doc_id AND {where_}")
+        } else {
+            String::new()
+        };
         let sparse_cte = format!(
-            "st AS (SELECT doc_count, greatest(total_len::float8 / greatest(doc_count, 1), 1.0) AS avgdl FROM rcp_state),
-             q AS (SELECT t.lexeme, ln(1 + (st.doc_count - t.df + 0.5) / (t.df + 0.5)) AS idf
+            "st AS (SELECT doc_count::float8 AS n, greatest(total_len::float8 / greatest(doc_count, 1), 1.0) AS avgdl FROM rcp_state),
+             q AS (SELECT t.lexeme, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
                    FROM rcp_terms t CROSS JOIN st
                    WHERE t.lexeme = ANY (tsvector_to_array(to_tsvector('english'::regconfig, {text}))) AND t.df > 0),
-             cand AS (SELECT d.id, d.tsv, d.doc_len FROM rcp_documents d
-                      WHERE d.tsv @@ replace(plainto_tsquery('english'::regconfig, {text})::text, '&', '|')::tsquery
-                        AND {where_}),
-             sparse AS (SELECT c.id, sum(q.idf * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * c.doc_len / st.avgdl))) AS score
-                        FROM cand c
-                        CROSS JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf FROM unnest(c.tsv) AS x) u
-                        JOIN q ON q.lexeme = u.lexeme CROSS JOIN st
-                        GROUP BY c.id ORDER BY score DESC, c.id LIMIT {limit})",
+             sparse AS (SELECT p.doc_id AS id,
+                               sum(q.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avgdl))) AS score
+                        FROM rcp_postings p JOIN q ON q.lexeme = p.lexeme CROSS JOIN st {filter_join}
+                        GROUP BY p.doc_id ORDER BY score DESC, p.doc_id LIMIT {limit})",
             k1 = BM25_K1,
             b = BM25_B,
         );
@@ -367,20 +369,23 @@ impl Store {
     }
 }
 
-/// Takes the given documents (`$1` ids) out of the collection statistics.
+/// Takes the given documents (`$1` ids) out of the collection statistics and the postings.
 const UNCOUNT: &str = "
 WITH old AS (SELECT tsv, doc_len FROM rcp_documents WHERE id = ANY($1)),
      terms AS (SELECT l AS lexeme, count(*) AS n FROM old, unnest(tsvector_to_array(old.tsv)) AS l GROUP BY l),
-     dec AS (UPDATE rcp_terms t SET df = t.df - terms.n FROM terms WHERE t.lexeme = terms.lexeme)
+     dec AS (UPDATE rcp_terms t SET df = t.df - terms.n FROM terms WHERE t.lexeme = terms.lexeme),
+     unpost AS (DELETE FROM rcp_postings WHERE doc_id = ANY($1))
 UPDATE rcp_state SET doc_count = doc_count - (SELECT count(*) FROM old),
                      total_len = total_len - (SELECT coalesce(sum(doc_len), 0) FROM old)";
 
-/// Adds the given documents (`$1` ids) to the collection statistics.
+/// Adds the given documents (`$1` ids) to the collection statistics and the postings.
 const COUNT: &str = "
-WITH new AS (SELECT tsv, doc_len FROM rcp_documents WHERE id = ANY($1)),
+WITH new AS (SELECT id, tsv, doc_len FROM rcp_documents WHERE id = ANY($1)),
      terms AS (SELECT l AS lexeme, count(*) AS n FROM new, unnest(tsvector_to_array(new.tsv)) AS l GROUP BY l),
      inc AS (INSERT INTO rcp_terms (lexeme, df) SELECT lexeme, n FROM terms
-             ON CONFLICT (lexeme) DO UPDATE SET df = rcp_terms.df + excluded.df)
+             ON CONFLICT (lexeme) DO UPDATE SET df = rcp_terms.df + excluded.df),
+     post AS (INSERT INTO rcp_postings (lexeme, doc_id, tf, doc_len)
+              SELECT x.lexeme, new.id, cardinality(x.positions), new.doc_len FROM new CROSS JOIN LATERAL unnest(new.tsv) AS x)
 UPDATE rcp_state SET doc_count = doc_count + (SELECT count(*) FROM new),
                      total_len = total_len + (SELECT coalesce(sum(doc_len), 0) FROM new)";
 

@@ -45,6 +45,13 @@ fn two_processes_read_each_others_writes_at_once() {
         .psql(db, "SELECT count(*) FROM rcp_terms t WHERE t.df <> (SELECT count(*) FROM rcp_documents d WHERE d.tsv @@ to_tsquery('simple', quote_literal(t.lexeme)))")
         .expect("psql");
     assert_eq!(df.trim(), "0", "document frequencies drifted");
+    let postings = c
+        .psql(
+            db,
+            "SELECT (SELECT count(*) FROM rcp_postings) = (SELECT coalesce(sum(length(tsv)), 0) FROM rcp_documents)",
+        )
+        .expect("psql");
+    assert_eq!(postings.trim(), "t", "postings drifted");
 }
 
 #[test]
