@@ -36,7 +36,8 @@ fn cached(name: &str, texts: &[String], embedder: &mut Option<Embedder>) -> Vec<
         let files = model::locate(&common::model_dir()).expect("model provisioned");
         // 64 tokens (the engine uses 256) keep the first, uncached run of this debug-build test
         // short; the vectors are still the model's vectors of real abstracts.
-        Embedder::load(&files, EmbedderOptions { max_length: MAX_LENGTH, threads: None }).expect("model loads")
+        Embedder::load(&files, EmbedderOptions { max_length: MAX_LENGTH, ..EmbedderOptions::default() })
+            .expect("model loads")
     });
     let mut out = Vec::with_capacity(texts.len() * DIMENSION);
     for v in embedder.embed(texts).expect("embed") {

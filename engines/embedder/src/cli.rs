@@ -23,12 +23,18 @@ pub struct ModelArgs {
     /// ONNX Runtime threads [default: every core].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// ONNX Runtime's CPU memory arena: ~35% faster bulk embedding, but it keeps the memory of
+    /// the largest batch it ever ran (+660 MB after a 256-text embed, vs +65 MB without).
+    /// [default: on for `index`, off for `serve`]
+    #[arg(long, value_name = "BOOL")]
+    pub onnx_arena: Option<bool>,
 }
 
 impl ModelArgs {
     /// Finds the model (fetching it when `--fetch-model` allows; progress goes to `say`) and
-    /// loads the encoder.
-    pub fn load(&self, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
+    /// loads the encoder; `arena` is the ONNX Runtime arena setting unless `--onnx-arena` says
+    /// otherwise (one-shot bulk commands want it, long-running servers do not).
+    pub fn load(&self, arena: bool, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
         let dir = self.model_dir.clone().unwrap_or_else(model::default_dir);
         let files = match model::locate(&dir) {
             Ok(files) => files,
@@ -38,8 +44,15 @@ impl ModelArgs {
             Err(e) => return Err(e.to_string()),
         };
         let started = Instant::now();
-        let embedder = Embedder::load(&files, EmbedderOptions { max_length: self.max_length, threads: self.threads })
-            .map_err(|e| e.to_string())?;
+        let embedder = Embedder::load(
+            &files,
+            EmbedderOptions {
+                max_length: self.max_length,
+                threads: self.threads,
+                arena: self.onnx_arena.unwrap_or(arena),
+            },
+        )
+        .map_err(|e| e.to_string())?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
         Ok(embedder)
     }

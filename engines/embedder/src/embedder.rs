@@ -41,11 +41,15 @@ pub struct EmbedderOptions {
     pub max_length: usize,
     /// ONNX Runtime intra-op threads (`None`: every core).
     pub threads: Option<usize>,
+    /// Keep ONNX Runtime's CPU memory arena. The arena grows to the largest batch ever run and
+    /// never gives the memory back; without it, buffers are freed after each run, so the
+    /// resident size returns close to the model's after a large `embed`.
+    pub arena: bool,
 }
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
-        Self { max_length: 256, threads: None }
+        Self { max_length: 256, threads: None, arena: false }
     }
 }
 
@@ -91,6 +95,7 @@ impl Embedder {
             ("session.intra_op.allow_spinning".to_owned(), "0".to_owned()),
             ("session.inter_op.allow_spinning".to_owned(), "0".to_owned()),
         ];
+        init.execution_providers = vec![ort::ep::CPU::default().with_arena_allocator(options.arena).build()];
         if let Some(t) = options.threads {
             init = init.with_intra_threads(t.max(1));
         }
