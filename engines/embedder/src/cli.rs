@@ -11,7 +11,7 @@ use crate::model::{self, ModelError};
 /// `--model-dir`, `--fetch-model`, `--max-length`, `--threads`.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+    /// Model directory [default: $RCP_MODEL_DIR, else the user cache directory, e.g. ~/.cache/rcp/models/minilm-l6-v2-int8].
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// Provision the model (as the `fetch-model` command does) when it is missing.
