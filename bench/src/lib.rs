@@ -5,6 +5,7 @@
 //! `2^g - 1` and a log2 discount, Recall@k, MRR@k), latency percentiles, and a minimal blocking
 //! stdio client for measuring through the full RCP path.
 
+pub mod proc;
 pub mod quality;
 pub mod scratch;
 pub mod stdio;

@@ -37,14 +37,10 @@ pub struct StdioServer {
 }
 
 impl StdioServer {
-    /// Spawns `cmd` (stderr inherited) and runs `initialize`.
+    /// Spawns `cmd` (stderr as the command sets it; inherited by default) and runs `initialize`.
     pub fn spawn(mut cmd: Command) -> Result<Self, String> {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("spawn {cmd:?}: {e}"))?;
+        let mut child =
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().map_err(|e| format!("spawn {cmd:?}: {e}"))?;
         let stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut s = Self { child, stdin, stdout, next_id: 0 };
@@ -75,6 +71,11 @@ impl StdioServer {
                 _ => Err(format!("malformed response: {v}")),
             };
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends `shutdown` and waits for the process to exit.

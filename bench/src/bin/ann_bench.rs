@@ -125,12 +125,7 @@ fn load_workload(dir: &Path) -> Result<Workload, String> {
 
 /// Resident set size of this process, in MB.
 fn rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    rcp_bench::proc::status(std::process::id()).rss_kb as f64 / 1024.0
 }
 
 fn recall(found: &[Vec<usize>], truth: &[Vec<u32>]) -> f64 {

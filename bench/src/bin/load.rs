@@ -218,7 +218,7 @@ fn drive_child(
         return Err(format!("initialize failed: {line}"));
     }
     std::thread::sleep(Duration::from_millis(200));
-    let idle = proc_status(pid);
+    let idle = rcp_bench::proc::status(pid);
 
     let sampling = Arc::new(AtomicBool::new(true));
     let max_threads = Arc::new(AtomicU64::new(idle.threads));
@@ -226,7 +226,7 @@ fn drive_child(
         let (sampling, max_threads) = (Arc::clone(&sampling), Arc::clone(&max_threads));
         std::thread::spawn(move || {
             while sampling.load(Ordering::Relaxed) {
-                max_threads.fetch_max(proc_status(pid).threads, Ordering::Relaxed);
+                max_threads.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(5));
             }
         })
@@ -324,7 +324,7 @@ fn drive_child(
     let elapsed = started.elapsed().as_secs_f64();
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.join();
-    let end = proc_status(pid);
+    let end = rcp_bench::proc::status(pid);
     drop(stdin);
     let _ = child.kill();
     let kinds = reader.join().map_err(|_| "reader thread panicked")?;
@@ -357,24 +357,4 @@ fn envelope(line: &str) -> Option<(u64, Option<i64>)> {
     }
     let v: Value = serde_json::from_str(line).ok()?;
     Some((v.get("id")?.as_u64()?, v.pointer("/error/code").and_then(Value::as_i64)))
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Status {
-    rss_kb: u64,
-    hwm_kb: u64,
-    threads: u64,
-}
-
-/// `VmRSS`, `VmHWM` and `Threads` of a process (zero where unreadable, e.g. not Linux).
-fn proc_status(pid: u32) -> Status {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    Status { rss_kb: field("VmRSS:"), hwm_kb: field("VmHWM:"), threads: field("Threads:") }
 }

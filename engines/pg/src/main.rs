@@ -240,6 +240,9 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
         bar.inc(part.len() as u64);
     }
     bar.finish_and_clear();
+    // Fresh planner statistics after a bulk load (autovacuum would get there, later).
+    let client = store.db().client().await.map_err(|e| e.to_string())?;
+    client.batch_execute("ANALYZE rcp_documents, rcp_postings, rcp_terms").await.map_err(|e| e.to_string())?;
     let secs = started.elapsed().as_secs_f64();
     let embedded = embedded.into_inner();
     say(&format!(

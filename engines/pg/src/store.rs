@@ -231,6 +231,9 @@ impl Store {
             None => "NULL::float8".to_owned(),
         };
         // BM25 from the postings of the query's own lexemes only; a filter joins the documents.
+        // The lexeme list is repeated on the postings themselves: joined only through `q`, the
+        // planner cannot tell how few lexemes there are and merge-joins the whole postings
+        // index (59 ms instead of 6.6 ms for a Cranfield query at 1,400 documents).
         let filter_join = if s.filter.is_some() {
             format!("JOIN rcp_documents d ON d.id = p.doc_id AND {where_}")
         } else {
@@ -244,6 +247,7 @@ impl Store {
              sparse AS (SELECT p.doc_id AS id,
                                sum(q.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avgdl))) AS score
                         FROM rcp_postings p JOIN q ON q.lexeme = p.lexeme CROSS JOIN st {filter_join}
+                        WHERE p.lexeme = ANY (tsvector_to_array(to_tsvector('english'::regconfig, {text})))
                         GROUP BY p.doc_id ORDER BY score DESC, p.doc_id LIMIT {limit})",
             k1 = BM25_K1,
             b = BM25_B,
