@@ -14,7 +14,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use rcp_client::federation::EngineOutcome;
 use rcp_client::{EngineSpec, Federation, FederationOptions, Registry, Transport};
 use rcp_protocol::RetrieveParams;
 use rcp_protocol::fusion::FusionMethod;
@@ -203,20 +202,7 @@ async fn federate(State(app): State<Arc<App>>, Json(req): Json<FederateRequest>)
     };
     let fed = app.federation(fusion).await;
     match fed.retrieve(params).await {
-        Ok(out) => {
-            let engines: Vec<Value> = out
-                .engines
-                .iter()
-                .map(|(id, o)| match o {
-                    EngineOutcome::Answered { hits, latency } => {
-                        json!({"id": id, "hits": hits, "latencyMs": latency.as_millis() as u64})
-                    }
-                    EngineOutcome::Skipped(r) => json!({"id": id, "skipped": r}),
-                    EngineOutcome::Failed(e) => json!({"id": id, "error": e.to_rcp()}),
-                })
-                .collect();
-            Json(json!({"fused": out.result, "engines": engines, "fusion": out.fusion.name()})).into_response()
-        }
+        Ok(out) => Json(out.to_json()).into_response(),
         Err(e) => (StatusCode::BAD_GATEWAY, Json(json!({"error": e.to_rcp()}))).into_response(),
     }
 }

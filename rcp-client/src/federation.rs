@@ -83,6 +83,26 @@ pub struct FederatedResult {
     pub fusion: FusionMethod,
 }
 
+impl FederatedResult {
+    /// The result as JSON: `{"fused": <RetrieveResult>, "engines": [{"id", "hits", "latencyMs"}
+    /// | {"id", "skipped"} | {"id", "error"}], "fusion": "<method>"}` (what `rcp federate
+    /// --json` prints and the inspector's Compare panel reads).
+    pub fn to_json(&self) -> Value {
+        let engines: Vec<Value> = self
+            .engines
+            .iter()
+            .map(|(id, o)| match o {
+                EngineOutcome::Answered { hits, latency } => {
+                    json!({"id": id, "hits": hits, "latencyMs": latency.as_millis() as u64})
+                }
+                EngineOutcome::Skipped(r) => json!({"id": id, "skipped": r}),
+                EngineOutcome::Failed(e) => json!({"id": id, "error": e.to_rcp()}),
+            })
+            .collect();
+        json!({"fused": self.result, "engines": engines, "fusion": self.fusion.name()})
+    }
+}
+
 /// An engine's last connection outcome and when it happened.
 type Connection = (Result<Client, ClientError>, Instant);
 

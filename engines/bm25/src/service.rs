@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rcp_corpus::CorpusDoc;
 use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::{FilterCapability, Op};
+use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Usage;
@@ -92,10 +92,9 @@ impl Retrieve for Bm25 {
         if self.engine.field_specs().is_empty() {
             return None;
         }
-        let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
         Some(
             FilterCapability::typed(self.engine.field_specs().iter().map(|f| (f.name.clone(), f.ty.clone())))
-                .with_operators(ops),
+                .with_all_operators(),
         )
     }
 

@@ -23,7 +23,7 @@ use crate::store::{SearchPath, Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
-use rcp_embedder::model::{DIMENSION, IDENTITY};
+use rcp_embedder::serve::embed_on_executor;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,26 +78,7 @@ impl DenseEngine {
         stage: &'static str,
         lane: Lane,
     ) -> HandlerResult<Vec<Vec<f32>>> {
-        let embedder = self.embedder.clone();
-        let task_ctx = ctx.clone();
-        let batch = self.options.encoder_batch.max(1);
-        ctx.run_cpu(lane, move || {
-            let ctx = task_ctx;
-            let total = texts.len();
-            let mut out = Vec::with_capacity(total);
-            for part in texts.chunks(batch) {
-                if ctx.is_cancelled() {
-                    return Err(RcpError::cancelled(Some("stopped between encoder batches")));
-                }
-                let vectors = embedder.embed(part).map_err(|e| RcpError::backend_unavailable(e.to_string()))?;
-                out.extend(vectors);
-                if total > batch {
-                    ctx.progress(out.len() as f64 / total as f64, stage, format!("embedded {}/{total}", out.len()));
-                }
-            }
-            Ok(out)
-        })
-        .await?
+        embed_on_executor(Arc::clone(&self.embedder), self.options.encoder_batch, texts, ctx, stage, lane).await
     }
 }
 
@@ -209,14 +190,7 @@ fn build_hit(options: &EngineOptions, s: &Scored, doc: &StoredDoc, vector: &[f32
 
 impl Embed for DenseEngine {
     fn capability(&self) -> EmbedCapability {
-        EmbedCapability {
-            dimension: DIMENSION as u32,
-            identity: IDENTITY.to_owned(),
-            batch_limit: Some(self.options.batch_limit),
-            normalized: Some(true),
-            encodings: Some(vec!["json".into(), "f32-base64".into()]),
-            ..Default::default()
-        }
+        rcp_embedder::serve::capability(self.options.batch_limit)
     }
 
     async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use clap::Args;
 
 use crate::embedder::{Embedder, EmbedderOptions};
-use crate::model::{self, ModelError};
+use crate::model;
 
 /// `--model-dir`, `--fetch-model`, `--max-length`, `--threads`.
 #[derive(Debug, Clone, Args)]
@@ -36,13 +36,8 @@ impl ModelArgs {
     /// otherwise (one-shot bulk commands want it, long-running servers do not).
     pub fn load(&self, arena: bool, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
         let dir = self.model_dir.clone().unwrap_or_else(model::default_dir);
-        let files = match model::locate(&dir) {
-            Ok(files) => files,
-            Err(ModelError::Missing { .. }) if self.fetch_model => {
-                model::fetch(&dir, say).map_err(|e| e.to_string())?.0
-            }
-            Err(e) => return Err(e.to_string()),
-        };
+        let found = if self.fetch_model { model::locate_or_fetch(&dir, say) } else { model::locate(&dir) };
+        let files = found.map_err(|e| e.to_string())?;
         let started = Instant::now();
         let embedder = Embedder::load(
             &files,

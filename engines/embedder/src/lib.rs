@@ -11,6 +11,8 @@ pub mod calibration;
 pub mod cli;
 pub mod embedder;
 pub mod model;
+#[cfg(feature = "serve")]
+pub mod serve;
 
 pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
 pub use model::{DIMENSION, ModelError, ModelFiles};

@@ -215,6 +215,14 @@ pub fn locate(dir: &Path) -> Result<ModelFiles, ModelError> {
     if bad.is_empty() { Ok(ModelFiles { dir: dir.to_path_buf() }) } else { Err(missing(dir, &bad)) }
 }
 
+/// [`locate`], provisioning the model with [`fetch`] when it is missing or damaged.
+pub fn locate_or_fetch(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<ModelFiles, ModelError> {
+    match locate(dir) {
+        Err(ModelError::Missing { .. }) => fetch(dir, progress).map(|(files, _)| files),
+        other => other,
+    }
+}
+
 fn missing(dir: &Path, bad: &[(Artifact, &'static str)]) -> ModelError {
     let detail = bad.iter().map(|(a, why)| format!("{} {why}", a.file)).collect::<Vec<_>>().join(", ");
     let hint = if dir == default_dir() { String::new() } else { format!(" --model-dir {}", dir.display()) };

@@ -10,9 +10,9 @@ use std::time::Instant;
 use rcp_corpus::CorpusDoc;
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
-use rcp_embedder::model::{DIMENSION, IDENTITY};
+use rcp_embedder::serve::embed_on_executor;
 use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::{FilterCapability, Op};
+use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::retrieve::{Citation, Usage, WireVector};
@@ -79,39 +79,8 @@ impl PgEngine {
     }
 
     async fn embed_texts(&self, texts: Vec<String>, ctx: &RequestContext, lane: Lane) -> HandlerResult<Vec<Vec<f32>>> {
-        embed_texts(Arc::clone(&self.embedder), self.options.encoder_batch, texts, ctx.clone(), lane).await
+        embed_on_executor(Arc::clone(&self.embedder), self.options.encoder_batch, texts, ctx, "embed", lane).await
     }
-}
-
-/// Embeds texts on the CPU executor in encoder batches, with progress when there is more than
-/// one batch, stopping between batches once the request is cancelled.
-async fn embed_texts(
-    embedder: Arc<Embedder>,
-    batch: usize,
-    texts: Vec<String>,
-    ctx: RequestContext,
-    lane: Lane,
-) -> HandlerResult<Vec<Vec<f32>>> {
-    if texts.is_empty() {
-        return Ok(Vec::new());
-    }
-    let batch = batch.max(1);
-    let task_ctx = ctx.clone();
-    ctx.run_cpu(lane, move || {
-        let total = texts.len();
-        let mut out = Vec::with_capacity(total);
-        for part in texts.chunks(batch) {
-            if task_ctx.is_cancelled() {
-                return Err(RcpError::cancelled(Some("stopped between encoder batches")));
-            }
-            out.extend(embedder.embed(part).map_err(|e| RcpError::backend_unavailable(e.to_string()))?);
-            if total > batch {
-                task_ctx.progress(out.len() as f64 / total as f64, "embed", format!("embedded {}/{total}", out.len()));
-            }
-        }
-        Ok(out)
-    })
-    .await?
 }
 
 fn db_error(e: DbError) -> RcpError {
@@ -148,10 +117,9 @@ impl Retrieve for PgEngine {
         if self.store.fields().is_empty() {
             return None;
         }
-        let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
         Some(
             FilterCapability::typed(self.store.fields().iter().map(|(k, t)| (k.clone(), t.clone())))
-                .with_operators(ops),
+                .with_all_operators(),
         )
     }
 
@@ -327,14 +295,7 @@ impl PgEngine {
 
 impl Embed for PgEngine {
     fn capability(&self) -> EmbedCapability {
-        EmbedCapability {
-            dimension: DIMENSION as u32,
-            identity: IDENTITY.to_owned(),
-            batch_limit: Some(self.options.batch_limit),
-            normalized: Some(true),
-            encodings: Some(vec!["json".into(), "f32-base64".into()]),
-            ..Default::default()
-        }
+        rcp_embedder::serve::capability(self.options.batch_limit)
     }
 
     async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
@@ -366,7 +327,7 @@ impl Index for PgEngine {
         let embed = |texts: Vec<String>| {
             let (embedder, ctx) = (Arc::clone(&embedder), ctx.clone());
             async move {
-                let vectors = embed_texts(embedder, batch, texts, ctx.clone(), Lane::Write).await?;
+                let vectors = embed_on_executor(embedder, batch, texts, &ctx, "embed", Lane::Write).await?;
                 if ctx.is_cancelled() {
                     return Err(RcpError::cancelled(Some("cancelled before the write")));
                 }

@@ -182,6 +182,11 @@ impl FilterCapability {
         self
     }
 
+    /// Advertises every operator of §8 ([`Op::ALL`]).
+    pub fn with_all_operators(self) -> Self {
+        self.with_operators(Op::ALL.iter().map(|o| o.as_str()))
+    }
+
     /// See [`FilterFields::get`] (§8).
     pub fn field_type(&self, name: &str) -> Option<Option<&FieldType>> {
         self.fields.get(name)

@@ -33,9 +33,7 @@ pub fn model_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = model::default_dir();
-        if model::locate(&dir).is_err() {
-            model::fetch(&dir, &mut |m| eprintln!("provision: {m}")).expect("provision the model");
-        }
+        model::locate_or_fetch(&dir, &mut |m| eprintln!("provision: {m}")).expect("provision the model");
         dir
     })
     .clone()

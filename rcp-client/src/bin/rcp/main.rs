@@ -194,18 +194,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             });
             let out = fed.retrieve(params).await?;
             if cli.json {
-                let engines: Vec<_> = out
-                    .engines
-                    .iter()
-                    .map(|(id, o)| match o {
-                        EngineOutcome::Answered { hits, latency } => {
-                            json!({"id": id, "hits": hits, "latencyMs": latency.as_millis() as u64})
-                        }
-                        EngineOutcome::Skipped(r) => json!({"id": id, "skipped": r}),
-                        EngineOutcome::Failed(e) => json!({"id": id, "error": e.to_rcp()}),
-                    })
-                    .collect();
-                print_json(&json!({"fused": out.result, "engines": engines, "fusion": out.fusion.name()}));
+                print_json(&out.to_json());
             } else {
                 for (id, o) in &out.engines {
                     match o {
