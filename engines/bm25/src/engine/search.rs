@@ -13,7 +13,7 @@ use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, Te
 use tantivy::schema::{IndexRecordOption, Term, Value as _};
 use tantivy::{DocAddress, Searcher, TantivyDocument};
 
-use super::cursor::{self, Cursor};
+use super::cursor::Cursor;
 use super::{Engine, MAX_OFFSET, TrustLevel};
 use crate::analyzer;
 use crate::error::EngineError;
@@ -70,6 +70,23 @@ impl SearchRequest {
             index_version: None,
             cursor: None,
         }
+    }
+
+    /// A stable fingerprint of what defines the ranking, carried in cursors so a cursor cannot
+    /// be replayed against a different query.
+    pub(super) fn fingerprint(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut feed = |bytes: &[u8]| {
+            for b in bytes.iter().chain([0xffu8].iter()) {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        feed(self.query.as_bytes());
+        feed(self.filter.as_ref().map(|f| f.to_value().to_string()).unwrap_or_default().as_bytes());
+        feed(self.min_score.map(|m| m.to_string()).unwrap_or_default().as_bytes());
+        feed(self.recency.as_ref().map(|r| format!("{}:{}", r.field, r.half_life_days)).unwrap_or_default().as_bytes());
+        h
     }
 }
 
@@ -145,7 +162,7 @@ impl Engine {
     /// Runs one search: resolves the snapshot (pinned, from the cursor, or current), analyzes
     /// the query, collects one page plus one look-ahead hit, and materialises the hits.
     pub fn search(&self, req: &SearchRequest, hooks: &Hooks<'_>) -> Result<SearchPage, EngineError> {
-        let fp = cursor::fingerprint(req);
+        let fp = req.fingerprint();
         let mut notes = Vec::new();
         // Snapshot, offset and the recency clock: from the cursor, else fresh.
         let (snap, offset, now_ms) = match &req.cursor {
@@ -321,5 +338,21 @@ impl Engine {
             sanitized: None,
         });
         Ok(hit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_follows_what_defines_the_ranking() {
+        let base = SearchRequest::new("inverted index", 10);
+        let same_ranking = SearchRequest { k: 3, include_text: false, ..base.clone() };
+        assert_eq!(base.fingerprint(), same_ranking.fingerprint());
+        let other_query = SearchRequest::new("inverted indexes", 10);
+        assert_ne!(base.fingerprint(), other_query.fingerprint());
+        let with_floor = SearchRequest { min_score: Some(1.0), ..base.clone() };
+        assert_ne!(base.fingerprint(), with_floor.fingerprint());
     }
 }
