@@ -1,7 +1,6 @@
 //! [`Server`] and its builder: capabilities are derived from the registered handlers.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use crate::handler::{
     Catalog, Embed, Feedback, Graph, Handlers, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
 use crate::profile::Profile;
-use crate::status::Status;
+use crate::status::{EngineStats, Health, NotReady, Status};
 
 /// Tunable limits and defaults of a server.
 #[derive(Debug, Clone)]
@@ -78,10 +77,8 @@ pub(crate) struct Shared {
     /// The latest profile's capability set (what stateless sessions are served at).
     pub default_caps: Arc<Capabilities>,
     pub idempotency: Mutex<IdempotencyCache>,
-    /// The engine's readiness and figures, if it registered them.
-    pub status: Option<Arc<dyn Status>>,
-    /// Set once shutdown starts: readiness fails from then on.
-    pub draining: AtomicBool,
+    /// The engine's readiness and figures (if it registered them) and the draining flag.
+    pub health: Health,
     /// The bounded pool CPU-bound handler work runs on.
     pub executor: Executor,
 }
@@ -369,8 +366,7 @@ impl ServerBuilder {
                 options: self.options,
                 default_info: Arc::from(Vec::new()),
                 default_caps: Arc::new(caps.clone()),
-                status: self.status,
-                draining: AtomicBool::new(false),
+                health: Health::new(self.status),
             }),
         };
         let info = Arc::from(server.info_result(profile, &caps, None));
@@ -410,5 +406,45 @@ impl IdempotencyCache {
             }
         }
         cell
+    }
+}
+
+impl Server {
+    /// Whether the server should receive new work: not draining, and the engine's
+    /// [`Status::ready`] (if one is registered) says it can serve.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        self.shared.health.readiness()
+    }
+
+    /// Marks the server as draining: from now on [`Server::readiness`] fails (`/readyz` is
+    /// `503`) while requests still in flight are finished. The HTTP transport calls this when
+    /// its shutdown signal fires.
+    pub fn begin_drain(&self) {
+        if self.shared.health.begin_drain() {
+            tracing::info!(target: "rcp_server", engine = %self.shared.info.name, "draining: readiness now fails");
+        }
+    }
+
+    /// The engine's figures, or all-`None` when it registered no [`Status`].
+    pub fn engine_stats(&self) -> EngineStats {
+        self.shared.health.stats()
+    }
+
+    /// Logs the one start-up line at `info`: engine, version, transport, address (HTTP), data
+    /// directory and document count when the engine reports them.
+    pub(crate) fn log_startup(&self, transport: &'static str, addr: Option<std::net::SocketAddr>) {
+        let stats = self.engine_stats();
+        let data_dir = stats.data_dir.as_ref().map_or_else(|| "(in memory)".to_owned(), |d| d.display().to_string());
+        tracing::info!(
+            target: "rcp_server",
+            engine = %self.shared.info.name,
+            version = self.shared.info.version.as_deref().unwrap_or(""),
+            transport,
+            addr = addr.map(|a| a.to_string()),
+            data_dir = %data_dir,
+            documents = stats.documents,
+            index_version = stats.index_version,
+            "serving"
+        );
     }
 }

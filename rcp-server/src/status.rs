@@ -7,9 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-
-use crate::server::Server;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Figures an engine reports about its index; every field is optional (`None`: not known).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,48 +67,36 @@ impl std::fmt::Display for NotReady {
     }
 }
 
-impl Server {
-    /// Whether the server should receive new work: not draining, and the engine's
-    /// [`Status::ready`] (if one is registered) says it can serve.
-    pub fn readiness(&self) -> Result<(), NotReady> {
-        if self.shared.draining.load(Ordering::Acquire) {
+/// The readiness side of a server: the engine's [`Status`] (if it registered one) and the
+/// framework's own draining flag.
+pub(crate) struct Health {
+    status: Option<Arc<dyn Status>>,
+    draining: AtomicBool,
+}
+
+impl Health {
+    pub(crate) fn new(status: Option<Arc<dyn Status>>) -> Self {
+        Self { status, draining: AtomicBool::new(false) }
+    }
+
+    /// Not draining, and the engine's [`Status::ready`] (if any) says it can serve.
+    pub(crate) fn readiness(&self) -> Result<(), NotReady> {
+        if self.draining.load(Ordering::Acquire) {
             return Err(NotReady::Draining);
         }
-        match &self.shared.status {
+        match &self.status {
             Some(status) => status.ready().map_err(NotReady::Engine),
             None => Ok(()),
         }
     }
 
-    /// Marks the server as draining: from now on [`Server::readiness`] fails (`/readyz` is
-    /// `503`) while requests still in flight are finished. The HTTP transport calls this when
-    /// its shutdown signal fires.
-    pub fn begin_drain(&self) {
-        if !self.shared.draining.swap(true, Ordering::AcqRel) {
-            tracing::info!(target: "rcp_server", engine = %self.shared.info.name, "draining: readiness now fails");
-        }
+    /// Starts draining; `true` the first time.
+    pub(crate) fn begin_drain(&self) -> bool {
+        !self.draining.swap(true, Ordering::AcqRel)
     }
 
-    /// The engine's figures, or all-`None` when it registered no [`Status`].
-    pub fn engine_stats(&self) -> EngineStats {
-        self.shared.status.as_ref().map(|s| s.stats()).unwrap_or_default()
-    }
-
-    /// Logs the one start-up line at `info`: engine, version, transport, address (HTTP), data
-    /// directory and document count when the engine reports them.
-    pub(crate) fn log_startup(&self, transport: &'static str, addr: Option<std::net::SocketAddr>) {
-        let stats = self.engine_stats();
-        let data_dir = stats.data_dir.as_ref().map_or_else(|| "(in memory)".to_owned(), |d| d.display().to_string());
-        tracing::info!(
-            target: "rcp_server",
-            engine = %self.shared.info.name,
-            version = self.shared.info.version.as_deref().unwrap_or(""),
-            transport,
-            addr = addr.map(|a| a.to_string()),
-            data_dir = %data_dir,
-            documents = stats.documents,
-            index_version = stats.index_version,
-            "serving"
-        );
+    /// The engine's figures, or all-`None` without a [`Status`].
+    pub(crate) fn stats(&self) -> EngineStats {
+        self.status.as_ref().map(|s| s.stats()).unwrap_or_default()
     }
 }
