@@ -31,6 +31,14 @@ pub enum EngineError {
     /// A `cursor` names a snapshot that is no longer held (§10, §12: expired cursor).
     #[error("{0}")]
     CursorExpired(String),
+    /// The write queue is full: too many writes wait for the writer (§12 `-32011`).
+    #[error("{queued} writes are already waiting for the writer; retry after {retry_after_ms} ms")]
+    Overloaded {
+        /// Writes waiting.
+        queued: usize,
+        /// Suggested back-off.
+        retry_after_ms: u64,
+    },
     /// The request was cancelled or its deadline passed.
     #[error("cancelled")]
     Cancelled,
@@ -53,6 +61,10 @@ impl From<EngineError> for RcpError {
             EngineError::SnapshotGone(msg) => RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, msg),
             EngineError::CursorExpired(msg) => RcpError::new(ErrorCode::NOT_FOUND, msg),
             EngineError::Cancelled => RcpError::cancelled(Some("stopped early")),
+            EngineError::Overloaded { retry_after_ms, .. } => {
+                let detail = e.to_string();
+                RcpError::rate_limited(retry_after_ms).with_detail(detail)
+            }
             other => RcpError::internal(other.to_string()),
         }
     }

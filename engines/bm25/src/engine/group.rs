@@ -21,6 +21,10 @@ use crate::error::EngineError;
 /// Most requests applied under one commit; more wait for the next one.
 pub const MAX_GROUP: usize = 256;
 
+/// Default bound of the queue in front of the writer: writes beyond it are refused with
+/// `-32011` and `retryAfterMs` instead of holding their documents in memory without limit.
+pub const DEFAULT_QUEUE: usize = 4 * MAX_GROUP;
+
 /// One write request, validated and ready to apply.
 #[derive(Debug)]
 pub enum WriteOp {
@@ -54,11 +58,12 @@ struct Pending {
     reply: tokio::sync::oneshot::Sender<Result<WriteOutcome, EngineError>>,
 }
 
-/// The queue in front of the writer thread. Dropping it lets the thread finish the writes
-/// already queued and exit.
+/// The bounded queue in front of the writer thread. Dropping it lets the thread finish the
+/// writes already queued and exit.
 #[derive(Debug)]
 pub struct GroupCommit {
-    tx: mpsc::Sender<Pending>,
+    tx: mpsc::SyncSender<Pending>,
+    capacity: usize,
 }
 
 impl std::fmt::Debug for Pending {
@@ -68,9 +73,15 @@ impl std::fmt::Debug for Pending {
 }
 
 impl GroupCommit {
-    /// Starts the writer thread of `engine`.
+    /// Starts the writer thread of `engine` with a queue of [`DEFAULT_QUEUE`] writes.
     pub fn start(engine: Arc<Engine>) -> Self {
-        let (tx, rx) = mpsc::channel::<Pending>();
+        Self::with_capacity(engine, DEFAULT_QUEUE)
+    }
+
+    /// Starts the writer thread of `engine`; at most `capacity` writes wait for it.
+    pub fn with_capacity(engine: Arc<Engine>, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        let (tx, rx) = mpsc::sync_channel::<Pending>(capacity);
         let spawned = std::thread::Builder::new().name("rcp-bm25-writer".into()).spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut group = vec![first];
@@ -95,15 +106,21 @@ impl GroupCommit {
         if let Err(e) = spawned {
             tracing::error!("cannot start the writer thread: {e}; writes will fail");
         }
-        Self { tx }
+        Self { tx, capacity }
     }
 
-    /// Queues a write and waits for the commit that holds it.
+    /// Queues a write and waits for the commit that holds it. A full queue is
+    /// [`EngineError::Overloaded`] at once (never a wait that holds the documents).
     pub async fn submit(&self, op: WriteOp, cancelled: CancelFlag) -> Result<WriteOutcome, EngineError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.tx
-            .send(Pending { op, cancelled, reply })
-            .map_err(|_| EngineError::Internal("the writer thread has stopped".into()))?;
+        self.tx.try_send(Pending { op, cancelled, reply }).map_err(|e| match e {
+            mpsc::TrySendError::Full(_) => EngineError::Overloaded {
+                queued: self.capacity,
+                // About one group commit per MAX_GROUP queued writes, each ~100 ms under load.
+                retry_after_ms: 100 * (self.capacity / MAX_GROUP + 1) as u64,
+            },
+            mpsc::TrySendError::Disconnected(_) => EngineError::Internal("the writer thread has stopped".into()),
+        })?;
         answer.await.map_err(|_| EngineError::Internal("the writer thread stopped before answering".into()))?
     }
 }
@@ -209,6 +226,8 @@ impl Engine {
 mod tests {
     use rcp_corpus::CorpusDoc;
 
+    use rcp_protocol::RcpError;
+
     use super::*;
     use crate::engine::{EngineOptions, TrustLevel};
 
@@ -275,6 +294,46 @@ mod tests {
         let results = e.commit_group(&mut writer.blocking_lock(), vec![(delete(&["nope"]), never())]);
         assert_eq!(results[0].as_ref().ok(), Some(&WriteOutcome::Deleted { count: 0 }));
         assert_eq!(e.index_version(), before);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_with_a_retry_hint_and_nothing_queued_is_lost() {
+        let e = Arc::new(engine());
+        let queue = Arc::new(GroupCommit::with_capacity(Arc::clone(&e), 2));
+        // Hold the writer so nothing commits: the thread takes one write and blocks on the
+        // lock, two more fill the queue, the next is refused.
+        let writer = e.writer();
+        let held = writer.lock().await;
+        let mut waiting = Vec::new();
+        let mut refused = None;
+        for i in 0..10 {
+            let (e2, q) = (Arc::clone(&e), Arc::clone(&queue));
+            let id = format!("q{i}");
+            let op = add(&e2, &[id.as_str()]);
+            let task = tokio::spawn(async move { q.submit(op, never()).await });
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if task.is_finished() {
+                refused = Some(task.await.expect("task"));
+                break;
+            }
+            waiting.push(task);
+        }
+        match refused {
+            Some(Err(err @ EngineError::Overloaded { .. })) => {
+                let rcp = RcpError::from(err);
+                assert_eq!(rcp.code, rcp_protocol::ErrorCode::RATE_LIMITED);
+                assert!(rcp.to_string().contains("retry"), "{rcp}");
+            }
+            other => panic!("expected a refusal once the queue was full, got {other:?}"),
+        }
+        // Two queued, plus the one the writer took (unless it had not taken it yet).
+        let accepted = waiting.len();
+        assert!((2..=3).contains(&accepted), "{accepted} writes accepted before the refusal");
+        drop(held);
+        for t in waiting {
+            assert!(matches!(t.await.expect("task"), Ok(WriteOutcome::Added { .. })));
+        }
+        assert_eq!(e.num_docs(), accepted as u64);
     }
 
     #[tokio::test]
