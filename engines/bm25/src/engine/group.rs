@@ -73,7 +73,7 @@ impl std::fmt::Debug for Pending {
 }
 
 impl GroupCommit {
-    /// Starts the writer thread of `engine` with a queue of [`DEFAULT_QUEUE`] writes.
+    /// Starts the writer thread of `engine` with a queue of `DEFAULT_QUEUE` writes.
     pub fn start(engine: Arc<Engine>) -> Self {
         Self::with_capacity(engine, DEFAULT_QUEUE)
     }
