@@ -131,6 +131,12 @@ pub struct ServeArgs {
     /// are refused with -32011 and `retryAfterMs` instead of queueing without bound.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub cpu_queue: usize,
+
+    /// Niceness of the CPU threads (0-19; 0: the server's own). Higher keeps pings, cancels
+    /// and response writing prompt while searches saturate the cores, but also yields to every
+    /// other busy process on the machine.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub cpu_nice: u8,
 }
 
 impl ServeArgs {
@@ -141,6 +147,7 @@ impl ServeArgs {
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
             .cpu_threads(self.cpu_threads)
             .cpu_queue(self.cpu_queue)
+            .cpu_nice(self.cpu_nice)
     }
 
     /// Installs the stderr log subscriber in the format `--log-format` names.
@@ -260,9 +267,9 @@ mod tests {
     #[test]
     fn cpu_executor_flags_reach_the_server() {
         let server = parse(&[]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 0, queue: 256 });
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 0, queue: 256, nice: 0 });
         let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 3, queue: 7 });
+        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 3, queue: 7, nice: 0 });
         assert_eq!(server.executor().threads(), 3);
     }
 

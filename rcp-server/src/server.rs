@@ -339,6 +339,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the niceness of the CPU worker threads (0-19; see [`ExecOptions::nice`]).
+    pub fn cpu_nice(mut self, nice: u8) -> Self {
+        self.options.cpu.nice = nice.min(19);
+        self
+    }
+
     /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`).
     pub fn cpu_queue(mut self, queue: usize) -> Self {
         self.options.cpu.queue = queue;

@@ -44,11 +44,16 @@ pub struct ExecOptions {
     /// about to take do not count); more are refused with `-32011`. `0` refuses every job
     /// that finds no free worker.
     pub queue: usize,
+    /// Niceness of the worker threads (0..=19; Linux and other Unixes). `0` leaves them at the
+    /// server's priority. Higher lets the async runtime's threads (pings, cancels, `info`,
+    /// writing responses) take a core at once while searches saturate the pool, at the cost
+    /// of yielding to every other busy process on the machine too.
+    pub nice: u8,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        Self { threads: 0, queue: 256 }
+        Self { threads: 0, queue: 256, nice: 0 }
     }
 }
 

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ExecOptions, Executor, Lane};
 
 fn pool(threads: usize, queue: usize) -> Executor {
-    Executor::new(ExecOptions { threads, queue })
+    Executor::new(ExecOptions { threads, queue, nice: 0 })
 }
 
 /// A gate jobs block on until the test opens it.
@@ -188,4 +188,22 @@ async fn a_panicking_job_fails_only_itself() {
     assert_eq!(err.code, ErrorCode::INTERNAL_ERROR);
     assert!(err.to_string().contains("boom"), "{err}");
     assert_eq!(exec.run(Lane::Write, &CancellationToken::new(), || 1).await.expect("next job"), 1);
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn workers_run_at_the_configured_niceness() {
+    /// Field 19 of /proc/thread-self/stat: the calling thread's niceness.
+    fn own_niceness() -> Option<i64> {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split_whitespace().nth(16)?.parse().ok()
+    }
+    for nice in [0u8, 5, 10, 19] {
+        let exec = Executor::new(ExecOptions { threads: 1, queue: 4, nice });
+        let got = exec.run(Lane::Read, &CancellationToken::new(), own_niceness).await.expect("job");
+        let base = own_niceness().expect("readable");
+        let want = if nice == 0 { base } else { i64::from(nice) };
+        assert_eq!(got, Some(want), "nice {nice}");
+    }
 }
