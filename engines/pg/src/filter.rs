@@ -78,15 +78,6 @@ impl SqlType for Value {
 impl SqlType for Vec<i64> {
     const TYPE: Type = Type::INT8_ARRAY;
 }
-impl SqlType for Vec<String> {
-    const TYPE: Type = Type::TEXT_ARRAY;
-}
-impl SqlType for Vec<Value> {
-    const TYPE: Type = Type::JSONB_ARRAY;
-}
-impl SqlType for Vec<Option<String>> {
-    const TYPE: Type = Type::TEXT_ARRAY;
-}
 
 /// Compiles `filter` to a boolean SQL expression over the row alias `d`, pushing its values
 /// onto `params`. `fields` are the advertised typed fields (§8); a field absent from it is

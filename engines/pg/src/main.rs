@@ -65,6 +65,12 @@ struct DbArgs {
     connect_timeout: u64,
 }
 
+impl DbArgs {
+    fn pool_options(&self) -> PoolOptions {
+        PoolOptions { max_size: self.pool_size, ..PoolOptions::default() }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 struct MigrateCmd {
     #[command(flatten)]
@@ -163,8 +169,7 @@ fn block_on<F: Future<Output = Result<(), String>>>(f: F) -> Result<(), String> 
 /// Connects (retrying until `--connect-timeout`) and migrates.
 async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
     let url = &cmd.db.database_url;
-    let options = PoolOptions { max_size: cmd.db.pool_size, ..PoolOptions::default() };
-    let db = Database::new(url, &options).map_err(|e| e.to_string())?;
+    let db = Database::new(url, &cmd.db.pool_options()).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(cmd.db.connect_timeout);
     let mut client = loop {
         match db.client().await {
@@ -305,8 +310,8 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
     let embedder = Arc::new(cmd.model.load(false, &mut say)?);
     let store = runtime.block_on(async {
         let db = if cmd.no_migrate {
-            let options = PoolOptions { max_size: cmd.migrate.db.pool_size, ..PoolOptions::default() };
-            let db = Database::new(&cmd.migrate.db.database_url, &options).map_err(|e| e.to_string())?;
+            let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())
+                .map_err(|e| e.to_string())?;
             let client = db.client().await.map_err(|e| e.to_string())?;
             rcp_pg::migrate::check(&client).await.map_err(|e| e.to_string())?;
             db
@@ -320,8 +325,8 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         let store = Store::new(db, fields);
         match &cmd.read_database_url {
             Some(url) => {
-                let options = PoolOptions { max_size: cmd.migrate.db.pool_size, ..PoolOptions::default() };
-                let read = Database::new(url, &options).map_err(|e| format!("{}: {e}", redact(url)))?;
+                let read =
+                    Database::new(url, &cmd.migrate.db.pool_options()).map_err(|e| format!("{}: {e}", redact(url)))?;
                 Ok::<_, String>(store.with_read_replica(read))
             }
             None => Ok(store),

@@ -174,8 +174,8 @@ impl Retrieve for PgEngine {
             notes.push("dense list from an exact scan (filtered or deeper than the HNSW beam)".to_owned());
         }
         let mut ordered = match lists {
-            Lists::Sparse => single(&ranked.sparse, "sparse", |f| f.bm25),
-            Lists::Dense => single(&ranked.dense, "dense", |f| f.cosine),
+            Lists::Sparse => single(&ranked.sparse, |f| f.bm25),
+            Lists::Dense => single(&ranked.dense, |f| f.cosine),
             Lists::Both => hybrid(&ranked, p.fusion.as_ref())?,
         };
         if let Some(min) = p.min_score {
@@ -206,7 +206,7 @@ impl Retrieve for PgEngine {
 }
 
 /// One list in rank order with its scores.
-fn single<'a>(list: &'a [Found], _name: &str, score: impl Fn(&Found) -> Option<f64>) -> Vec<(&'a Found, f64)> {
+fn single(list: &[Found], score: impl Fn(&Found) -> Option<f64>) -> Vec<(&Found, f64)> {
     list.iter().map(|f| (f, score(f).unwrap_or(0.0))).collect()
 }
 
