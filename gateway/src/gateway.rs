@@ -22,7 +22,7 @@ use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
+use rcp_protocol::{ErrorCode, Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use rcp_server::{Catalog, HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server, ServerBuilder};
 use serde_json::{Value, json};
 
@@ -288,9 +288,14 @@ impl Gateway {
             let done = Arc::clone(&done);
             calls.push(async move {
                 let t = Instant::now();
-                let r = tokio::time::timeout(budget, call_engine(&client, p, &ctx, &id, &done, total))
-                    .await
-                    .unwrap_or(Err(ClientError::Timeout(budget.as_millis() as u64)));
+                let timed_out = ClientError::Timeout(budget.as_millis() as u64);
+                let r = match tokio::time::timeout(budget, call_engine(&client, p, &ctx, &id, &done, total)).await {
+                    // The engine was given the same budget as its `deadlineMs`: whether its
+                    // clock or ours fired first, it is one outcome and is reported as one.
+                    Ok(Err(ClientError::Rpc(e))) if e.code == ErrorCode::TIMEOUT => Err(timed_out),
+                    Ok(r) => r,
+                    Err(_) => Err(timed_out),
+                };
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 ctx.progress(n as f64 / total.max(1) as f64, "fan-out", format!("engine '{id}' done"));
                 (index, r.map(|r| (r, t.elapsed())))
