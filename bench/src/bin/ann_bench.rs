@@ -7,7 +7,7 @@
 //! and reports: build time (every core), RSS after the build (the `f32` vectors included, as
 //! the engine holds them), recall@10 and single-thread queries/s at each `--ef` (the beam of
 //! `ef` rescored with the exact cosine and cut to 10, as the engine serves a query), and save /
-//! load time of the graph. usearch runs once per `--precisions` entry. Then the store-level restart:
+//! load time of the graph. rcp-hnsw and usearch run once per `--precisions` entry. Then the store-level restart:
 //! a data directory holding the `--n` documents is opened twice; the first open builds (and
 //! saves) the graph, the second is a restart, timed up to its first answered query (backends
 //! that save their graph; hnsw_rs rebuilds on every open, so its restart is its build time).
@@ -55,9 +55,9 @@ struct Args {
     #[arg(long, default_value_t = HnswParams::default().ef_construction)]
     ef_construction: usize,
     /// Backends to measure.
-    #[arg(long, value_delimiter = ',', default_value = "usearch,hnsw-rs")]
+    #[arg(long, value_delimiter = ',', default_value = "rcp-hnsw,usearch,hnsw-rs")]
     backends: Vec<Backend>,
-    /// Element types of the graph's vectors measured (usearch; hnsw_rs is always f32).
+    /// Element types of the graph's vectors measured (rcp-hnsw and usearch; hnsw_rs is always f32).
     #[arg(long, value_delimiter = ',', default_value = "f16,f32")]
     precisions: Vec<Precision>,
     /// Internal: the precision of a child run.
@@ -399,6 +399,24 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Queries/s of a row at recall `target`: the first pair of measured beams whose recalls
+/// bracket it, interpolated linearly in recall on log q/s (q/s falls roughly geometrically as
+/// the beam doubles). `None` when no measured beam reaches `target`.
+fn qps_at_recall(row: &Value, target: f64) -> Option<f64> {
+    let points: Vec<(f64, f64)> =
+        row["ef"].as_array()?.iter().map(|e| (f(e, "recall"), f(e, "qps"))).filter(|(r, q)| r.is_finite() && *q > 0.0).collect();
+    if let Some(&(r, q)) = points.first()
+        && r >= target
+    {
+        return Some(q);
+    }
+    points.windows(2).find(|w| w[0].0 < target && w[1].0 >= target).map(|w| {
+        let ((r0, q0), (r1, q1)) = (w[0], w[1]);
+        let t = (target - r0) / (r1 - r0);
+        (q0.ln() + t * (q1.ln() - q0.ln())).exp()
+    })
+}
+
 fn f(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
@@ -434,9 +452,29 @@ fn report(
             opt("load_s")
         );
     }
+    let targets = [0.99, 0.995, 0.999];
+    println!("\nq/s at equal recall@10 (interpolated between the measured ef on log q/s; - where the curve does not reach it):");
+    for r in rows {
+        let at: Vec<String> = targets
+            .iter()
+            .map(|&t| qps_at_recall(r, t).map_or(format!("{t}: -"), |q| format!("{t}: {q:.0}")))
+            .collect();
+        println!("- {}: {}", r["backend"].as_str().unwrap_or("?"), at.join(", "));
+    }
     if let Some(h) = reference {
+        println!("\nRatios to hnswlib at equal recall@10 (q/s ours / hnswlib):");
+        for r in rows.iter().filter(|r| r["backend"] != "hnswlib") {
+            let at: Vec<String> = targets
+                .iter()
+                .map(|&t| match (qps_at_recall(r, t), qps_at_recall(h, t)) {
+                    (Some(a), Some(b)) => format!("{t}: {:.2}x", a / b),
+                    _ => format!("{t}: -"),
+                })
+                .collect();
+            println!("- {}: {}", r["backend"].as_str().unwrap_or("?"), at.join(", "));
+        }
         println!(
-            "\nRatios to hnswlib (q/s: ours / hnswlib, higher is better; build and RSS: ours / hnswlib, lower is better):"
+            "\nRatios to hnswlib at equal ef (q/s: ours / hnswlib, higher is better; build and RSS: ours / hnswlib, lower is better):"
         );
         for r in rows.iter().filter(|r| r["backend"] != "hnswlib") {
             let qps: Vec<String> = args

@@ -70,11 +70,12 @@ struct HnswArgs {
     /// Collections with at most this many documents are searched exactly.
     #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
     full_scan_threshold: usize,
-    /// ANN backend: usearch or hnsw-rs [default: as stored in the data directory, else usearch].
+    /// ANN backend: rcp-hnsw, usearch or hnsw-rs [default: as stored in the data directory, else
+    /// rcp-hnsw].
     #[arg(long, value_name = "BACKEND")]
     ann: Option<Backend>,
-    /// Element type of the graph's own vectors (usearch): f32 or f16; candidates are always
-    /// rescored with the f32 vectors [default: as stored, else f16].
+    /// Element type of the graph's own vectors (rcp-hnsw, usearch): f32 or f16; candidates are
+    /// always rescored with the f32 vectors [default: as stored, else f16].
     #[arg(long, value_name = "TYPE")]
     ann_precision: Option<Precision>,
 }

@@ -1201,7 +1201,7 @@ mod tests {
         let hnsw_rs = StoreOptions { ann: Some(Backend::HnswRs), ..opts };
         {
             let (s, report) = Store::open(dir.path(), hnsw_rs).unwrap();
-            assert!(matches!(report.graph, Some(GraphSource::Rebuilt(ref why)) if why.contains("saved by usearch")));
+            assert!(matches!(report.graph, Some(GraphSource::Rebuilt(ref why)) if why.contains("saved by rcp-hnsw")));
             assert_eq!(s.read().backend(), Backend::HnswRs);
             assert_eq!(s.read().ann.len(), 50);
         }

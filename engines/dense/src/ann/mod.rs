@@ -8,7 +8,11 @@
 //!
 //! Backends (flag `--ann`, stored in the data directory):
 //!
-//! * [`Backend::Usearch`] (default): the `usearch` library, SIMD kernels chosen at run time,
+//! * [`Backend::RcpHnsw`] (default): the project's own graph (the `rcp-hnsw` crate): contiguous
+//!   `u32` neighbour lists beside the vectors they lead to, an epoch-tagged visited array,
+//!   prefetching, AVX2/FMA/F16C kernels chosen at run time, parallel inserts under striped
+//!   locks; saves and loads its graph, checked link by link.
+//! * [`Backend::Usearch`]: the `usearch` library, SIMD kernels chosen at run time,
 //!   flat neighbour lists, saves and loads its graph ([`AnnIndex::save`], [`load`]).
 //! * [`Backend::HnswRs`]: the `hnsw_rs` crate; cannot save its graph, so it is rebuilt from the
 //!   stored vectors on every start.
@@ -27,10 +31,12 @@ use std::path::Path;
 use std::str::FromStr;
 
 mod exact;
+mod rcp_hnsw;
 mod hnsw_rs;
 mod usearch;
 
 pub use exact::{dot, exact, exact_batch};
+pub use rcp_hnsw::RcpHnswIndex;
 pub use hnsw_rs::{HnswRsIndex, UnitDot};
 pub use usearch::UsearchIndex;
 
@@ -95,8 +101,10 @@ pub const SEQUENTIAL_BUILD_MAX: usize = 5_000;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Backend {
-    /// `usearch`: run-time SIMD dispatch, persistent graph.
+    /// `rcp-hnsw`: the project's own graph; run-time SIMD dispatch, persistent graph.
     #[default]
+    RcpHnsw,
+    /// `usearch`: run-time SIMD dispatch, persistent graph.
     Usearch,
     /// `hnsw_rs`: pure Rust, rebuilt on every start.
     HnswRs,
@@ -104,11 +112,12 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend, in the order `--ann` lists them.
-    pub const ALL: [Backend; 2] = [Backend::Usearch, Backend::HnswRs];
+    pub const ALL: [Backend; 3] = [Backend::RcpHnsw, Backend::Usearch, Backend::HnswRs];
 
     /// The name used by `--ann` and in `manifest.json`.
     pub fn name(self) -> &'static str {
         match self {
+            Backend::RcpHnsw => "rcp-hnsw",
             Backend::Usearch => "usearch",
             Backend::HnswRs => "hnsw-rs",
         }
@@ -116,7 +125,7 @@ impl Backend {
 
     /// Whether the backend can save its graph and load it back.
     pub fn persists(self) -> bool {
-        matches!(self, Backend::Usearch)
+        matches!(self, Backend::RcpHnsw | Backend::Usearch)
     }
 }
 
@@ -217,6 +226,7 @@ pub fn new_index(backend: Backend, params: HnswParams, dim: usize, capacity: usi
     match backend {
         Backend::HnswRs => Box::new(HnswRsIndex::new(params, capacity)),
         Backend::Usearch => Box::new(UsearchIndex::new(params, dim, capacity)),
+        Backend::RcpHnsw => Box::new(RcpHnswIndex::new(params, dim)),
     }
 }
 
@@ -249,6 +259,7 @@ pub fn load(
     let index: Box<dyn AnnIndex> = match backend {
         Backend::HnswRs => return Err(AnnError::Unsupported(backend)),
         Backend::Usearch => Box::new(UsearchIndex::load(params, dim, path)?),
+        Backend::RcpHnsw => Box::new(RcpHnswIndex::load(params, dim, path)?),
     };
     if index.len() != nodes {
         return Err(AnnError::Mismatch(format!("{} nodes, expected {nodes}", index.len())));
@@ -297,12 +308,17 @@ mod tests {
     }
 
     #[test]
+    fn rcp_hnsw_finds_itself_and_respects_keep() {
+        finds_itself_and_respects_keep(Backend::RcpHnsw);
+    }
+
+    #[test]
     fn backends_parse_and_print() {
         for b in Backend::ALL {
             assert_eq!(b.name().parse::<Backend>().unwrap(), b);
             assert_eq!(serde_json::to_value(b).unwrap(), b.name());
         }
-        assert!("faiss".parse::<Backend>().unwrap_err().contains("usearch, hnsw-rs"));
+        assert!("faiss".parse::<Backend>().unwrap_err().contains("rcp-hnsw, usearch, hnsw-rs"));
     }
 
     #[test]

@@ -1,0 +1,232 @@
+//! Dot-product kernels over `f32` and IEEE half-precision (`f16`, stored as `u16` bits), with
+//! an AVX2 + FMA + F16C path chosen at run time and a portable path everywhere else.
+//!
+//! The choice is made once per index ([`Simd::detect`]) and passed to every call, so the hot
+//! loop pays one predictable branch, never a feature probe. Nothing here is compiled for a
+//! newer CPU than the build target: the wide path exists only inside `#[target_feature]`
+//! functions that are called after the CPU said it has those features.
+
+#![allow(unsafe_code)]
+
+use std::sync::atomic::AtomicU32;
+
+use half::f16;
+
+/// Which kernels this CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simd {
+    /// AVX2 with fused multiply-add and F16C conversions (x86-64).
+    Avx2,
+    /// Plain Rust loops (the compiler may still vectorise them for the build target).
+    Portable,
+}
+
+impl Simd {
+    /// The widest kernels this CPU supports.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("fma")
+                && std::is_x86_feature_detected!("f16c")
+            {
+                return Simd::Avx2;
+            }
+        }
+        Simd::Portable
+    }
+
+    /// `a · b` over the shorter length.
+    #[inline]
+    pub fn dot_f32(self, a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        #[cfg(target_arch = "x86_64")]
+        if self == Simd::Avx2 {
+            // SAFETY: `Simd::Avx2` is only produced by `detect` after the CPU reported AVX2,
+            // FMA and F16C; both slices hold `n` elements.
+            return unsafe { avx2::dot_f32(a, b) };
+        }
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// `a · b` for an `f32` query and an `f16` row, over the shorter length.
+    #[inline]
+    pub fn dot_f32_f16(self, a: &[f32], b: &[u16]) -> f32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        #[cfg(target_arch = "x86_64")]
+        if self == Simd::Avx2 {
+            // SAFETY: as in `dot_f32`.
+            return unsafe { avx2::dot_f32_f16(a, b) };
+        }
+        a.iter().zip(b).map(|(x, &y)| x * f16::from_bits(y).to_f32()).sum()
+    }
+
+    /// `a · b` for two `f16` rows, over the shorter length.
+    #[inline]
+    pub fn dot_f16(self, a: &[u16], b: &[u16]) -> f32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        #[cfg(target_arch = "x86_64")]
+        if self == Simd::Avx2 {
+            // SAFETY: as in `dot_f32`.
+            return unsafe { avx2::dot_f16(a, b) };
+        }
+        a.iter().zip(b).map(|(&x, &y)| f16::from_bits(x).to_f32() * f16::from_bits(y).to_f32()).sum()
+    }
+}
+
+/// `f32` to `f16` bits, round to nearest even.
+pub fn to_f16(v: &[f32]) -> Vec<u16> {
+    v.iter().map(|&x| f16::from_f32(x).to_bits()).collect()
+}
+
+/// Asks the CPU to start loading the first four cache lines of `words` (a hint; never
+/// faults); the hardware prefetcher follows on as the kernel streams through the rest.
+#[inline]
+pub fn prefetch(words: &[AtomicU32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p = words.as_ptr().cast::<i8>();
+        for line in 0..(words.len() / 16).clamp(1, 16) {
+            // SAFETY: `line * 64` bytes lies within `words` (16 words per line, and at least
+            // one line is only requested at offset 0, the start of the slice); a prefetch is a
+            // hint that never faults in any case.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = words;
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// Sum of the eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
+        _mm_cvtss_f32(s)
+    }
+
+    /// Eight `f16` at `p` as `f32` lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_f16(p: *const u16) -> __m256 {
+        // SAFETY: the caller guarantees eight readable `u16` at `p`.
+        _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p.cast()) })
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len();
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
+        unsafe {
+            while i + 32 <= n {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    let o = i + 8 * k;
+                    *acc = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(o)), _mm256_loadu_ps(pb.add(o)), *acc);
+                }
+                i += 32;
+            }
+            while i + 8 <= n {
+                acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
+                i += 8;
+            }
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        hsum(sum) + a[i..].iter().zip(&b[i..]).map(|(x, y)| x * y).sum::<f32>()
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f32_f16(a: &[f32], b: &[u16]) -> f32 {
+        let n = a.len();
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
+        unsafe {
+            while i + 32 <= n {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    let o = i + 8 * k;
+                    *acc = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(o)), load_f16(pb.add(o)), *acc);
+                }
+                i += 32;
+            }
+            while i + 8 <= n {
+                acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), load_f16(pb.add(i)), acc[0]);
+                i += 8;
+            }
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        hsum(sum) + a[i..].iter().zip(&b[i..]).map(|(x, &y)| x * half::f16::from_bits(y).to_f32()).sum::<f32>()
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f16(a: &[u16], b: &[u16]) -> f32 {
+        let n = a.len();
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
+        unsafe {
+            while i + 32 <= n {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    let o = i + 8 * k;
+                    *acc = _mm256_fmadd_ps(load_f16(pa.add(o)), load_f16(pb.add(o)), *acc);
+                }
+                i += 32;
+            }
+            while i + 8 <= n {
+                acc[0] = _mm256_fmadd_ps(load_f16(pa.add(i)), load_f16(pb.add(i)), acc[0]);
+                i += 8;
+            }
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        hsum(sum)
+            + a[i..]
+                .iter()
+                .zip(&b[i..])
+                .map(|(&x, &y)| half::f16::from_bits(x).to_f32() * half::f16::from_bits(y).to_f32())
+                .sum::<f32>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(n: usize, seed: u32) -> Vec<f32> {
+        (0..n).map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed) as f32 / u32::MAX as f32 - 0.5).collect()
+    }
+
+    #[test]
+    fn every_kernel_agrees_with_the_portable_one_at_every_length() {
+        let simd = Simd::detect();
+        for n in [0, 1, 7, 8, 9, 31, 32, 33, 100, 384] {
+            let (a, b) = (rows(n, 1), rows(n, 99));
+            let (ah, bh) = (to_f16(&a), to_f16(&b));
+            let close = |x: f32, y: f32| (x - y).abs() <= 1e-4 * (1.0 + y.abs());
+            assert!(close(simd.dot_f32(&a, &b), Simd::Portable.dot_f32(&a, &b)), "f32 n={n}");
+            assert!(close(simd.dot_f32_f16(&a, &bh), Simd::Portable.dot_f32_f16(&a, &bh)), "f32×f16 n={n}");
+            assert!(close(simd.dot_f16(&ah, &bh), Simd::Portable.dot_f16(&ah, &bh)), "f16 n={n}");
+            let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((Simd::Portable.dot_f16(&ah, &bh) - exact).abs() < 1e-2, "f16 rounding n={n}");
+        }
+    }
+}
