@@ -4,6 +4,7 @@
 //! The model is symmetric, so `kind` (`query`/`document`) selects nothing; vectors are
 //! mean-pooled and L2-normalised, which makes the dot product the cosine.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
@@ -39,7 +40,12 @@ pub enum EmbedError {
 pub struct EmbedderOptions {
     /// Longest input in tokens; longer inputs are truncated (MiniLM was trained at 256).
     pub max_length: usize,
-    /// ONNX Runtime intra-op threads (`None`: every core).
+    /// Encoder sessions run side by side (`None`: one per core). Each holds its own copy of
+    /// the model (~25 MB) and encodes its own batches, so short inputs, which cannot keep
+    /// several threads busy inside one run, still use every core.
+    pub sessions: Option<usize>,
+    /// ONNX Runtime intra-op threads per session (`None`: the cores divided among the
+    /// sessions, at least one).
     pub threads: Option<usize>,
     /// Keep ONNX Runtime's CPU memory arena. The arena grows to the largest batch ever run and
     /// never gives the memory back; without it, buffers are freed after each run, so the
@@ -49,13 +55,13 @@ pub struct EmbedderOptions {
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
-        Self { max_length: 256, threads: None, arena: false }
+        Self { max_length: 256, sessions: None, threads: None, arena: false }
     }
 }
 
 /// A loaded encoder. `embed` is blocking CPU work: call it off the async runtime.
 pub struct Embedder {
-    model: Mutex<TextEmbedding>,
+    sessions: Vec<Mutex<TextEmbedding>>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -87,21 +93,28 @@ impl Embedder {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
-        let model = UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer).with_pooling(Pooling::Mean);
-        let mut init = InitOptionsUserDefined::default().with_max_length(options.max_length);
-        // Idle ONNX Runtime workers sleep instead of spinning, so the cores stay available to
-        // the async runtime (pings, retrieves) between encoder batches.
-        init.session_config = vec![
-            ("session.intra_op.allow_spinning".to_owned(), "0".to_owned()),
-            ("session.inter_op.allow_spinning".to_owned(), "0".to_owned()),
-        ];
-        init.execution_providers = vec![ort::ep::CPU::default().with_arena_allocator(options.arena).build()];
-        if let Some(t) = options.threads {
-            init = init.with_intra_threads(t.max(1));
-        }
-        let model =
-            TextEmbedding::try_new_from_user_defined(model, init).map_err(|e| EmbedError::Model(e.to_string()))?;
-        Ok(Self { model: Mutex::new(model) })
+        let onnx = read("model.onnx")?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let sessions = options.sessions.unwrap_or(cores).clamp(1, 64);
+        let threads = options.threads.unwrap_or(cores / sessions).max(1);
+        let sessions = (0..sessions)
+            .map(|_| {
+                let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer.clone()).with_pooling(Pooling::Mean);
+                let mut init =
+                    InitOptionsUserDefined::default().with_max_length(options.max_length).with_intra_threads(threads);
+                // Idle ONNX Runtime workers sleep instead of spinning, so the cores stay
+                // available to the async runtime (pings, retrieves) between encoder batches.
+                init.session_config = vec![
+                    ("session.intra_op.allow_spinning".to_owned(), "0".to_owned()),
+                    ("session.inter_op.allow_spinning".to_owned(), "0".to_owned()),
+                ];
+                init.execution_providers = vec![ort::ep::CPU::default().with_arena_allocator(options.arena).build()];
+                TextEmbedding::try_new_from_user_defined(model, init)
+                    .map(Mutex::new)
+                    .map_err(|e| EmbedError::Model(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { sessions })
     }
 
     /// The vector dimension.
@@ -121,9 +134,8 @@ impl Embedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].as_ref().len());
         let sorted: Vec<&str> = order.iter().map(|&i| texts[i].as_ref()).collect();
-        let mut model = self.model.lock().map_err(|_| EmbedError::Model("encoder lock poisoned".into()))?;
-        let vectors = model.embed(&sorted, Some(ENCODER_BATCH)).map_err(|e| EmbedError::Model(e.to_string()))?;
-        drop(model);
+        let batches: Vec<&[&str]> = sorted.chunks(ENCODER_BATCH).collect();
+        let vectors = self.encode(&batches)?;
         if vectors.len() != texts.len() {
             return Err(EmbedError::Model(format!("{} vectors for {} inputs", vectors.len(), texts.len())));
         }
@@ -138,6 +150,50 @@ impl Embedder {
         Ok(out)
     }
 }
+
+impl Embedder {
+    /// Encodes length-sorted batches on as many sessions as there are batches (at most all of
+    /// them); each worker takes the next batch when it is free. The caller's thread is one of
+    /// the workers, so a single batch (a query) spawns nothing.
+    fn encode(&self, batches: &[&[&str]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let next = AtomicUsize::new(0);
+        let work = |first: usize| -> Result<Vec<Encoded>, EmbedError> {
+            let mut done = Vec::new();
+            // A free session if there is one, else wait for this worker's own.
+            let session = self
+                .sessions
+                .iter()
+                .find_map(|s| s.try_lock().ok())
+                .map_or_else(|| self.sessions[first % self.sessions.len()].lock(), Ok);
+            let mut session = session.map_err(|_| EmbedError::Model("encoder lock poisoned".into()))?;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(batch) = batches.get(i) else { return Ok(done) };
+                let v = session.embed(batch, Some(batch.len())).map_err(|e| EmbedError::Model(e.to_string()))?;
+                done.push((i, v));
+            }
+        };
+        let workers = self.sessions.len().min(batches.len()).max(1);
+        let mut parts = std::thread::scope(|s| {
+            let others: Vec<_> = (1..workers).map(|w| s.spawn(move || work(w))).collect();
+            let mut parts = work(0)?;
+            for o in others {
+                parts.extend(o.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?);
+            }
+            Ok::<_, EmbedError>(parts)
+        })?;
+        parts.sort_unstable_by_key(|(i, _)| *i);
+        Ok(parts.into_iter().flat_map(|(_, v)| v).collect())
+    }
+
+    /// Encoder sessions.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// One encoded batch: its position among the batches and its vectors.
+type Encoded = (usize, Vec<Vec<f32>>);
 
 /// Inputs per encoder run: small enough that length-sorted batches pad little.
 const ENCODER_BATCH: usize = 16;
