@@ -2,7 +2,7 @@
 //! for several encoder layouts (`--layouts SESSIONSxTHREADS,...`) in this process, and, with
 //! `--python PATH` (a python with `onnxruntime`, `tokenizers` and `numpy`, e.g. a throwaway
 //! venv outside the repository), Python onnxruntime on the same model files, the same texts
-//! and the same length-sorted batches of 16, in the same run (issue #16).
+//! and length-sorted batches (`--python-batch`, default 16), in the same run (issue #16).
 //!
 //! Each figure is the best of `--rounds` passes over the texts after a warm-up pass, so both
 //! sides are measured warm. The Python side also returns its vectors for a few texts and the
@@ -42,18 +42,28 @@ struct Args {
     /// A python with onnxruntime, tokenizers and numpy: measure it on the same texts.
     #[arg(long, value_name = "PATH")]
     python: Option<PathBuf>,
+    /// Keep ONNX Runtime's CPU memory arena in our encoders (as the bulk `index` commands do;
+    /// serving runs without it). Python onnxruntime keeps it by default.
+    #[arg(long)]
+    arena: bool,
+    /// Padded tokens per encoder run in our encoders (`EmbedderOptions::batch_tokens`).
+    #[arg(long, default_value_t = EmbedderOptions::default().batch_tokens)]
+    batch_tokens: usize,
+    /// Inputs per run on the Python side (length-sorted, as ours).
+    #[arg(long, default_value_t = 16)]
+    python_batch: usize,
     /// Model directory [default: as the engines find it].
     #[arg(long)]
     model_dir: Option<PathBuf>,
 }
 
-/// The Python side: same files, same texts, length-sorted batches of 16, default session
+/// The Python side: same files, same texts, length-sorted batches of `--python-batch`, default session
 /// options (ONNX Runtime's intra-op threads = cores), mean pooling and L2 normalisation.
 const PYTHON: &str = r#"
 import json, sys, time
 import numpy as np, onnxruntime as ort
 from tokenizers import Tokenizer
-model_dir, texts_path, rounds, max_len = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model_dir, texts_path, rounds, max_len, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 tok = Tokenizer.from_file(model_dir + "/tokenizer.json")
 tok.enable_truncation(max_len)
 tok.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -63,8 +73,8 @@ sets = json.load(open(texts_path))
 def encode(texts):
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out = [None] * len(texts)
-    for s in range(0, len(order), 16):
-        idx = order[s:s + 16]
+    for s in range(0, len(order), batch):
+        idx = order[s:s + batch]
         enc = tok.encode_batch([texts[i] for i in idx])
         ids = np.array([e.ids for e in enc], dtype=np.int64)
         mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -132,8 +142,11 @@ fn main() -> Result<(), String> {
     let mut ours: Option<Vec<Vec<Vec<f32>>>> = None;
     for spec in &args.layouts {
         let (sessions, threads) = layout(spec)?;
-        let options = EmbedderOptions { sessions: Some(sessions), threads: Some(threads), ..EmbedderOptions::default() };
+        let options = EmbedderOptions { sessions: Some(sessions), threads: Some(threads), arena: args.arena, batch_tokens: args.batch_tokens, ..EmbedderOptions::default() };
+        let before = rcp_bench::proc::status(std::process::id()).rss_kb;
         let embedder = Embedder::load(&files, options).map_err(|e| e.to_string())?;
+        let loaded = rcp_bench::proc::status(std::process::id()).rss_kb;
+        eprintln!("{spec}: model loaded, RSS +{:.0} MB", (loaded as f64 - before as f64) / 1024.0);
         let mut rates = Vec::new();
         let mut vectors = Vec::new();
         for (_, texts) in sets {
@@ -143,7 +156,8 @@ fn main() -> Result<(), String> {
         }
         eprintln!("{spec}: {rates:.1?}");
         ours.get_or_insert(vectors);
-        rows.push((format!("rcp-embedder {sessions} session(s) × {threads} thread(s)"), rates));
+        let arena = if args.arena { ", arena" } else { "" };
+        rows.push((format!("rcp-embedder {sessions} session(s) × {threads} thread(s){arena}"), rates));
     }
 
     let mut agreement = None;
@@ -159,6 +173,7 @@ fn main() -> Result<(), String> {
             .arg(&scratch)
             .arg(args.rounds.to_string())
             .arg(EmbedderOptions::default().max_length.to_string())
+            .arg(args.python_batch.to_string())
             .output()
             .map_err(|e| format!("{}: {e}", py.display()))?;
         let _ = std::fs::remove_file(&scratch);
@@ -167,7 +182,7 @@ fn main() -> Result<(), String> {
         }
         let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("python output: {e}"))?;
         let rate = |n: &str| v[n]["texts_per_s"].as_f64().unwrap_or(0.0);
-        rows.push(("Python onnxruntime + tokenizers".into(), sets.iter().map(|(n, _)| rate(n)).collect()));
+        rows.push((format!("Python onnxruntime + tokenizers, batches of {}", args.python_batch), sets.iter().map(|(n, _)| rate(n)).collect()));
         if let Some(ours) = &ours {
             let mut lowest = f64::INFINITY;
             for ((name, texts), mine) in sets.iter().zip(ours) {

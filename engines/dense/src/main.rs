@@ -380,7 +380,7 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
 }
 
 fn index_into(cmd: IndexCmd) -> Result<(), String> {
-    let embedder = cmd.model.load(true, &mut say)?;
+    let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
     let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
@@ -494,7 +494,7 @@ impl Status for StoreStatus {
 }
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let embedder = Arc::new(cmd.model.load(false, &mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
     if cmd.data_dir.is_none() {
         tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");

@@ -26,9 +26,9 @@ pub struct ModelArgs {
     /// ONNX Runtime threads per encoder session [default: the cores divided among the sessions].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// ONNX Runtime's CPU memory arena: ~35% faster bulk embedding, but it keeps the memory of
-    /// the largest batch it ever ran (+660 MB after a 256-text embed, vs +65 MB without).
-    /// [default: on for `index`, off for `serve`]
+    /// ONNX Runtime's CPU memory arena. It keeps the memory of the largest encoder run; runs
+    /// are bounded by `EmbedderOptions::batch_tokens`, so that is about +85 MB after a large
+    /// embed, less than glibc keeps without the arena (+130 MB). [default: true]
     #[arg(long, value_name = "BOOL")]
     pub onnx_arena: Option<bool>,
 }
@@ -37,7 +37,7 @@ impl ModelArgs {
     /// Finds the model (fetching it when `--fetch-model` allows; progress goes to `say`) and
     /// loads the encoder; `arena` is the ONNX Runtime arena setting unless `--onnx-arena` says
     /// otherwise (one-shot bulk commands want it, long-running servers do not).
-    pub fn load(&self, arena: bool, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
+    pub fn load(&self, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
         let dir = self.model_dir.clone().unwrap_or_else(model::default_dir);
         let found = if self.fetch_model { model::locate_or_fetch(&dir, say) } else { model::locate(&dir) };
         let files = found.map_err(|e| e.to_string())?;
@@ -48,7 +48,8 @@ impl ModelArgs {
                 max_length: self.max_length,
                 sessions: self.encoder_sessions,
                 threads: self.threads,
-                arena: self.onnx_arena.unwrap_or(arena),
+                arena: self.onnx_arena.unwrap_or(EmbedderOptions::default().arena),
+                ..EmbedderOptions::default()
             },
         )
         .map_err(|e| e.to_string())?;

@@ -41,27 +41,35 @@ pub struct EmbedderOptions {
     /// Longest input in tokens; longer inputs are truncated (MiniLM was trained at 256).
     pub max_length: usize,
     /// Encoder sessions run side by side (`None`: one per core). Each holds its own copy of
-    /// the model (~25 MB) and encodes its own batches, so short inputs, which cannot keep
-    /// several threads busy inside one run, still use every core.
+    /// the optimised model (ONNX Runtime folds the int8 weights into ~100 MB of `f32`) and
+    /// encodes its own batches, so inputs too short to keep several threads busy inside one
+    /// run still use every core. One session saves that memory at about 0.75x the throughput.
     pub sessions: Option<usize>,
     /// ONNX Runtime intra-op threads per session (`None`: the cores divided among the
     /// sessions, at least one).
     pub threads: Option<usize>,
-    /// Keep ONNX Runtime's CPU memory arena. The arena grows to the largest batch ever run and
-    /// never gives the memory back; without it, buffers are freed after each run, so the
-    /// resident size returns close to the model's after a large `embed`.
+    /// Keep ONNX Runtime's CPU memory arena. The arena grows to the largest run and keeps it,
+    /// so it is bounded by `batch_tokens`; without it every run allocates and frees its
+    /// tensors (slower, and glibc keeps more of the freed memory than the arena holds).
     pub arena: bool,
+    /// Padded tokens per encoder run: length-sorted inputs are batched until the batch's
+    /// longest input times its size reaches this (at most 64 inputs a run). Short queries so go
+    /// many to a run and long abstracts one at a time (no padding; the attention tensors stay
+    /// in cache), which also bounds the largest tensors, and so the arena, whatever the input.
+    pub batch_tokens: usize,
 }
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
-        Self { max_length: 256, sessions: None, threads: None, arena: false }
+        Self { max_length: 256, sessions: None, threads: None, arena: true, batch_tokens: 256 }
     }
 }
 
 /// A loaded encoder. `embed` is blocking CPU work: call it off the async runtime.
 pub struct Embedder {
     sessions: Vec<Mutex<TextEmbedding>>,
+    max_length: usize,
+    batch_tokens: usize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -114,7 +122,7 @@ impl Embedder {
                     .map_err(|e| EmbedError::Model(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { sessions })
+        Ok(Self { sessions, max_length: options.max_length, batch_tokens: options.batch_tokens.max(1) })
     }
 
     /// The vector dimension.
@@ -134,7 +142,7 @@ impl Embedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].as_ref().len());
         let sorted: Vec<&str> = order.iter().map(|&i| texts[i].as_ref()).collect();
-        let batches: Vec<&[&str]> = sorted.chunks(ENCODER_BATCH).collect();
+        let batches = length_batches(&sorted, self.max_length, self.batch_tokens);
         let vectors = self.encode(&batches)?;
         if vectors.len() != texts.len() {
             return Err(EmbedError::Model(format!("{} vectors for {} inputs", vectors.len(), texts.len())));
@@ -195,8 +203,33 @@ impl Embedder {
 /// One encoded batch: its position among the batches and its vectors.
 type Encoded = (usize, Vec<Vec<f32>>);
 
-/// Inputs per encoder run: small enough that length-sorted batches pad little.
-const ENCODER_BATCH: usize = 16;
+/// Most inputs in one encoder run.
+const MAX_BATCH: usize = 64;
+
+/// Tokens a text is expected to take: about four bytes a word piece for English prose, plus
+/// `[CLS]` and `[SEP]`, at most `max_length`. Only used to size batches.
+fn estimated_tokens(text: &str, max_length: usize) -> usize {
+    (text.len() / 4 + 2).min(max_length).max(1)
+}
+
+/// Splits length-sorted texts into runs of at most `budget` padded tokens (the longest input
+/// of a run times its size) and [`MAX_BATCH`] inputs; every run holds at least one input.
+fn length_batches<'a>(sorted: &'a [&'a str], max_length: usize, budget: usize) -> Vec<&'a [&'a str]> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < sorted.len() {
+        let mut end = start + 1;
+        while end < sorted.len()
+            && end - start < MAX_BATCH
+            && (end + 1 - start) * estimated_tokens(sorted[end], max_length) <= budget
+        {
+            end += 1;
+        }
+        batches.push(&sorted[start..end]);
+        start = end;
+    }
+    batches
+}
 
 /// Scales `v` to unit L2 norm in place; a zero or non-finite vector becomes all zeros.
 pub fn normalize(v: &mut [f32]) {
@@ -212,6 +245,27 @@ pub fn normalize(v: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_hold_a_token_budget_and_every_input_once() {
+        let long = "x".repeat(2000); // past max_length: 256 tokens
+        let mid = "y".repeat(200); // 52 tokens
+        let short = "z".repeat(40); // 12 tokens
+        let mut texts: Vec<&str> = [vec![short.as_str(); 100], vec![mid.as_str(); 9], vec![long.as_str(); 3]].concat();
+        texts.sort_by_key(|t| t.len());
+        let batches = length_batches(&texts, 256, 256);
+        assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), texts.len());
+        for b in &batches {
+            let longest = b.iter().map(|t| estimated_tokens(t, 256)).max().unwrap_or(0);
+            assert!(b.len() == 1 || b.len() * longest <= 256, "{} x {longest}", b.len());
+            assert!(b.len() <= MAX_BATCH);
+        }
+        // Short inputs share runs (21 of 12 tokens fit 256), long ones run alone.
+        assert_eq!(batches[0].len(), 21);
+        assert!(batches.iter().rev().take(3).all(|b| b.len() == 1));
+        assert_eq!(length_batches(&texts[..1], 256, 1).len(), 1, "an input over the budget still runs");
+        assert!(length_batches(&[], 256, 256).is_empty());
+    }
 
     #[test]
     fn normalize_unit_and_degenerate() {

@@ -213,7 +213,7 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
         if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
     Store::declare_fields(&db, &fields).await.map_err(|e| e.to_string())?;
     let store = Store::new(db, fields);
-    let embedder = Arc::new(cmd.model.load(true, &mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let bar = ProgressBar::new(docs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})")
@@ -307,7 +307,7 @@ impl Status for PgStatus {
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
-    let embedder = Arc::new(cmd.model.load(false, &mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = runtime.block_on(async {
         let db = if cmd.no_migrate {
             let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())
