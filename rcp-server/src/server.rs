@@ -37,6 +37,12 @@ pub struct ServerOptions {
     /// stops reading until one finishes, so a flood of slow requests pushes back on the sender
     /// instead of growing memory without bound.
     pub max_in_flight: usize,
+    /// Bytes of finished answers a stream session (stdio, [`Server::serve`]) holds while the
+    /// client has not read them yet. Past it, finished requests wait for the client to read
+    /// (and, once the waiting places are full, the transport stops reading), so a slow reader
+    /// gets backpressure instead of an ever-growing queue. One answer larger than this still
+    /// passes, alone.
+    pub max_queued_output: usize,
     /// The CPU executor handlers run blocking work on ([`crate::RequestContext::run_cpu`]):
     /// worker threads (default one per core) and the bound of each lane's queue.
     pub cpu: ExecOptions,
@@ -51,6 +57,7 @@ impl Default for ServerOptions {
             max_batch: 1024,
             idempotency_cache: 4096,
             max_in_flight: 4096,
+            max_queued_output: 4 * 1024 * 1024,
             cpu: ExecOptions::default(),
         }
     }

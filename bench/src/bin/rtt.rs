@@ -5,9 +5,17 @@
 //! client adds as little as it can to what is measured. Any RCP server works (the public
 //! SDKs' example servers too); a server without `retrieve` gets only the `ping` row.
 //!
+//! On a virtual machine a round trip between two processes on different CPUs is dominated by
+//! waking the idle CPU (tens of µs, the same for every server), and which placement the
+//! scheduler picks changes from run to run. So each server is measured under `--placement`s:
+//! `same-cpu` (client and server pinned to CPU 0: the software path alone, every wake-up a
+//! direct switch), `split` (client on CPU 0, server on CPU 1: the cross-CPU wake-ups), and
+//! `free` (the scheduler decides). Servers are pinned with `taskset` (util-linux), the client
+//! with `sched_setaffinity`; `free` runs first, since the client cannot unpin itself portably.
+//!
 //! ```sh
-//! cargo build -p rcp-bench --bin rtt --example tiny_engine
-//! target/debug/rtt --server ours=target/debug/examples/tiny_engine --n 5000
+//! cargo build --release -p rcp-bench --bin rtt -p rcp-examples --example tiny_engine
+//! target/release/rtt --server ours=target/release/examples/tiny_engine --n 5000
 //! ```
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -36,6 +44,43 @@ struct Args {
     /// The query of the retrieve round trips (k=1).
     #[arg(long, default_value = "x")]
     query: String,
+
+    /// Placements measured; they always run in the order free, split, same-cpu.
+    #[arg(long, value_delimiter = ',', default_value = "free,split,same-cpu")]
+    placement: Vec<Placement>,
+}
+
+/// Where client and server run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Client on CPU 0, server on CPU 1.
+    Split,
+    /// Both on CPU 0.
+    SameCpu,
+}
+
+impl Placement {
+    /// The CPU the server is pinned to.
+    fn server_cpu(self) -> Option<usize> {
+        match self {
+            Placement::Free => None,
+            Placement::Split => Some(1),
+            Placement::SameCpu => Some(0),
+        }
+    }
+}
+
+/// Pins this process (the client) to CPU 0.
+fn pin_client() -> Result<(), String> {
+    let pid = std::process::id().to_string();
+    let status = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", "0", &pid])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("taskset: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("taskset exited with {status}")) }
 }
 
 struct Peer {
@@ -70,11 +115,42 @@ fn frame(id: u64, method: &str, params: &str) -> Vec<u8> {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
+    let mut placements = args.placement.clone();
+    placements.sort();
+    placements.dedup();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("sequential round trips over stdio: {} per method after {} warm-up", args.n, args.warmup);
-    println!("{:<12} {:<9} {:>9} {:>9} {:>9}", "server", "method", "p50 µs", "p99 µs", "mean µs");
-    for (si, spec) in args.servers.iter().enumerate() {
+    println!("{:<12} {:<9} {:<9} {:>9} {:>9} {:>9}", "server", "placement", "method", "p50 µs", "p99 µs", "mean µs");
+    for placement in placements {
+        if placement == Placement::Split && cpus < 2 {
+            println!("(split skipped: one CPU)");
+            continue;
+        }
+        if placement != Placement::Free {
+            pin_client()?;
+        }
+        for (si, spec) in args.servers.iter().enumerate() {
+            measure(&args, placement, si, spec)?;
+        }
+    }
+    Ok(())
+}
+
+/// One server under one placement: ping, then retrieve.
+fn measure(args: &Args, placement: Placement, si: usize, spec: &str) -> Result<(), String> {
+    let place = match placement {
+        Placement::Free => "free",
+        Placement::Split => "split",
+        Placement::SameCpu => "same-cpu",
+    };
+    {
         let (label, command) = server_spec(spec, si);
-        let argv: Vec<&str> = command.split_whitespace().collect();
+        let cpu = placement.server_cpu().map(|c| c.to_string());
+        let mut argv: Vec<&str> = Vec::new();
+        if let Some(cpu) = cpu.as_deref() {
+            argv.extend(["taskset", "-c", cpu]);
+        }
+        argv.extend(command.split_whitespace());
         let mut child = spawn_quiet(&argv)?;
         let mut peer = Peer {
             stdin: BufWriter::new(child.stdin.take().ok_or("no stdin")?),
@@ -105,13 +181,14 @@ fn main() -> Result<(), String> {
                 }
             }
             if !ok {
-                println!("{label:<12} {method:<9} (answered with an error; skipped)");
+                println!("{label:<12} {place:<9} {method:<9} (answered with an error; skipped)");
                 continue;
             }
             let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
             println!(
-                "{:<12} {:<9} {:>9.1} {:>9.1} {:>9.1}",
+                "{:<12} {:<9} {:<9} {:>9.1} {:>9.1} {:>9.1}",
                 label,
+                place,
                 method,
                 percentile(&mut samples, 50.0),
                 percentile(&mut samples, 99.0),

@@ -3,6 +3,8 @@
 #[cfg(feature = "http")]
 pub mod http;
 mod lines;
+mod pipeline;
+mod queue;
 mod stdio;
 
 pub(crate) use lines::{Line, LineSplitter};

@@ -1,24 +1,79 @@
 //! The stdio transport (§5.1): NDJSON over stdin/stdout, or over any async byte stream.
 //!
-//! Reading and writing run off the request path: a reader splits lines and hands them to the
-//! dispatcher in batches; a writer coalesces frames and flushes when it runs dry. Requests are
-//! served concurrently and answered as they finish (pipelining, §4.7).
+//! Over stdin/stdout, one thread reads, and answers what it can on the spot: lines are split
+//! and dispatched on that thread ([`Pipeline`]), and the answers available at once (`ping`,
+//! `info`, errors, handlers that finish without waiting) are written straight to stdout by it,
+//! one write per read. A sequential client (one call at a time, the way an agent calls a tool)
+//! is so answered with one `read` and one `write`, its request never crossing a thread, and a
+//! pipelined one with one `write` per 64 KiB read. Requests that wait run on the async
+//! runtime and the CPU executor; their answers go through a bounded queue ([`FrameQueue`]) to a
+//! writer thread that gathers them into vectored writes. Requests are served concurrently and
+//! answered as they finish (pipelining, §4.7).
+//!
+//! Backpressure: a client that stops reading stdout blocks the writes, then the queue's byte
+//! budget fills, finishing requests wait for it, new ones wait for a place, and the reader stops
+//! reading stdin. Memory stays bounded by the budget and the pipeline's places.
 
-use std::io::{self, BufWriter, Read, Write};
-use std::sync::Arc;
+use std::io::{self, IoSlice, Read, Write};
+use std::sync::{Arc, Mutex};
 
-use rcp_protocol::RcpError;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_util::task::TaskTracker;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot};
 
+use super::pipeline::{Admit, Pipeline};
+use super::queue::{FrameQueue, FrameReceiver, gather};
 use super::{Line, LineSplitter};
-use crate::dispatch::{Processed, error_frame};
-use crate::outbound::Outbound;
 use crate::server::Server;
-use crate::session::Session;
 
 const READ_CHUNK: usize = 64 * 1024;
+
+/// Bytes of queued answers the writer gathers into one write (a larger answer goes alone).
+const WRITE_GATHER: usize = 64 * 1024;
+
+/// stdout, shared by the reader's thread and the writer thread; each write is whole lines.
+struct Stdout(Mutex<Box<dyn Write + Send>>);
+
+impl Stdout {
+    /// The process's stdout without std's line buffering: on Unix a second handle to fd 1,
+    /// so the frames gathered here reach the pipe in one `write`/`writev`.
+    fn open() -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() {
+                return Self(Mutex::new(Box::new(std::fs::File::from(fd))));
+            }
+        }
+        Self(Mutex::new(Box::new(io::stdout())))
+    }
+
+    fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        w.write_all(bytes)?;
+        w.flush()
+    }
+
+    /// Writes each frame followed by a newline, vectored, in as few calls as the OS allows.
+    fn write_lines(&self, frames: &[(Vec<u8>, usize)]) -> io::Result<()> {
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(frames.len() * 2);
+        for (frame, _) in frames {
+            slices.push(IoSlice::new(frame));
+            slices.push(IoSlice::new(b"\n"));
+        }
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slices = &mut slices[..];
+        while !slices.is_empty() {
+            match w.write_vectored(slices) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        w.flush()
+    }
+}
 
 impl Server {
     /// Serves one session over this process's stdin/stdout until EOF or `shutdown`.
@@ -28,78 +83,29 @@ impl Server {
     /// protocol frames only; diagnostics belong on stderr (see [`crate::init_tracing`]).
     pub async fn serve_stdio(&self) -> io::Result<()> {
         self.log_startup("stdio", None);
-        let max = self.shared.options.max_line_bytes;
-        let (line_tx, line_rx) = mpsc::channel::<Vec<Line>>(16);
+        let stdout = Arc::new(Stdout::open());
+        let (queue, frames) = FrameQueue::new(self.shared.options.max_queued_output);
+
+        let writer = {
+            let stdout = Arc::clone(&stdout);
+            std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || write_queued(frames, &stdout))?
+        };
+
         // A plain thread, not tokio's stdin: its blocking read must never hold up shutdown.
+        let (done_tx, done_rx) = oneshot::channel::<Pipeline>();
+        let pipeline = Pipeline::new(self.clone(), queue.clone());
+        let max = self.shared.options.max_line_bytes;
+        let handle = Handle::current();
         std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
-            let stdin = io::stdin();
-            let mut stdin = stdin.lock();
-            let mut buf = vec![0u8; READ_CHUNK];
-            let mut splitter = LineSplitter::new(max);
-            loop {
-                let mut lines = Vec::new();
-                match stdin.read(&mut buf) {
-                    Ok(0) => {
-                        splitter.finish(&mut lines);
-                        if !lines.is_empty() {
-                            let _ = line_tx.blocking_send(lines);
-                        }
-                        return;
-                    }
-                    Ok(n) => splitter.push(&buf[..n], &mut lines),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "stdin read failed; treating as EOF");
-                        return;
-                    }
-                }
-                if !lines.is_empty() && line_tx.blocking_send(lines).is_err() {
-                    return;
-                }
-            }
+            let _runtime = handle.enter();
+            let pipeline = read_stdin(pipeline, max, &handle, &stdout);
+            let _ = done_tx.send(pipeline);
         })?;
 
-        let (frame_tx, mut frame_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let writer = std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || {
-            let stdout = io::stdout();
-            let mut w = BufWriter::with_capacity(READ_CHUNK, stdout.lock());
-            let write = |w: &mut BufWriter<_>, f: &[u8]| -> io::Result<()> {
-                w.write_all(f)?;
-                w.write_all(b"\n")
-            };
-            while let Some(frame) = frame_rx.blocking_recv() {
-                if frame.is_empty() {
-                    break;
-                }
-                let mut result = write(&mut w, &frame);
-                let mut closing = false;
-                while result.is_ok() {
-                    match frame_rx.try_recv() {
-                        Ok(f) if f.is_empty() => {
-                            closing = true;
-                            break;
-                        }
-                        Ok(f) => result = write(&mut w, &f),
-                        Err(_) => break,
-                    }
-                }
-                if let Err(e) = result.and_then(|_| w.flush()) {
-                    tracing::warn!(error = %e, "stdout write failed");
-                    return;
-                }
-                if closing {
-                    break;
-                }
-            }
-            let _ = w.flush();
-        })?;
-
-        let close_tx = frame_tx.clone();
-        let out = Outbound::new(move |f| {
-            let _ = frame_tx.send(f);
-        });
-        self.run(Arc::new(Session::new()), line_rx, out).await;
-        let _ = close_tx.send(Vec::new());
+        if let Ok(pipeline) = done_rx.await {
+            pipeline.finish().await;
+        }
+        queue.close();
         tokio::task::spawn_blocking(move || writer.join())
             .await
             .map_err(io::Error::other)?
@@ -115,7 +121,7 @@ impl Server {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let max = self.shared.options.max_line_bytes;
-        let (line_tx, line_rx) = mpsc::channel::<Vec<Line>>(16);
+        let (line_tx, mut line_rx) = mpsc::channel::<Vec<Line>>(16);
         let read_task = tokio::spawn(async move {
             let mut buf = vec![0u8; READ_CHUNK];
             let mut splitter = LineSplitter::new(max);
@@ -136,104 +142,161 @@ impl Server {
                 }
             }
         });
-        let (frame_tx, mut frame_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (queue, mut frames) = FrameQueue::new(self.shared.options.max_queued_output);
         let write_task = tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(READ_CHUNK);
-            while let Some(frame) = frame_rx.recv().await {
-                if frame.is_empty() {
-                    break;
+            let mut batch = Vec::new();
+            let mut failed = None;
+            while let Some(first) = frames.recv().await {
+                let closing = gather(&mut frames, first, WRITE_GATHER, &mut batch);
+                if failed.is_none()
+                    && let Err(e) = write_batch(&mut writer, &batch).await
+                {
+                    failed = Some(e);
                 }
-                buf.extend_from_slice(&frame);
-                buf.push(b'\n');
-                let mut closing = false;
-                while let Ok(f) = frame_rx.try_recv() {
-                    if f.is_empty() {
-                        closing = true;
-                        break;
-                    }
-                    buf.extend_from_slice(&f);
-                    buf.push(b'\n');
-                }
-                writer.write_all(&buf).await?;
-                writer.flush().await?;
-                buf.clear();
+                // Drained and released even after a failure (see `write_queued`).
+                frames.release(batch.drain(..).map(|(_, held)| held).sum());
                 if closing {
                     break;
                 }
             }
-            writer.flush().await?;
-            writer.shutdown().await
+            match failed {
+                Some(e) => Err(e),
+                None => writer.shutdown().await,
+            }
         });
-        let close_tx = frame_tx.clone();
-        let out = Outbound::new(move |f| {
-            let _ = frame_tx.send(f);
-        });
-        self.run(Arc::new(Session::new()), line_rx, out).await;
-        read_task.abort();
-        let _ = close_tx.send(Vec::new());
-        write_task.await.map_err(io::Error::other)?
-    }
 
-    /// The session loop shared by both entry points: dispatch lines as they arrive, spawn
-    /// pending requests, stop on EOF or `shutdown`, then drain and answer `shutdown` last.
-    async fn run(&self, session: Arc<Session>, mut lines: mpsc::Receiver<Vec<Line>>, out: Outbound) {
-        let tracker = TaskTracker::new();
-        // At most `max_in_flight` handlers run at once; up to four times that may wait for a
-        // slot while the reader keeps going (so pings and cancels are still read and answered).
-        // Past that the reader stops, which pushes back on a sender flooding slow requests.
-        let max = self.shared.options.max_in_flight.max(1);
-        let running = Arc::new(Semaphore::new(max));
-        let queued = Arc::new(Semaphore::new(max.saturating_mul(4)));
-        let mut shutdown_answer = None;
-        'read: while let Some(batch) = lines.recv().await {
+        let mut pipeline = Pipeline::new(self.clone(), queue.clone());
+        let mut ready = Vec::new();
+        'read: while let Some(batch) = line_rx.recv().await {
             for line in batch {
-                let processed = match line {
-                    Line::Frame(frame) => self.process(&session, &frame, &out),
-                    Line::TooLong(n) => {
-                        crate::observe::reject(crate::observe::Rejection::Size);
-                        let e = RcpError::payload_too_large(format!(
-                            "line of {n} bytes exceeds the limit of {} bytes",
-                            self.shared.options.max_line_bytes
-                        ));
-                        Processed::Ready(error_frame(None, &e))
+                match pipeline.line(line, &mut ready) {
+                    Admit::Done => {}
+                    Admit::Wait(fut) => {
+                        flush_ready(&queue, &mut ready).await;
+                        let Ok(place) = pipeline.place().acquire_owned().await else { break 'read };
+                        pipeline.spawn_waiting(fut, place);
                     }
-                };
-                match processed {
-                    Processed::Nothing => {}
-                    // A batch that contained `shutdown` is answered after the drain, like a
-                    // lone `shutdown`.
-                    Processed::Ready(frame) if session.is_shutting_down() => {
-                        shutdown_answer = Some(frame);
-                        break 'read;
-                    }
-                    Processed::Ready(frame) => out.send(frame),
-                    Processed::Pending(fut) => {
-                        let Ok(place) = Arc::clone(&queued).acquire_owned().await else { break 'read };
-                        let running = Arc::clone(&running);
-                        let out = out.clone();
-                        tracker.spawn(async move {
-                            let Ok(slot) = running.acquire_owned().await else { return };
-                            if let Some(frame) = fut.await {
-                                out.send(frame);
-                            }
-                            drop((slot, place));
-                        });
-                    }
-                    Processed::Shutdown(frame) => {
-                        shutdown_answer = Some(frame);
-                        break 'read;
-                    }
+                    Admit::Stop => break 'read,
                 }
-                if session.is_shutting_down() {
-                    break 'read;
+                if ready.len() >= WRITE_GATHER {
+                    flush_ready(&queue, &mut ready).await;
                 }
             }
+            flush_ready(&queue, &mut ready).await;
         }
-        drop(lines);
-        tracker.close();
-        tracker.wait().await;
-        if let Some(frame) = shutdown_answer {
-            out.send(frame);
+        flush_ready(&queue, &mut ready).await;
+        drop(line_rx);
+        pipeline.finish().await;
+        read_task.abort();
+        queue.close();
+        write_task.await.map_err(io::Error::other)?
+    }
+}
+
+/// Writes gathered frames as lines and flushes: small ones copied into one buffer, large
+/// ones written as they are.
+async fn write_batch<W: AsyncWrite + Unpin>(writer: &mut W, batch: &[(Vec<u8>, usize)]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(WRITE_GATHER.min(batch.iter().map(|(f, _)| f.len() + 1).sum()));
+    for (frame, _) in batch {
+        if frame.len() >= WRITE_GATHER {
+            writer.write_all(&buf).await?;
+            buf.clear();
+            writer.write_all(frame).await?;
+            writer.write_all(b"\n").await?;
+        } else {
+            buf.extend_from_slice(frame);
+            buf.push(b'\n');
+        }
+    }
+    writer.write_all(&buf).await?;
+    writer.flush().await
+}
+
+/// Queues the answers gathered so far (already NDJSON lines) as one unit, within the byte
+/// budget: while the client is not reading, this waits, and so does the reading of new lines.
+async fn flush_ready(queue: &FrameQueue, ready: &mut Vec<u8>) {
+    if let Some(b'\n') = ready.last() {
+        ready.pop();
+        queue.send(std::mem::take(ready)).await;
+    }
+}
+
+/// The reader's thread: reads stdin, dispatches each line, writes the answers that are ready
+/// once per read, and returns the pipeline at EOF or `shutdown`.
+fn read_stdin(mut pipeline: Pipeline, max_line: usize, handle: &Handle, stdout: &Stdout) -> Pipeline {
+    let stdin = io::stdin();
+    let mut stdin = stdin.lock();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut splitter = LineSplitter::new(max_line);
+    let mut lines = Vec::new();
+    let mut ready = Vec::new();
+    let write = |ready: &mut Vec<u8>| {
+        if !ready.is_empty() {
+            if let Err(e) = stdout.write_all(ready) {
+                tracing::warn!(error = %e, "stdout write failed");
+            }
+            ready.clear();
+        }
+    };
+    loop {
+        let eof = match stdin.read(&mut buf) {
+            Ok(0) => {
+                splitter.finish(&mut lines);
+                true
+            }
+            Ok(n) => {
+                splitter.push(&buf[..n], &mut lines);
+                false
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "stdin read failed; treating as EOF");
+                true
+            }
+        };
+        for line in lines.drain(..) {
+            match pipeline.line(line, &mut ready) {
+                Admit::Done => {}
+                Admit::Wait(fut) => {
+                    // Waiting for a place: answers gathered so far go out first.
+                    write(&mut ready);
+                    let Ok(place) = handle.block_on(pipeline.place().acquire_owned()) else {
+                        return pipeline;
+                    };
+                    pipeline.spawn_waiting(fut, place);
+                }
+                Admit::Stop => {
+                    write(&mut ready);
+                    return pipeline;
+                }
+            }
+            if ready.len() >= WRITE_GATHER {
+                write(&mut ready);
+            }
+        }
+        write(&mut ready);
+        if eof {
+            return pipeline;
+        }
+    }
+}
+
+/// The writer thread: gathers queued answers into vectored writes until `Close`.
+///
+/// After a failed write (the client closed stdout) answers are dropped, but the queue is
+/// still drained and its budget given back, so requests finishing later never wait forever.
+fn write_queued(mut frames: FrameReceiver, stdout: &Stdout) {
+    let mut batch = Vec::new();
+    let mut broken = false;
+    while let Some(first) = frames.blocking_recv() {
+        let closing = gather(&mut frames, first, WRITE_GATHER, &mut batch);
+        if !broken && let Err(e) = stdout.write_lines(&batch) {
+            tracing::warn!(error = %e, "stdout write failed; answers from now on are dropped");
+            broken = true;
+        }
+        frames.release(batch.drain(..).map(|(_, held)| held).sum());
+        if closing {
+            return;
         }
     }
 }
