@@ -403,8 +403,12 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
 /// bracket it, interpolated linearly in recall on log q/s (q/s falls roughly geometrically as
 /// the beam doubles). `None` when no measured beam reaches `target`.
 fn qps_at_recall(row: &Value, target: f64) -> Option<f64> {
-    let points: Vec<(f64, f64)> =
-        row["ef"].as_array()?.iter().map(|e| (f(e, "recall"), f(e, "qps"))).filter(|(r, q)| r.is_finite() && *q > 0.0).collect();
+    let points: Vec<(f64, f64)> = row["ef"]
+        .as_array()?
+        .iter()
+        .map(|e| (f(e, "recall"), f(e, "qps")))
+        .filter(|(r, q)| r.is_finite() && *q > 0.0)
+        .collect();
     if let Some(&(r, q)) = points.first()
         && r >= target
     {
@@ -453,7 +457,9 @@ fn report(
         );
     }
     let targets = [0.99, 0.995, 0.999];
-    println!("\nq/s at equal recall@10 (interpolated between the measured ef on log q/s; - where the curve does not reach it):");
+    println!(
+        "\nq/s at equal recall@10 (interpolated between the measured ef on log q/s; - where the curve does not reach it):"
+    );
     for r in rows {
         let at: Vec<String> = targets
             .iter()

@@ -126,7 +126,8 @@ fn main() -> Result<(), String> {
         .map(|d| d.text)
         .take(args.abstracts)
         .collect();
-    let queries: Vec<String> = collection.queries.iter().map(|(_, text)| text.clone()).cycle().take(args.queries).collect();
+    let queries: Vec<String> =
+        collection.queries.iter().map(|(_, text)| text.clone()).cycle().take(args.queries).collect();
     let sets = [("abstracts", &abstracts), ("queries", &queries)];
     let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
     let files = model::locate_or_fetch(&dir, &mut |m| eprintln!("{m}")).map_err(|e| e.to_string())?;
@@ -142,7 +143,13 @@ fn main() -> Result<(), String> {
     let mut ours: Option<Vec<Vec<Vec<f32>>>> = None;
     for spec in &args.layouts {
         let (sessions, threads) = layout(spec)?;
-        let options = EmbedderOptions { sessions: Some(sessions), threads: Some(threads), arena: args.arena, batch_tokens: args.batch_tokens, ..EmbedderOptions::default() };
+        let options = EmbedderOptions {
+            sessions: Some(sessions),
+            threads: Some(threads),
+            arena: args.arena,
+            batch_tokens: args.batch_tokens,
+            ..EmbedderOptions::default()
+        };
         let before = rcp_bench::proc::status(std::process::id()).rss_kb;
         let embedder = Embedder::load(&files, options).map_err(|e| e.to_string())?;
         let loaded = rcp_bench::proc::status(std::process::id()).rss_kb;
@@ -182,7 +189,10 @@ fn main() -> Result<(), String> {
         }
         let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("python output: {e}"))?;
         let rate = |n: &str| v[n]["texts_per_s"].as_f64().unwrap_or(0.0);
-        rows.push((format!("Python onnxruntime + tokenizers, batches of {}", args.python_batch), sets.iter().map(|(n, _)| rate(n)).collect()));
+        rows.push((
+            format!("Python onnxruntime + tokenizers, batches of {}", args.python_batch),
+            sets.iter().map(|(n, _)| rate(n)).collect(),
+        ));
         if let Some(ours) = &ours {
             let mut lowest = f64::INFINITY;
             for ((name, texts), mine) in sets.iter().zip(ours) {
@@ -208,7 +218,11 @@ fn main() -> Result<(), String> {
     if let Some((_, py)) = rows.iter().find(|(l, _)| l.starts_with("Python")) {
         println!();
         for (label, rates) in rows.iter().filter(|(l, _)| !l.starts_with("Python")) {
-            println!("- {label}: {:.2}x Python on abstracts, {:.2}x on short queries", rates[0] / py[0], rates[1] / py[1]);
+            println!(
+                "- {label}: {:.2}x Python on abstracts, {:.2}x on short queries",
+                rates[0] / py[0],
+                rates[1] / py[1]
+            );
         }
     }
     if let Some(c) = agreement {

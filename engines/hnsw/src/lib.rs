@@ -306,7 +306,12 @@ impl Hnsw {
 
     /// The neighbour count and link words of `slot` at `level` (`upper` for levels above 0).
     #[inline]
-    fn links<'a>(&'a self, slot: u32, level: usize, upper: Option<&'a Upper>) -> Option<(&'a AtomicU32, &'a [AtomicU32])> {
+    fn links<'a>(
+        &'a self,
+        slot: u32,
+        level: usize,
+        upper: Option<&'a Upper>,
+    ) -> Option<(&'a AtomicU32, &'a [AtomicU32])> {
         if level == 0 {
             return self.table.get(slot).map(|r| self.table.links(r));
         }

@@ -166,7 +166,8 @@ impl Table {
 
     /// The record of `slot`, allocating its chunk; `None` beyond [`Table::CAPACITY`].
     pub(crate) fn ensure(&self, slot: u32) -> Option<&[AtomicU32]> {
-        let chunk = self.chunks.get(slot as usize >> CHUNK_BITS)?.get_or_init(|| Chunk::zeroed(CHUNK * self.words)).words();
+        let chunk =
+            self.chunks.get(slot as usize >> CHUNK_BITS)?.get_or_init(|| Chunk::zeroed(CHUNK * self.words)).words();
         let at = (slot as usize & (CHUNK - 1)) * self.words;
         chunk.get(at..at + self.words)
     }

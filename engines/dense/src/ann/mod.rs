@@ -31,13 +31,13 @@ use std::path::Path;
 use std::str::FromStr;
 
 mod exact;
-mod rcp_hnsw;
 mod hnsw_rs;
+mod rcp_hnsw;
 mod usearch;
 
 pub use exact::{dot, exact, exact_batch};
-pub use rcp_hnsw::RcpHnswIndex;
 pub use hnsw_rs::{HnswRsIndex, UnitDot};
+pub use rcp_hnsw::RcpHnswIndex;
 pub use usearch::UsearchIndex;
 
 /// HNSW construction and search parameters.
