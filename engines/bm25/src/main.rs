@@ -190,6 +190,11 @@ impl From<TrustArg> for TrustLevel {
     }
 }
 
+/// jemalloc (feature `jemalloc`, on by default); see the crate's Cargo.toml.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

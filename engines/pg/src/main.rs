@@ -137,6 +137,11 @@ struct ServeCmd {
     serve: ServeArgs,
 }
 
+/// jemalloc (feature `jemalloc`, on by default); see the crate's Cargo.toml.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {

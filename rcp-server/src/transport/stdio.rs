@@ -15,7 +15,8 @@
 //! reading stdin. Memory stays bounded by the budget and the pipeline's places.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::runtime::Handle;
@@ -32,46 +33,104 @@ const READ_CHUNK: usize = 64 * 1024;
 const WRITE_GATHER: usize = 64 * 1024;
 
 /// stdout, shared by the reader's thread and the writer thread; each write is whole lines.
-struct Stdout(Mutex<Box<dyn Write + Send>>);
+///
+/// What the reader answers at once (pings, errors, inline answers) must not wait behind the
+/// writer's queue, and a mutex is no help there: the writer, going from one batch to the next,
+/// takes it again before a sleeping reader wakes. So the reader leaves its bytes in `urgent`
+/// and writes them itself when stdout is free; while the writer holds it, the writer writes
+/// them at its next batch boundary, before its own. A reader that has more than
+/// [`URGENT_LIMIT`] waiting (the client is not reading) waits for stdout like the writer does.
+struct Stdout {
+    out: Mutex<Box<dyn Write + Send>>,
+    urgent: Mutex<Vec<u8>>,
+    pending: AtomicBool,
+}
+
+/// Bytes the reader may leave for the writer before it waits for stdout itself.
+const URGENT_LIMIT: usize = 1 << 20;
+
+fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 impl Stdout {
     /// The process's stdout without std's line buffering: on Unix a second handle to fd 1,
     /// so the frames gathered here reach the pipe in one `write`/`writev`.
     fn open() -> Self {
-        #[cfg(unix)]
-        {
-            use std::os::fd::AsFd;
-            if let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() {
-                return Self(Mutex::new(Box::new(std::fs::File::from(fd))));
+        let out: Box<dyn Write + Send> = 'out: {
+            #[cfg(unix)]
+            {
+                use std::os::fd::AsFd;
+                if let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() {
+                    break 'out Box::new(std::fs::File::from(fd));
+                }
+            }
+            Box::new(io::stdout())
+        };
+        Self { out: Mutex::new(out), urgent: Mutex::new(Vec::new()), pending: AtomicBool::new(false) }
+    }
+
+    /// The reader's side: `bytes` (whole lines) go out now if stdout is free, else at the
+    /// writer's next batch boundary.
+    fn write_urgent(&self, bytes: &[u8]) -> io::Result<()> {
+        let waiting = {
+            let mut urgent = locked(&self.urgent);
+            urgent.extend_from_slice(bytes);
+            urgent.len()
+        };
+        self.pending.store(true, Ordering::SeqCst);
+        // Pairs with the fence in `write_lines`: if the writer still holds stdout here, it
+        // sees `pending` after it lets go.
+        fence(Ordering::SeqCst);
+        let mut out = match self.out.try_lock() {
+            Ok(out) => out,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) if waiting <= URGENT_LIMIT => return Ok(()),
+            Err(TryLockError::WouldBlock) => locked(&self.out),
+        };
+        self.drain_urgent(&mut **out)
+    }
+
+    /// Writes what the reader left, while holding stdout.
+    fn drain_urgent(&self, out: &mut dyn Write) -> io::Result<()> {
+        while self.pending.swap(false, Ordering::SeqCst) {
+            let bytes = std::mem::take(&mut *locked(&self.urgent));
+            if !bytes.is_empty() {
+                out.write_all(&bytes)?;
             }
         }
-        Self(Mutex::new(Box::new(io::stdout())))
+        out.flush()
     }
 
-    fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        w.write_all(bytes)?;
-        w.flush()
-    }
-
-    /// Writes each frame followed by a newline, vectored, in as few calls as the OS allows.
+    /// The writer's side: each frame followed by a newline, vectored, in as few calls as the
+    /// OS allows, with the reader's bytes first and in between.
     fn write_lines(&self, frames: &[(Vec<u8>, usize)]) -> io::Result<()> {
         let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(frames.len() * 2);
         for (frame, _) in frames {
             slices.push(IoSlice::new(frame));
             slices.push(IoSlice::new(b"\n"));
         }
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let mut slices = &mut slices[..];
-        while !slices.is_empty() {
-            match w.write_vectored(slices) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => IoSlice::advance_slices(&mut slices, n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+        {
+            let mut out = locked(&self.out);
+            self.drain_urgent(&mut **out)?;
+            let mut slices = &mut slices[..];
+            while !slices.is_empty() {
+                match out.write_vectored(slices) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
+            self.drain_urgent(&mut **out)?;
         }
-        w.flush()
+        // Bytes the reader left after the last check, while stdout was still held here.
+        fence(Ordering::SeqCst);
+        if self.pending.load(Ordering::SeqCst) {
+            let mut out = locked(&self.out);
+            self.drain_urgent(&mut **out)?;
+        }
+        Ok(())
     }
 }
 
@@ -232,7 +291,7 @@ fn read_stdin(mut pipeline: Pipeline, max_line: usize, handle: &Handle, stdout: 
     let mut ready = Vec::new();
     let write = |ready: &mut Vec<u8>| {
         if !ready.is_empty() {
-            if let Err(e) = stdout.write_all(ready) {
+            if let Err(e) = stdout.write_urgent(ready) {
                 tracing::warn!(error = %e, "stdout write failed");
             }
             ready.clear();

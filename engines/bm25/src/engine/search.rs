@@ -284,10 +284,17 @@ impl Engine {
         let total = page.len().max(1);
         for chunk in page.chunks(CHUNK) {
             hooks.check()?;
-            let mut part = Vec::with_capacity(chunk.len());
-            for &(score, raw, addr) in chunk {
-                part.push(self.hit(searcher, addr, score, raw, req.include_text)?);
+            // Fetched in address order, so hits that share a compressed doc-store block are read
+            // one after another and the block is decompressed once (the reader caches only a
+            // few blocks: `DOC_STORE_CACHE_BLOCKS`); then put back in rank order.
+            let mut by_address: Vec<usize> = (0..chunk.len()).collect();
+            by_address.sort_unstable_by_key(|&i| chunk[i].2);
+            let mut fetched: Vec<Option<Hit>> = vec![None; chunk.len()];
+            for i in by_address {
+                let (score, raw, addr) = chunk[i];
+                fetched[i] = Some(self.hit(searcher, addr, score, raw, req.include_text)?);
             }
+            let part: Vec<Hit> = fetched.into_iter().flatten().collect();
             if let Some(p) = hooks.progress {
                 let done = hits.len() + part.len();
                 p(0.5 + 0.5 * done as f64 / total as f64, format!("{done} hits"), part.clone());
