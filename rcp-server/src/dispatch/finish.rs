@@ -11,9 +11,44 @@ use rcp_protocol::{Meta, RcpError, RetrieveResult};
 use serde_json::Value;
 use tokio::time::Instant;
 
-/// Serialises a result; a failure is the engine's fault (`-32603`).
-pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, RcpError> {
-    serde_json::to_vec(v).map_err(|e| RcpError::internal(format!("could not serialise the result: {e}")))
+/// A finished result, serialised once, straight into its response frame (no intermediate
+/// buffer, no copy into an envelope), into a buffer sized from `hint` up front.
+pub(crate) struct Body {
+    write: WriteBody,
+    hint: usize,
+}
+
+/// Serialises the result it holds into the buffer.
+type WriteBody = Box<dyn FnOnce(&mut Vec<u8>) -> serde_json::Result<()> + Send>;
+
+/// The body of `v`, expected to serialise to about `hint` bytes.
+pub(super) fn body_sized<T: serde::Serialize + Send + 'static>(v: T, hint: usize) -> Body {
+    Body { write: Box::new(move |buf| serde_json::to_writer(buf, &v)), hint }
+}
+
+/// The body of a small result.
+pub(super) fn body<T: serde::Serialize + Send + 'static>(v: T) -> Body {
+    body_sized(v, 256)
+}
+
+impl Body {
+    /// `{"jsonrpc":"2.0","id":<id>,"result":<body>}`; a serialisation failure is the engine's
+    /// fault (`-32603`).
+    pub(super) fn frame(self, id: &str) -> Result<Vec<u8>, RcpError> {
+        let mut out = Vec::with_capacity(32 + id.len() + self.hint);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.extend_from_slice(id.as_bytes());
+        out.extend_from_slice(b",\"result\":");
+        (self.write)(&mut out).map_err(|e| RcpError::internal(format!("could not serialise the result: {e}")))?;
+        out.push(b'}');
+        Ok(out)
+    }
+}
+
+/// About how many bytes a `retrieve` result serialises to: its texts plus a few hundred bytes
+/// of fields per hit.
+pub(super) fn retrieve_size(res: &RetrieveResult) -> usize {
+    res.hits.iter().map(|h| h.text.as_ref().map_or(0, String::len) + 320).sum::<usize>() + 256
 }
 
 /// Maps NaN and infinities to the nearest finite value, so every score is valid JSON.
@@ -130,6 +165,19 @@ mod tests {
     use rcp_protocol::Hit;
 
     use super::*;
+
+    #[test]
+    fn bodies_are_written_into_their_frame() {
+        let frame = body(serde_json::json!({"a": [1, 2]})).frame("\"x\"").expect("frame");
+        assert_eq!(String::from_utf8_lossy(&frame), r#"{"jsonrpc":"2.0","id":"x","result":{"a":[1,2]}}"#);
+        let res = RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]);
+        let size = retrieve_size(&res);
+        let frame = body_sized(res, size).frame("7").expect("frame");
+        assert!(frame.len() <= size + 40, "the size hint covers the frame: {} > {size}", frame.len());
+        // A map with non-string keys cannot be JSON: the engine's fault.
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+        assert_eq!(body(bad).frame("1").map_err(|e| e.code.0), Err(-32603));
+    }
 
     #[test]
     fn scores_become_finite() {

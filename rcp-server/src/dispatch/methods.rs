@@ -17,7 +17,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::finish::{check_count, encode_vectors, finish_rerank, finish_retrieve, notes_meta, to_json};
+use super::finish::{
+    Body, body, body_sized, check_count, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size,
+};
 use crate::context::RequestContext;
 use crate::handler::{
     BoxFuture, DynCatalog, DynEmbed, DynFeedback, DynGraph, DynIndex, DynMemory, DynMultiVector, DynRerank,
@@ -26,8 +28,9 @@ use crate::handler::{
 use crate::server::{IdempotencyCache, Shared};
 use crate::validate;
 
-/// A handler call in flight; it yields the serialised result.
-pub(super) type Call = BoxFuture<Result<Vec<u8>, RcpError>>;
+/// A handler call in flight; it yields the finished result, which the dispatcher serialises
+/// into the response frame.
+pub(super) type Call = BoxFuture<Result<Body, RcpError>>;
 
 /// Routes a gated method to its family: the handler registered for it, validated params.
 pub(super) fn call(
@@ -73,7 +76,8 @@ fn retrieve(handler: Arc<dyn DynRetrieve>, params: Option<&RawValue>, ctx: Reque
         let mut res = handler.retrieve(req, ctx.clone()).await?;
         notes.extend(ctx.take_notes());
         finish_retrieve(&mut res, k, notes, started);
-        to_json(&res)
+        let size = retrieve_size(&res);
+        Ok(body_sized(res, size))
     }))
 }
 
@@ -88,7 +92,8 @@ fn embed(handler: Arc<dyn DynEmbed>, params: Option<&RawValue>, ctx: RequestCont
         let vectors = if n == 0 { Vec::new() } else { handler.embed(req, ctx.clone()).await? };
         notes.extend(ctx.take_notes());
         let (vectors, encoding) = encode_vectors(vectors, n, cap.dimension as usize, &encoding, "vectors")?;
-        to_json(&EmbedResult { vectors, encoding, dimension: Some(cap.dimension), meta: notes_meta(notes) })
+        let size = n * cap.dimension as usize * 12 + 256;
+        Ok(body_sized(EmbedResult { vectors, encoding, dimension: Some(cap.dimension), meta: notes_meta(notes) }, size))
     }))
 }
 
@@ -115,12 +120,14 @@ fn embed_multi(
             used = enc;
             out.push(rows);
         }
-        to_json(&MultiVectorResult {
+        let size = out.iter().map(Vec::len).sum::<usize>() * cap.dimension as usize * 12 + 256;
+        let result = MultiVectorResult {
             matrices: out,
             dimension: Some(cap.dimension),
             encoding: used,
             meta: notes_meta(notes),
-        })
+        };
+        Ok(body_sized(result, size))
     }))
 }
 
@@ -147,7 +154,7 @@ fn embed_sparse(
                 "sparse vector {bad} is malformed (length mismatch or non-finite weight)"
             )));
         }
-        to_json(&SparseEmbedResult { sparse, meta: notes_meta(ctx.take_notes()) })
+        Ok(body(SparseEmbedResult { sparse, meta: notes_meta(ctx.take_notes()) }))
     }))
 }
 
@@ -161,7 +168,7 @@ fn rerank(handler: Arc<dyn DynRerank>, params: Option<&RawValue>, ctx: RequestCo
         let scores = if n == 0 { Vec::new() } else { handler.rerank(req, ctx.clone()).await? };
         notes.extend(ctx.take_notes());
         check_count(scores.len(), n, "scores", "passages")?;
-        to_json(&finish_rerank(scores, top_n, notes, started))
+        Ok(body(finish_rerank(scores, top_n, notes, started)))
     }))
 }
 
@@ -171,7 +178,7 @@ fn transform(handler: Arc<dyn DynTransform>, params: Option<&RawValue>, ctx: Req
     let methods = ctx.capabilities().transform.as_ref().map(|t| t.methods.as_slice()).unwrap_or_default();
     validate::one_of("method", &p.method, methods)?;
     validate::at_least_one("n", p.n)?;
-    Ok(Box::pin(async move { to_json(&handler.transform(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.transform(p, ctx).await?)) }))
 }
 
 /// `graph` (§7.9): an advertised op, `k >= 1`, `hops >= 1`.
@@ -181,7 +188,7 @@ fn graph(handler: Arc<dyn DynGraph>, params: Option<&RawValue>, ctx: RequestCont
     validate::one_of("op", &p.op, ops)?;
     validate::at_least_one("k", p.k)?;
     validate::at_least_one("hops", p.hops)?;
-    Ok(Box::pin(async move { to_json(&handler.graph(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.graph(p, ctx).await?)) }))
 }
 
 /// `index/add` (§7.10): advertised options, unique non-empty ids, one write per idempotency key.
@@ -208,28 +215,28 @@ fn index_add(
         // failed write leaves the key free for a retry (§7.10).
         Some(k) => {
             let cell = idempotency.lock().map_err(|_| RcpError::internal("idempotency cache poisoned"))?.cell(k);
-            Box::pin(async move { to_json(cell.get_or_try_init(|| add).await?) })
+            Box::pin(async move { Ok(body(cell.get_or_try_init(|| add).await?.clone())) })
         }
-        None => Box::pin(async move { to_json(&add.await?) }),
+        None => Box::pin(async move { Ok(body(add.await?)) }),
     })
 }
 
 /// `index/delete` (§7.11).
 fn index_delete(handler: Arc<dyn DynIndex>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let p: IndexDeleteParams = validate::parse(params)?;
-    Ok(Box::pin(async move { to_json(&handler.delete(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.delete(p, ctx).await?)) }))
 }
 
 /// `catalog/list` (§7.13): no params.
 fn catalog_list(handler: Arc<dyn DynCatalog>, ctx: RequestContext) -> Result<Call, RcpError> {
-    Ok(Box::pin(async move { to_json(&handler.list(ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.list(ctx).await?)) }))
 }
 
 /// `feedback` (§7.16): every reward in `[-1,1]`.
 fn feedback(handler: Arc<dyn DynFeedback>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let p: FeedbackParams = validate::parse(params)?;
     validate::rewards(&p.signals)?;
-    Ok(Box::pin(async move { to_json(&handler.feedback(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.feedback(p, ctx).await?)) }))
 }
 
 /// `memory/build` (§7.17): an advertised scope.
@@ -239,7 +246,7 @@ fn memory_build(handler: Arc<dyn DynMemory>, params: Option<&RawValue>, ctx: Req
         let scopes = ctx.capabilities().memory.as_ref().map(|m| m.scopes.as_slice()).unwrap_or_default();
         validate::one_of("scope", scope, scopes)?;
     }
-    Ok(Box::pin(async move { to_json(&handler.build(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.build(p, ctx).await?)) }))
 }
 
 /// `memory/recall` (§7.17): `n >= 1`.
@@ -250,5 +257,5 @@ fn memory_recall(
 ) -> Result<Call, RcpError> {
     let p: MemoryRecallParams = validate::parse(params)?;
     validate::at_least_one("n", p.n)?;
-    Ok(Box::pin(async move { to_json(&handler.recall(p, ctx).await?) }))
+    Ok(Box::pin(async move { Ok(body(handler.recall(p, ctx).await?)) }))
 }

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::Processed;
-use super::frame::{error_frame, ok_frame};
+use super::frame::error_frame;
 use super::lifecycle::Lifecycle;
 use super::methods;
 use crate::context::{ContextParts, RequestContext};
@@ -163,8 +163,8 @@ impl Server {
                     tracing::debug!(method = m.name(), id = %id, latency_us = elapsed.as_micros() as u64, code = e.code.0, "error")
                 }
             }
-            match outcome {
-                Ok(body) => (ok_frame(&id, &body), Outcome::Ok),
+            match outcome.and_then(|body| body.frame(&id)) {
+                Ok(frame) => (frame, Outcome::Ok),
                 Err(e) => (error_frame(Some(&id), &e), Outcome::Error(e.code.0)),
             }
         })))
