@@ -1,9 +1,11 @@
-//! `load`: a mixed pipelined workload against any engine command over stdio, at several
-//! concurrency levels, with the server process's memory and thread count.
+//! `load`: a mixed workload against any engine command over stdio (pipelined on one session)
+//! or HTTP (that many concurrent keep-alive clients), at several concurrency levels, with the
+//! server process's memory and thread count.
 //!
-//! For each `--server` and each `--inflight` level, a fresh server is started (on a fresh
-//! copy of `--data` when given: `{data}` in the command is replaced by the copy), initialised,
-//! and kept at that many requests in flight for `--seconds`: `retrieve` k=10 and k=100
+//! For each `--transport`, each `--server` and each `--inflight` level, a fresh server is
+//! started (on a fresh copy of `--data` when given: `{data}` in the command is replaced by the
+//! copy; over HTTP with `--http 127.0.0.1:PORT` appended), initialised, and kept at that many
+//! requests in flight for `--seconds`: `retrieve` k=10 and k=100
 //! (Cranfield queries), `index/add` (one Cranfield document under a new id) and `ping`, in
 //! the shares `--mix` gives. Reports per kind the answered requests per second, p50/p99/p999
 //! latency, refusals (`-32011`) and other errors; per run the idle and peak RSS (`VmHWM`) and
@@ -59,6 +61,19 @@ struct Args {
     /// Shares of retrieve k=10, retrieve k=100, index/add and ping (relative weights).
     #[arg(long, value_delimiter = ',', default_value = "45,30,10,15")]
     mix: Vec<u32>,
+
+    /// Transports measured, each with every server and level.
+    #[arg(long, value_delimiter = ',', default_value = "stdio")]
+    transport: Vec<Transport>,
+}
+
+/// How the load reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Transport {
+    /// One stdio session, requests pipelined.
+    Stdio,
+    /// `--http 127.0.0.1:PORT`, one keep-alive connection per request in flight.
+    Http,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,10 +132,12 @@ fn main() -> Result<(), String> {
     if corpus.is_empty() || queries.is_empty() {
         return Err("the collection has no documents or no queries".into());
     }
+    let (corpus, queries) = (Arc::new(corpus), Arc::new(queries));
     let work = std::env::temp_dir().join(format!("rcp-load-{}", std::process::id()));
     let _cleanup = Cleanup(work.clone());
     println!(
-        "mixed load over stdio: {:.0} s per level; mix retrieve k=10/k=100/index/add/ping = {:?}; {} cores",
+        "mixed load over {}: {:.0} s per level; mix retrieve k=10/k=100/index/add/ping = {:?}; {} cores",
+        args.transport.iter().map(|t| format!("{t:?}").to_lowercase()).collect::<Vec<_>>().join(" and "),
         args.seconds,
         args.mix,
         std::thread::available_parallelism().map(usize::from).unwrap_or(1)
@@ -130,54 +147,65 @@ fn main() -> Result<(), String> {
         "server", "in", "kind", "req/s", "p50 ms", "p99 ms", "p999 ms", "refused", "errors"
     );
     let mut summaries = Vec::new();
-    for (si, spec) in args.servers.iter().enumerate() {
-        let (label, command) = server_spec(spec, si);
-        for &inflight in &args.inflight {
-            let data = match &args.data {
-                Some(src) => {
-                    let dst = work.join(format!("{si}-{inflight}"));
-                    copy_dir(src, &dst).map_err(|e| format!("copy {}: {e}", src.display()))?;
-                    Some(dst)
-                }
-                None => None,
+    for &transport in &args.transport {
+        for (si, spec) in args.servers.iter().enumerate() {
+            let (label, command) = server_spec(spec, si);
+            let label = match (transport, args.transport.len()) {
+                (_, 1) => label,
+                (Transport::Stdio, _) => format!("{label}/stdio"),
+                (Transport::Http, _) => format!("{label}/http"),
             };
-            let argv: Vec<String> = command
-                .split_whitespace()
-                .map(|a| match &data {
-                    Some(d) => a.replace("{data}", &d.to_string_lossy()),
-                    None => a.to_owned(),
-                })
-                .collect();
-            let mut run = drive(&argv, inflight.max(1), &args, &queries, &corpus)?;
-            let mut total = 0usize;
-            for kind in Kind::ALL {
-                let Some(k) = run.kinds.get_mut(&kind) else { continue };
-                total += k.latencies_ms.len();
-                let n = k.latencies_ms.len() as f64 / run.elapsed;
-                println!(
-                    "{:<10} {:>5} {:<15} {:>8.0} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>6}",
+            for &inflight in &args.inflight {
+                let data = match &args.data {
+                    Some(src) => {
+                        let dst = work.join(format!("{si}-{inflight}"));
+                        copy_dir(src, &dst).map_err(|e| format!("copy {}: {e}", src.display()))?;
+                        Some(dst)
+                    }
+                    None => None,
+                };
+                let argv: Vec<String> = command
+                    .split_whitespace()
+                    .map(|a| match &data {
+                        Some(d) => a.replace("{data}", &d.to_string_lossy()),
+                        None => a.to_owned(),
+                    })
+                    .collect();
+                let mix = Mix::new(&args.mix, &queries, &corpus);
+                let mut run = match transport {
+                    Transport::Stdio => drive(&argv, inflight.max(1), &args, mix)?,
+                    Transport::Http => drive_http(argv, inflight.max(1), &args, mix)?,
+                };
+                let mut total = 0usize;
+                for kind in Kind::ALL {
+                    let Some(k) = run.kinds.get_mut(&kind) else { continue };
+                    total += k.latencies_ms.len();
+                    let n = k.latencies_ms.len() as f64 / run.elapsed;
+                    println!(
+                        "{:<10} {:>5} {:<15} {:>8.0} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>6}",
+                        label,
+                        inflight,
+                        kind.name(),
+                        n,
+                        percentile(&mut k.latencies_ms, 50.0),
+                        percentile(&mut k.latencies_ms, 99.0),
+                        percentile(&mut k.latencies_ms, 99.9),
+                        k.refused,
+                        k.errors
+                    );
+                }
+                summaries.push(format!(
+                    "{:<10} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7}",
                     label,
                     inflight,
-                    kind.name(),
-                    n,
-                    percentile(&mut k.latencies_ms, 50.0),
-                    percentile(&mut k.latencies_ms, 99.0),
-                    percentile(&mut k.latencies_ms, 99.9),
-                    k.refused,
-                    k.errors
-                );
+                    total as f64 / run.elapsed,
+                    run.idle_rss_kb as f64 / 1024.0,
+                    run.peak_rss_kb as f64 / 1024.0,
+                    run.peak_rss_kb.saturating_sub(run.idle_rss_kb) as f64 / 1024.0,
+                    run.idle_threads,
+                    run.max_threads
+                ));
             }
-            summaries.push(format!(
-                "{:<10} {:>5} {:>9.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7}",
-                label,
-                inflight,
-                total as f64 / run.elapsed,
-                run.idle_rss_kb as f64 / 1024.0,
-                run.peak_rss_kb as f64 / 1024.0,
-                run.peak_rss_kb.saturating_sub(run.idle_rss_kb) as f64 / 1024.0,
-                run.idle_threads,
-                run.max_threads
-            ));
         }
     }
     println!();
@@ -192,21 +220,15 @@ fn main() -> Result<(), String> {
 }
 
 /// Starts `argv`, initialises it, keeps `window` requests in flight for `--seconds`.
-fn drive(argv: &[String], window: usize, args: &Args, queries: &[String], corpus: &[Value]) -> Result<Run, String> {
+fn drive(argv: &[String], window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
     let mut child = spawn_quiet(argv)?;
-    let result = drive_child(&mut child, window, args, queries, corpus);
+    let result = drive_child(&mut child, window, args, mix);
     let _ = child.kill();
     let _ = child.wait();
     result
 }
 
-fn drive_child(
-    child: &mut Child,
-    window: usize,
-    args: &Args,
-    queries: &[String],
-    corpus: &[Value],
-) -> Result<Run, String> {
+fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> Result<Run, String> {
     let pid = child.id();
     let mut stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
     let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
@@ -264,12 +286,9 @@ fn drive_child(
         })
     };
 
-    let weights = &args.mix;
-    let total_weight: u32 = weights.iter().sum();
     let started = Instant::now();
     let stop = started + Duration::from_secs_f64(args.seconds);
     let mut sent = 0u64;
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
     while Instant::now() < stop {
         // Frames go out in one flush whenever the window is full, so requests are pipelined.
         if permits_rx.try_recv().is_err() {
@@ -279,35 +298,7 @@ fn drive_child(
             }
         }
         sent += 1;
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let mut pick = (rng % u64::from(total_weight)) as u32;
-        let kind = Kind::ALL
-            .into_iter()
-            .zip(weights.iter())
-            .find(|(_, w)| {
-                if pick < **w {
-                    true
-                } else {
-                    pick -= **w;
-                    false
-                }
-            })
-            .map_or(Kind::Ping, |(k, _)| k);
-        let r = (rng >> 20) as usize;
-        let frame = match kind {
-            Kind::Retrieve10 | Kind::Retrieve100 => {
-                let k = if kind == Kind::Retrieve10 { 10 } else { 100 };
-                json!({"jsonrpc": "2.0", "id": sent, "method": "retrieve", "params": {"query": queries[r % queries.len()], "k": k}})
-            }
-            Kind::Add => {
-                let src = &corpus[r % corpus.len()];
-                let doc = json!({"id": format!("load-{sent}"), "text": src["text"], "meta": {"title": src["title"]}});
-                json!({"jsonrpc": "2.0", "id": sent, "method": "index/add", "params": {"documents": [doc]}})
-            }
-            Kind::Ping => json!({"jsonrpc": "2.0", "id": sent, "method": "ping"}),
-        };
+        let (kind, frame) = mix.next(sent);
         if let Ok(mut m) = in_flight.lock() {
             m.insert(sent, (kind, Instant::now()));
         }
@@ -328,6 +319,182 @@ fn drive_child(
     drop(stdin);
     let _ = child.kill();
     let kinds = reader.join().map_err(|_| "reader thread panicked")?;
+    Ok(Run {
+        kinds,
+        elapsed,
+        idle_rss_kb: idle.rss_kb,
+        peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
+        idle_threads: idle.threads,
+        max_threads: max_threads.load(Ordering::Relaxed).max(end.threads),
+    })
+}
+
+/// The request mix: which kind comes next (seeded, the same sequence for every server) and
+/// its frame.
+#[derive(Clone)]
+struct Mix {
+    weights: Vec<u32>,
+    total: u32,
+    rng: u64,
+    queries: Arc<Vec<String>>,
+    corpus: Arc<Vec<Value>>,
+}
+
+impl Mix {
+    fn new(weights: &[u32], queries: &Arc<Vec<String>>, corpus: &Arc<Vec<Value>>) -> Self {
+        Self {
+            weights: weights.to_vec(),
+            total: weights.iter().sum(),
+            rng: 0x2545_F491_4F6C_DD1D,
+            queries: Arc::clone(queries),
+            corpus: Arc::clone(corpus),
+        }
+    }
+
+    /// The same mix on another seeded sequence (one per HTTP client).
+    fn reseeded(&self, stream: u64) -> Self {
+        Self { rng: self.rng ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, ..self.clone() }
+    }
+
+    /// The kind and frame of request `id`.
+    fn next(&mut self, id: u64) -> (Kind, Value) {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let mut pick = (self.rng % u64::from(self.total.max(1))) as u32;
+        let kind = Kind::ALL
+            .into_iter()
+            .zip(self.weights.iter())
+            .find(|(_, w)| {
+                if pick < **w {
+                    true
+                } else {
+                    pick -= **w;
+                    false
+                }
+            })
+            .map_or(Kind::Ping, |(k, _)| k);
+        let r = (self.rng >> 20) as usize;
+        let frame = match kind {
+            Kind::Retrieve10 | Kind::Retrieve100 => {
+                let k = if kind == Kind::Retrieve10 { 10 } else { 100 };
+                let query = &self.queries[r % self.queries.len()];
+                json!({"jsonrpc": "2.0", "id": id, "method": "retrieve", "params": {"query": query, "k": k}})
+            }
+            Kind::Add => {
+                let src = &self.corpus[r % self.corpus.len()];
+                let doc = json!({"id": format!("load-{id}"), "text": src["text"], "meta": {"title": src["title"]}});
+                json!({"jsonrpc": "2.0", "id": id, "method": "index/add", "params": {"documents": [doc]}})
+            }
+            Kind::Ping => json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+        };
+        (kind, frame)
+    }
+}
+
+/// A port free on 127.0.0.1 right now.
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+/// Over HTTP: the server started with `--http`, `window` clients each with its own keep-alive
+/// connection sending one request at a time (stateless requests, no session).
+fn drive_http(mut argv: Vec<String>, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+    let port = free_port()?;
+    argv.extend(["--http".to_owned(), format!("127.0.0.1:{port}")]);
+    let mut child = spawn_quiet(&argv)?;
+    let result = drive_http_child(&mut child, port, window, args, mix);
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+    let pid = child.id();
+    let url = format!("http://127.0.0.1:{port}/rcp");
+    let started_at = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started_at.elapsed() > Duration::from_secs(60) {
+            return Err(format!("nothing listens on port {port} after 60 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(200));
+    let idle = rcp_bench::proc::status(pid);
+    let sampling = Arc::new(AtomicBool::new(true));
+    let max_threads = Arc::new(AtomicU64::new(idle.threads));
+    let sampler = {
+        let (sampling, max_threads) = (Arc::clone(&sampling), Arc::clone(&max_threads));
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::Relaxed) {
+                max_threads.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let seconds = args.seconds;
+    let started = Instant::now();
+    let results: Vec<HashMap<Kind, PerKind>> = runtime.block_on(async move {
+        let stop = Instant::now() + Duration::from_secs_f64(seconds);
+        let tasks: Vec<_> = (0..window as u64)
+            .map(|c| {
+                let url = url.clone();
+                let mut mix = mix.reseeded(c + 1);
+                tokio::spawn(async move {
+                    let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap_or_default();
+                    let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
+                    let mut n = 0u64;
+                    while Instant::now() < stop {
+                        n += 1;
+                        let (kind, frame) = mix.next((c + 1) * 1_000_000_000 + n);
+                        let body = frame.to_string();
+                        let sent = Instant::now();
+                        let answer = client
+                            .post(url.as_str())
+                            .header("content-type", "application/json")
+                            .body(body)
+                            .send()
+                            .await;
+                        let k = kinds.entry(kind).or_default();
+                        let text = match answer {
+                            Ok(r) => r.text().await.unwrap_or_default(),
+                            Err(_) => String::new(),
+                        };
+                        match envelope(&text) {
+                            Some((_, None)) => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
+                            Some((_, Some(-32011))) => k.refused += 1,
+                            _ => k.errors += 1,
+                        }
+                    }
+                    kinds
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.unwrap_or_default());
+        }
+        all
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.join();
+    let end = rcp_bench::proc::status(pid);
+    let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
+    for r in results {
+        for (kind, k) in r {
+            let all = kinds.entry(kind).or_default();
+            all.latencies_ms.extend(k.latencies_ms);
+            all.refused += k.refused;
+            all.errors += k.errors;
+        }
+    }
     Ok(Run {
         kinds,
         elapsed,
