@@ -49,7 +49,7 @@ pub struct HnswParams {
     pub ef_construction: usize,
     /// Default beam width while searching.
     pub ef_search: usize,
-    /// How the graph's own copy of the vectors is stored (usearch; hnsw_rs keeps `f32`).
+    /// How the graph's own copy of the vectors is stored (rcp-hnsw, usearch; hnsw_rs keeps `f32`).
     #[serde(default)]
     pub precision: Precision,
 }
