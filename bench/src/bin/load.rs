@@ -242,17 +242,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
 
-    let sampling = Arc::new(AtomicBool::new(true));
-    let max_threads = Arc::new(AtomicU64::new(idle.threads));
-    let sampler = {
-        let (sampling, max_threads) = (Arc::clone(&sampling), Arc::clone(&max_threads));
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::Relaxed) {
-                max_threads.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
+    let sampler = ThreadSampler::start(pid, idle.threads);
 
     let in_flight: Arc<Mutex<HashMap<u64, (Kind, Instant)>>> = Arc::default();
     let (permits_tx, permits_rx) = mpsc::sync_channel::<()>(window);
@@ -313,8 +303,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         answered += 1;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.join();
+    let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     drop(stdin);
     let _ = child.kill();
@@ -325,8 +314,39 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         idle_rss_kb: idle.rss_kb,
         peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
         idle_threads: idle.threads,
-        max_threads: max_threads.load(Ordering::Relaxed).max(end.threads),
+        max_threads: sampled_threads.max(end.threads),
     })
+}
+
+/// Samples a process's thread count every 5 ms until stopped; keeps the largest.
+struct ThreadSampler {
+    running: Arc<AtomicBool>,
+    max: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl ThreadSampler {
+    fn start(pid: u32, initial: u64) -> Self {
+        let running = Arc::new(AtomicBool::new(true));
+        let max = Arc::new(AtomicU64::new(initial));
+        let thread = {
+            let (running, max) = (Arc::clone(&running), Arc::clone(&max));
+            std::thread::spawn(move || {
+                while running.load(Ordering::Relaxed) {
+                    max.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        Self { running, max, thread }
+    }
+
+    /// Stops sampling; the largest count seen.
+    fn stop(self) -> u64 {
+        self.running.store(false, Ordering::Relaxed);
+        let _ = self.thread.join();
+        self.max.load(Ordering::Relaxed)
+    }
 }
 
 /// The request mix: which kind comes next (seeded, the same sequence for every server) and
@@ -427,17 +447,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
-    let sampling = Arc::new(AtomicBool::new(true));
-    let max_threads = Arc::new(AtomicU64::new(idle.threads));
-    let sampler = {
-        let (sampling, max_threads) = (Arc::clone(&sampling), Arc::clone(&max_threads));
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::Relaxed) {
-                max_threads.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
+    let sampler = ThreadSampler::start(pid, idle.threads);
     let seconds = args.seconds;
     let started = Instant::now();
     let results: Vec<HashMap<Kind, PerKind>> = runtime.block_on(async move {
@@ -483,8 +493,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         all
     });
     let elapsed = started.elapsed().as_secs_f64();
-    sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.join();
+    let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
     for r in results {
@@ -501,7 +510,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         idle_rss_kb: idle.rss_kb,
         peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
         idle_threads: idle.threads,
-        max_threads: max_threads.load(Ordering::Relaxed).max(end.threads),
+        max_threads: sampled_threads.max(end.threads),
     })
 }
 

@@ -45,7 +45,7 @@ impl Simd {
         if self == Simd::Avx2 {
             // SAFETY: `Simd::Avx2` is only produced by `detect` after the CPU reported AVX2,
             // FMA and F16C; both slices hold `n` elements.
-            return unsafe { avx2::dot_f32(a, b) };
+            return unsafe { avx2::dot(a, b) };
         }
         a.iter().zip(b).map(|(x, y)| x * y).sum()
     }
@@ -58,7 +58,7 @@ impl Simd {
         #[cfg(target_arch = "x86_64")]
         if self == Simd::Avx2 {
             // SAFETY: as in `dot_f32`.
-            return unsafe { avx2::dot_f32_f16(a, b) };
+            return unsafe { avx2::dot(a, b) };
         }
         a.iter().zip(b).map(|(x, &y)| x * f16::from_bits(y).to_f32()).sum()
     }
@@ -71,7 +71,7 @@ impl Simd {
         #[cfg(target_arch = "x86_64")]
         if self == Simd::Avx2 {
             // SAFETY: as in `dot_f32`.
-            return unsafe { avx2::dot_f16(a, b) };
+            return unsafe { avx2::dot(a, b) };
         }
         a.iter().zip(b).map(|(&x, &y)| f16::from_bits(x).to_f32() * f16::from_bits(y).to_f32()).sum()
     }
@@ -115,95 +115,74 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
-    /// Eight `f16` at `p` as `f32` lanes.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_f16(p: *const u16) -> __m256 {
-        // SAFETY: the caller guarantees eight readable `u16` at `p`.
-        _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p.cast()) })
+    /// An element the kernel reads eight at a time as `f32` lanes: `f32` itself, or `f16`
+    /// stored as its `u16` bits.
+    pub(super) trait Lanes: Copy {
+        /// Eight elements at `p` as `f32` lanes.
+        ///
+        /// # Safety
+        /// Eight readable elements at `p`; the CPU has AVX2, FMA and F16C.
+        unsafe fn load8(p: *const Self) -> __m256;
+
+        /// One element as `f32`, for the tail.
+        fn to_f32(self) -> f32;
     }
 
+    impl Lanes for f32 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const f32) -> __m256 {
+            // SAFETY: the caller guarantees eight readable `f32` at `p`.
+            unsafe { _mm256_loadu_ps(p) }
+        }
+
+        #[inline]
+        fn to_f32(self) -> f32 {
+            self
+        }
+    }
+
+    impl Lanes for u16 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const u16) -> __m256 {
+            // SAFETY: the caller guarantees eight readable `u16` at `p`.
+            _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p.cast()) })
+        }
+
+        #[inline]
+        fn to_f32(self) -> f32 {
+            half::f16::from_bits(self).to_f32()
+        }
+    }
+
+    /// `a · b` with four independent accumulators of eight lanes, then a scalar tail.
+    ///
     /// # Safety
     /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    pub(super) unsafe fn dot<A: Lanes, B: Lanes>(a: &[A], b: &[B]) -> f32 {
         let n = a.len();
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
         let mut acc = [_mm256_setzero_ps(); 4];
         let mut i = 0;
-        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
+        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load, and both slices
+        // hold `n` elements.
         unsafe {
             while i + 32 <= n {
                 for (k, acc) in acc.iter_mut().enumerate() {
                     let o = i + 8 * k;
-                    *acc = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(o)), _mm256_loadu_ps(pb.add(o)), *acc);
+                    *acc = _mm256_fmadd_ps(A::load8(pa.add(o)), B::load8(pb.add(o)), *acc);
                 }
                 i += 32;
             }
             while i + 8 <= n {
-                acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
+                acc[0] = _mm256_fmadd_ps(A::load8(pa.add(i)), B::load8(pb.add(i)), acc[0]);
                 i += 8;
             }
         }
         let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-        hsum(sum) + a[i..].iter().zip(&b[i..]).map(|(x, y)| x * y).sum::<f32>()
-    }
-
-    /// # Safety
-    /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_f32_f16(a: &[f32], b: &[u16]) -> f32 {
-        let n = a.len();
-        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let mut acc = [_mm256_setzero_ps(); 4];
-        let mut i = 0;
-        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
-        unsafe {
-            while i + 32 <= n {
-                for (k, acc) in acc.iter_mut().enumerate() {
-                    let o = i + 8 * k;
-                    *acc = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(o)), load_f16(pb.add(o)), *acc);
-                }
-                i += 32;
-            }
-            while i + 8 <= n {
-                acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), load_f16(pb.add(i)), acc[0]);
-                i += 8;
-            }
-        }
-        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-        hsum(sum) + a[i..].iter().zip(&b[i..]).map(|(x, &y)| x * half::f16::from_bits(y).to_f32()).sum::<f32>()
-    }
-
-    /// # Safety
-    /// The CPU has AVX2, FMA and F16C; `a.len() == b.len()`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_f16(a: &[u16], b: &[u16]) -> f32 {
-        let n = a.len();
-        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let mut acc = [_mm256_setzero_ps(); 4];
-        let mut i = 0;
-        // SAFETY (every load below): `i + 8 * k + 8 <= n` for each load.
-        unsafe {
-            while i + 32 <= n {
-                for (k, acc) in acc.iter_mut().enumerate() {
-                    let o = i + 8 * k;
-                    *acc = _mm256_fmadd_ps(load_f16(pa.add(o)), load_f16(pb.add(o)), *acc);
-                }
-                i += 32;
-            }
-            while i + 8 <= n {
-                acc[0] = _mm256_fmadd_ps(load_f16(pa.add(i)), load_f16(pb.add(i)), acc[0]);
-                i += 8;
-            }
-        }
-        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-        hsum(sum)
-            + a[i..]
-                .iter()
-                .zip(&b[i..])
-                .map(|(&x, &y)| half::f16::from_bits(x).to_f32() * half::f16::from_bits(y).to_f32())
-                .sum::<f32>()
+        hsum(sum) + a[i..].iter().zip(&b[i..]).map(|(x, y)| x.to_f32() * y.to_f32()).sum::<f32>()
     }
 }
 
