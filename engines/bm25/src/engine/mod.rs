@@ -211,13 +211,15 @@ impl Engine {
         Self::start(Index::create_in_ram(tantivy_schema), fields, config, options)
     }
 
-    fn start(index: Index, fields: Fields, config: Config, options: EngineOptions) -> Result<Self, EngineError> {
+    fn start(mut index: Index, fields: Fields, config: Config, options: EngineOptions) -> Result<Self, EngineError> {
         index.tokenizers().register(ANALYZER, analyzer::english());
         let writer = if options.writer_threads == 0 {
             index.writer(options.writer_heap)
         } else {
-            // A serving writer commits small groups: one indexing thread and one merge thread
-            // (tantivy's default is four) keep the engine's threads few and fixed.
+            // A serving writer commits small groups: one indexing thread, one merge thread
+            // (tantivy's default is four) and no doc-store compressor thread beside each new
+            // segment keep the engine's threads few and fixed.
+            index.settings_mut().docstore_compress_dedicated_thread = false;
             let threads = options.writer_threads;
             index.writer_with_options(
                 tantivy::indexer::IndexWriterOptions::builder()
