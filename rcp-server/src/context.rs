@@ -37,6 +37,11 @@ struct Inner {
     meta: Option<Meta>,
     executor: Executor,
     notes: Mutex<Vec<String>>,
+    /// Whether progress and log frames may still be sent: false once the request is answered
+    /// (answer, timeout or cancellation), so work that outlives its request (a CPU job that
+    /// cannot be interrupted) never sends a notification after the answer. Held while one is
+    /// sent, so a frame is either queued before the answer or not at all.
+    open: Mutex<bool>,
 }
 
 /// What the dispatcher knows when it builds a context.
@@ -70,6 +75,7 @@ impl RequestContext {
                 meta: p.meta,
                 executor: p.executor,
                 notes: Mutex::new(Vec::new()),
+                open: Mutex::new(true),
             }),
         }
     }
@@ -173,7 +179,21 @@ impl RequestContext {
             message,
             partial,
         };
-        send_notification(out, notifications::PROGRESS, &params);
+        self.notify(out, notifications::PROGRESS, &params);
+    }
+
+    /// Sends a notification unless the request has been answered.
+    fn notify<P: serde::Serialize>(&self, out: &Outbound, method: &str, params: &P) {
+        let open = self.inner.open.lock().unwrap_or_else(|p| p.into_inner());
+        if *open {
+            send_notification(out, method, params);
+        }
+    }
+
+    /// No progress or log frame of this request is sent after this returns (the dispatcher
+    /// calls it before the answer is queued).
+    pub(crate) fn close_notifications(&self) {
+        *self.inner.open.lock().unwrap_or_else(|p| p.into_inner()) = false;
     }
 
     /// Whether a log at `level` would reach the client (§17.1).
@@ -200,7 +220,7 @@ impl RequestContext {
         });
         let params =
             LogParams { level, message: message.into(), logger: Some(self.inner.method.to_owned()), data, meta };
-        send_notification(out, notifications::LOG, &params);
+        self.notify(out, notifications::LOG, &params);
     }
 
     /// The profile of the negotiated protocol revision.

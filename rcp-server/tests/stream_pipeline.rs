@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
-use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, ServerOptions};
+use rcp_server::{HandlerResult, Lane, RequestContext, Retrieve, RetrieveRequest, Server, ServerOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -139,4 +139,94 @@ async fn handlers_that_work_inline_stop_holding_up_the_reader() {
     let first = next().await;
     assert_eq!(first["id"], "p", "the ping waited behind a 30 ms inline handler: {first}");
     assert_eq!(next().await["id"], 4);
+}
+
+/// Waits `ms` on a timer (not the CPU), then answers; when asked for progress, its CPU job
+/// keeps reporting for `ms` more after that, past any deadline.
+struct Sleeps(u64);
+
+impl Retrieve for Sleeps {
+    fn capability(&self) -> RetrieveCapability {
+        RetrieveCapability { max_k: Some(10), ..Default::default() }
+    }
+
+    async fn retrieve(&self, _req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let ms = self.0;
+        if ctx.wants_progress() {
+            let job = ctx.clone();
+            ctx.run_cpu(Lane::Read, move || {
+                for i in 0..(2 * ms / 10) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    job.progress(i as f64 / 100.0, "sleep", "still here");
+                }
+            })
+            .await?;
+        } else {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]))
+    }
+}
+
+type Lines = tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>;
+
+/// A server on an in-memory stream, initialised; the client's writer and its lines.
+async fn session(server: Server) -> (tokio::io::WriteHalf<tokio::io::DuplexStream>, Lines) {
+    let (client, server_side) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    let (read, mut w) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    w.write_all(INITIALIZE).await.expect("write");
+    let line = lines.next_line().await.expect("read").expect("line");
+    assert!(line.contains("\"result\""), "{line}");
+    (w, lines)
+}
+
+async fn next(lines: &mut Lines, within: Duration) -> Option<Value> {
+    let line = tokio::time::timeout(within, lines.next_line()).await.ok()?.expect("read")?;
+    Some(serde_json::from_str(&line).expect("json"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_holding_shutdown_is_answered_whole_and_last() {
+    let server = Server::builder("sleeps", "0").retrieve(Sleeps(150)).build();
+    let (mut w, mut lines) = session(server).await;
+    // A slow request in flight, then a batch of another slow request and `shutdown`.
+    let slow = request(1);
+    let batch = json!([
+        {"jsonrpc":"2.0","id":2,"method":"retrieve","params":{"query":"q","k":1}},
+        {"jsonrpc":"2.0","id":3,"method":"shutdown"}
+    ]);
+    w.write_all(format!("{slow}{batch}\n").as_bytes()).await.expect("write");
+    let first = next(&mut lines, Duration::from_secs(10)).await.expect("an answer");
+    assert_eq!(first["id"], 1, "the request in flight is answered before the shutdown batch: {first}");
+    let answer = next(&mut lines, Duration::from_secs(10)).await.expect("the batch is answered");
+    let members = answer.as_array().expect("an array");
+    let ids: Vec<&Value> = members.iter().map(|m| &m["id"]).collect();
+    assert_eq!(members.len(), 2, "{answer}");
+    assert!(ids.contains(&&json!(2)) && ids.contains(&&json!(3)), "{answer}");
+    assert!(members.iter().all(|m| m["result"].is_object()), "{answer}");
+    assert!(next(&mut lines, Duration::from_millis(300)).await.is_none(), "nothing after the shutdown answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_progress_follows_the_answer_of_a_timed_out_request() {
+    let server = Server::builder("sleeps", "0").retrieve(Sleeps(150)).streaming().build();
+    let (mut w, mut lines) = session(server).await;
+    // The CPU job reports every 10 ms for 300 ms; the request times out after 50.
+    let req = json!({"jsonrpc":"2.0","id":7,"method":"retrieve",
+        "params":{"query":"q","k":1,"_meta":{"progressToken":"t","deadlineMs":50}}});
+    w.write_all(format!("{req}\n").as_bytes()).await.expect("write");
+    let mut answered = false;
+    while let Some(frame) = next(&mut lines, Duration::from_millis(600)).await {
+        if frame["id"] == 7 {
+            assert_eq!(frame["error"]["code"], -32014, "{frame}");
+            answered = true;
+        } else {
+            assert_eq!(frame["method"], "notifications/progress", "{frame}");
+            assert!(!answered, "a progress frame came after the request's answer: {frame}");
+        }
+    }
+    assert!(answered, "the request was answered");
 }

@@ -177,6 +177,10 @@ pub struct Hnsw {
     extent: AtomicUsize,
     locks: Box<[Mutex<()>]>,
     pool: Mutex<Vec<Visited>>,
+    /// Held by an insert whose node is drawn above the current top level, for its whole
+    /// linking (as hnswlib does): two such inserts at once would each link only up to the top
+    /// they saw, leaving the new levels unconnected.
+    grow: Mutex<()>,
 }
 
 impl std::fmt::Debug for Hnsw {
@@ -195,7 +199,8 @@ fn pack(slot: u32, level: usize) -> u64 {
 }
 
 fn unpack(entry: u64) -> Option<(u32, usize)> {
-    (entry != 0).then(|| (entry as u32, (entry >> 32) as usize - 1))
+    let level = (entry >> 32) as usize;
+    (level > 0).then(|| (entry as u32, level - 1))
 }
 
 fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
@@ -224,6 +229,7 @@ impl Hnsw {
             extent: AtomicUsize::new(0),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             pool: Mutex::new(Vec::new()),
+            grow: Mutex::new(()),
         }
     }
 
@@ -484,9 +490,12 @@ impl Hnsw {
 
     /// Links a published node into the graph.
     fn link(&self, q: &[f32], id: u32, level: usize) {
+        let mut growing = None;
         let (entry, top) = loop {
             let packed = self.entry.load(Ordering::Acquire);
             match unpack(packed) {
+                // Above the top: take the lock, then read the entry point again.
+                Some((_, top)) if level > top && growing.is_none() => growing = Some(lock(&self.grow)),
                 Some(e) => break e,
                 None => {
                     if self.entry.compare_exchange(0, pack(id, level), Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -502,7 +511,12 @@ impl Hnsw {
                 self.greedy(q, &mut cur, l, &upper);
             }
         }
+        // First the node's own lists at every level, while nothing links to it yet; only then
+        // the links to it. Another insert can reach the node only through those, so it never
+        // walks a node whose lists are still being written (it would find no neighbours there,
+        // link to that node alone, and lose that one link when the node's list is pruned).
         let mut visited = self.checkout_visited();
+        let mut chosen: Vec<(usize, Vec<Cand>)> = Vec::with_capacity(level.min(top) + 1);
         for l in (0..=level.min(top)).rev() {
             let guard = (l > 0).then(|| self.upper.read().unwrap_or_else(|p| p.into_inner()));
             let upper = guard.as_deref();
@@ -519,14 +533,19 @@ impl Hnsw {
                 }
                 count.store(kept.len().min(links.len()) as u32, Ordering::Release);
             }
-            for k in &kept {
-                self.connect(k.id, id, l, upper);
-            }
             if let Some(&nearest) = found.first() {
                 cur = nearest;
             }
+            chosen.push((l, kept));
+        }
+        for (l, kept) in chosen {
+            let guard = (l > 0).then(|| self.upper.read().unwrap_or_else(|p| p.into_inner()));
+            for k in &kept {
+                self.connect(k.id, id, l, guard.as_deref());
+            }
         }
         self.checkin_visited(visited);
+        // `growing` is held until the entry point names this node.
         if level > top {
             let mut packed = self.entry.load(Ordering::Acquire);
             while unpack(packed).is_some_and(|(_, t)| t < level) {

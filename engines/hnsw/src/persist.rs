@@ -4,7 +4,7 @@
 //! ```text
 //! magic "RCPHNSW1" | dim u32 | precision u32 (0 f32, 1 f16) | m u32 | words per record u32
 //! slots u64 | entry u64 | nodes u64
-//! slots × record ([state, count, link × 2m, vector words] as u32)
+//! slots × record ([state, count, vector words, link × 2m] as u32)
 //! upper lists u64 | per list: slot u32, level u32, level × (m + 1) u32
 //! ```
 //!
@@ -61,8 +61,10 @@ fn eof(e: io::Error) -> Error {
 impl Hnsw {
     /// Writes the graph to `path` (not atomically: write a temporary file and rename it).
     ///
-    /// No insert may run meanwhile: a node linked during the save could be named by a saved
-    /// list without being saved itself, and [`Hnsw::load`] refuses such a file.
+    /// No insert may run meanwhile (the caller's writer lock ensures it in the dense engine):
+    /// a node linked during the save could be named by a saved list without being saved
+    /// itself, which [`Hnsw::load`] refuses, or be saved before the links to it were, which
+    /// loads fine but leaves it unreachable.
     pub fn save(&self, path: &Path) -> Result<(), Error> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
         let slots = self.extent.load(Ordering::Acquire);

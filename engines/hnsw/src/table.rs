@@ -75,8 +75,19 @@ const HUGE_PAGE: usize = 2 << 20;
 enum Owner {
     /// An anonymous map (zero pages, faulted in on first touch).
     Map(#[allow(dead_code)] memmap2::MmapMut),
-    /// Heap memory, where no map could be made.
-    Heap(#[allow(dead_code)] Box<[AtomicU32]>),
+    /// Heap memory, where no map could be made: a boxed slice turned into its raw pointer
+    /// (so moving the owner never touches the words' provenance), freed on drop.
+    Heap(NonNull<[AtomicU32]>),
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Owner::Heap(words) = self {
+            // SAFETY: made by `Box::into_raw` in `Chunk::zeroed` and freed only here, once;
+            // the chunk (and every reference into it) is gone when its owner drops.
+            drop(unsafe { Box::from_raw(words.as_ptr()) });
+        }
+    }
 }
 
 /// One chunk of records: `len` words at `words`, inside `owner`'s memory.
@@ -88,8 +99,8 @@ struct Chunk {
 }
 
 // SAFETY: `words` points into memory `_owner` owns exclusively and never moves (a map's
-// address is fixed; a boxed slice's heap block stays put when the box moves); all access to
-// it goes through `&[AtomicU32]`, which is `Send + Sync`.
+// address is fixed; the heap block is held by its raw pointer); all access to it goes
+// through `&[AtomicU32]`, which is `Send + Sync`.
 unsafe impl Send for Chunk {}
 // SAFETY: as above.
 unsafe impl Sync for Chunk {}
@@ -109,9 +120,13 @@ impl Chunk {
             let words = unsafe { NonNull::new_unchecked(base.add(skip).cast_mut().cast::<AtomicU32>()) };
             return Self { words, len, _owner: Owner::Map(map) };
         }
-        let mut heap = zeroed_words(len);
-        let words = NonNull::new(heap.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        Self { words, len, _owner: Owner::Heap(heap) }
+        Self::on_heap(len)
+    }
+
+    /// `len` zeroed words from the heap.
+    fn on_heap(len: usize) -> Self {
+        let heap = NonNull::from(Box::leak(zeroed_words(len)));
+        Self { words: heap.cast::<AtomicU32>(), len, _owner: Owner::Heap(heap) }
     }
 
     #[inline]
@@ -237,6 +252,18 @@ pub(crate) fn published_level(record: &[AtomicU32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heap_chunks_are_zeroed_writable_and_freed() {
+        for len in [0, 1, 1000] {
+            let c = Chunk::on_heap(len);
+            assert_eq!(c.words().len(), len);
+            assert!(c.words().iter().all(|w| w.load(Ordering::Relaxed) == 0));
+            c.words().iter().for_each(|w| w.store(7, Ordering::Relaxed));
+            let moved = c; // the owner moves; the words stay valid
+            assert!(moved.words().iter().all(|w| w.load(Ordering::Relaxed) == 7));
+        }
+    }
 
     #[test]
     fn records_are_stable_and_vectors_read_back_once_published() {

@@ -191,3 +191,43 @@ fn searches_run_while_nodes_are_inserted() {
     assert_eq!(g.len(), 8000);
     assert!(recall(&g, &v, &v[..50 * dim], dim, 64) >= 0.95);
 }
+
+#[test]
+fn every_node_of_a_parallel_build_is_reachable_at_level_0() {
+    // Concurrent inserts once overwrote links other inserts had just made to a node still
+    // being linked, leaving nodes no other node pointed to: unreachable, never returned.
+    let dim = 16;
+    let v = clustered(12_000, dim, 8);
+    for round in 0..3 {
+        let g = build(
+            &v,
+            dim,
+            Params { m: 6, ef_construction: 24, precision: Precision::F16 },
+            if round == 0 { 1 } else { 4 },
+        );
+        let mut incoming = vec![0u32; 12_000];
+        for slot in 0..12_000u32 {
+            let (count, links) = g.links(slot, 0, None).expect("a node");
+            let n = (count.load(Ordering::Acquire) as usize).min(links.len());
+            for link in &links[..n] {
+                incoming[link.load(Ordering::Acquire) as usize] += 1;
+            }
+        }
+        let entry = unpack(g.entry.load(Ordering::Acquire)).map(|(e, _)| e as usize);
+        let orphans: Vec<usize> = (0..12_000).filter(|&s| incoming[s] == 0 && Some(s) != entry).collect();
+        assert!(
+            orphans.is_empty(),
+            "round {round}: {} nodes nothing links to, e.g. {:?}",
+            orphans.len(),
+            &orphans[..orphans.len().min(5)]
+        );
+    }
+}
+
+#[test]
+fn an_entry_point_without_a_level_is_no_entry_point() {
+    assert_eq!(unpack(0), None);
+    assert_eq!(unpack(5), None, "slot bits but no level: a crafted file, not a node");
+    assert_eq!(unpack(pack(5, 0)), Some((5, 0)));
+    assert_eq!(unpack(pack(u32::MAX, MAX_LEVEL)), Some((u32::MAX, MAX_LEVEL)));
+}

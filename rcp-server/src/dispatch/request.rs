@@ -133,6 +133,7 @@ impl Server {
             executor: self.shared.executor.clone(),
         });
 
+        let gate = ctx.clone();
         let call = methods::call(&self.shared, m, params, ctx)?;
         let id = id.to_owned();
         let token = in_flight.token.clone();
@@ -155,6 +156,8 @@ impl Server {
                     Err(RcpError::timeout(budget_ms))
                 }
             };
+            // Nothing this request emits from here on reaches the client: its answer is next.
+            gate.close_notifications();
             in_flight.answered();
             let elapsed = started.elapsed();
             match &outcome {

@@ -44,6 +44,9 @@ pub(crate) enum Admit {
     /// The request must wait for a place in the queue: acquire [`Pipeline::place`], then
     /// hand both to [`Pipeline::spawn_waiting`].
     Wait(BoxFuture<Option<Vec<u8>>>),
+    /// An answer that must follow frames already queued (its request's progress or logs):
+    /// send it with [`FrameQueue::send`], within the byte budget.
+    Queue(Vec<u8>),
     /// `shutdown` (or a batch holding it) was read: stop reading, then [`Pipeline::finish`].
     Stop,
 }
@@ -61,6 +64,8 @@ pub(crate) struct Pipeline {
     inline: bool,
     slow_streak: u8,
     shutdown_answer: Option<Vec<u8>>,
+    /// A batch holding `shutdown` whose other members still run: answered after the drain.
+    shutdown_batch: Option<BoxFuture<Option<Vec<u8>>>>,
 }
 
 /// Appends one NDJSON line.
@@ -88,6 +93,7 @@ impl Pipeline {
             inline: true,
             slow_streak: 0,
             shutdown_answer: None,
+            shutdown_batch: None,
         }
     }
 
@@ -122,6 +128,12 @@ impl Pipeline {
                 push_line(ready, &frame);
                 Admit::Done
             }
+            // A batch holding `shutdown` and requests that wait: it is answered (the whole
+            // array, `shutdown`'s answer in it) once everything else has drained.
+            Processed::Pending(fut) if self.session.is_shutting_down() => {
+                self.shutdown_batch = Some(fut);
+                return Admit::Stop;
+            }
             Processed::Pending(fut) if self.inline => self.try_inline(fut, ready),
             Processed::Pending(fut) => Admit::Wait(fut),
             Processed::Shutdown(frame) => {
@@ -153,13 +165,23 @@ impl Pipeline {
             }
         }
         match polled {
-            // Its progress or log frames went to the queue: the answer follows them there.
-            Poll::Ready(Some(frame)) if self.queue.unbudgeted() != notes_before => self.queue.send_now(frame),
-            Poll::Ready(Some(frame)) => push_line(ready, &frame),
-            Poll::Ready(None) => {}
-            Poll::Pending => self.spawn_running(fut, slot, None),
+            // Progress or log frames went to the queue meanwhile: the answer follows them.
+            Poll::Ready(Some(frame)) if self.queue.unbudgeted() != notes_before => Admit::Queue(frame),
+            Poll::Ready(Some(frame)) => {
+                push_line(ready, &frame);
+                Admit::Done
+            }
+            Poll::Ready(None) => Admit::Done,
+            Poll::Pending => {
+                self.spawn_running(fut, slot, None);
+                Admit::Done
+            }
         }
-        Admit::Done
+    }
+
+    /// The queue the session's answers go through.
+    pub(crate) fn queue(&self) -> &FrameQueue {
+        &self.queue
     }
 
     /// Runs a request that holds a running slot; its answer goes to the queue.
@@ -192,12 +214,17 @@ impl Pipeline {
     }
 
     /// After the last line: waits for every request in flight, then queues the `shutdown`
-    /// answer (if one was read) behind all of their answers.
+    /// answer (or the batch holding it) behind all of their answers.
     pub(crate) fn finish(self) -> impl Future<Output = ()> + Send + 'static {
-        let Self { tracker, queue, shutdown_answer, .. } = self;
+        let Self { tracker, queue, shutdown_answer, shutdown_batch, .. } = self;
         async move {
             tracker.close();
             tracker.wait().await;
+            if let Some(batch) = shutdown_batch
+                && let Some(frame) = batch.await
+            {
+                queue.send_now(frame);
+            }
             if let Some(frame) = shutdown_answer {
                 queue.send_now(frame);
             }

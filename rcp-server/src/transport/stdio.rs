@@ -96,10 +96,10 @@ impl Stdout {
         while self.pending.swap(false, Ordering::SeqCst) {
             let bytes = std::mem::take(&mut *locked(&self.urgent));
             if !bytes.is_empty() {
-                out.write_all(&bytes)?;
+                write_fully(out, &mut [IoSlice::new(&bytes)])?;
             }
         }
-        out.flush()
+        Ok(())
     }
 
     /// The writer's side: each frame followed by a newline, vectored, in as few calls as the
@@ -113,25 +113,36 @@ impl Stdout {
         {
             let mut out = locked(&self.out);
             self.drain_urgent(&mut **out)?;
-            let mut slices = &mut slices[..];
-            while !slices.is_empty() {
-                match out.write_vectored(slices) {
-                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                    Ok(n) => IoSlice::advance_slices(&mut slices, n),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            write_fully(&mut **out, &mut slices)?;
             self.drain_urgent(&mut **out)?;
         }
-        // Bytes the reader left after the last check, while stdout was still held here.
-        fence(Ordering::SeqCst);
-        if self.pending.load(Ordering::SeqCst) {
+        // Bytes the reader left while stdout was still held here, after the last check (the
+        // reader then found stdout taken and left them): checked again after each release.
+        loop {
+            fence(Ordering::SeqCst);
+            if !self.pending.load(Ordering::SeqCst) {
+                return Ok(());
+            }
             let mut out = locked(&self.out);
             self.drain_urgent(&mut **out)?;
         }
-        Ok(())
     }
+}
+
+/// Writes all of `slices`, vectored. A stdout inherited in non-blocking mode answers
+/// `WouldBlock` when the pipe is full: that waits and retries rather than dropping the rest
+/// of a line.
+fn write_fully(out: &mut dyn Write, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(1)),
+            Err(e) => return Err(e),
+        }
+    }
+    out.flush()
 }
 
 impl Server {
@@ -157,7 +168,15 @@ impl Server {
         let handle = Handle::current();
         std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
             let _runtime = handle.enter();
-            let pipeline = read_stdin(pipeline, max, &handle, &stdout);
+            let mut pipeline = pipeline;
+            // A panic in dispatch (a bug) ends the reading, not the session: what is in
+            // flight still drains and is answered.
+            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_stdin(&mut pipeline, max, &handle, &stdout);
+            }));
+            if let Err(p) = read {
+                tracing::error!(panic = %crate::panic::message(p.as_ref()), "the stdin reader panicked; draining");
+            }
             let _ = done_tx.send(pipeline);
         })?;
 
@@ -235,6 +254,7 @@ impl Server {
                         let Ok(place) = pipeline.place().acquire_owned().await else { break 'read };
                         pipeline.spawn_waiting(fut, place);
                     }
+                    Admit::Queue(frame) => queue.send(frame).await,
                     Admit::Stop => break 'read,
                 }
                 if ready.len() >= WRITE_GATHER {
@@ -281,8 +301,8 @@ async fn flush_ready(queue: &FrameQueue, ready: &mut Vec<u8>) {
 }
 
 /// The reader's thread: reads stdin, dispatches each line, writes the answers that are ready
-/// once per read, and returns the pipeline at EOF or `shutdown`.
-fn read_stdin(mut pipeline: Pipeline, max_line: usize, handle: &Handle, stdout: &Stdout) -> Pipeline {
+/// once per read, until EOF or `shutdown`.
+fn read_stdin(pipeline: &mut Pipeline, max_line: usize, handle: &Handle, stdout: &Stdout) {
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     let mut buf = vec![0u8; READ_CHUNK];
@@ -320,13 +340,16 @@ fn read_stdin(mut pipeline: Pipeline, max_line: usize, handle: &Handle, stdout: 
                     // Waiting for a place: answers gathered so far go out first.
                     write(&mut ready);
                     let Ok(place) = handle.block_on(pipeline.place().acquire_owned()) else {
-                        return pipeline;
+                        return;
                     };
                     pipeline.spawn_waiting(fut, place);
                 }
+                // Within the budget: while the client is not reading, this waits (and so
+                // does the reading of stdin).
+                Admit::Queue(frame) => handle.block_on(pipeline.queue().send(frame)),
                 Admit::Stop => {
                     write(&mut ready);
-                    return pipeline;
+                    return;
                 }
             }
             if ready.len() >= WRITE_GATHER {
@@ -335,7 +358,7 @@ fn read_stdin(mut pipeline: Pipeline, max_line: usize, handle: &Handle, stdout: 
         }
         write(&mut ready);
         if eof {
-            return pipeline;
+            return;
         }
     }
 }
