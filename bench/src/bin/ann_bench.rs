@@ -12,6 +12,10 @@
 //! saves) the graph, the second is a restart, timed up to its first answered query (backends
 //! that save their graph; hnsw_rs rebuilds on every open, so its restart is its build time).
 //!
+//! With `--builds N` every index is built N times (interleaved across backends) and the figures
+//! are the means, with the recall range; a parallel build's recall varies by about ±0.005 at
+//! `ef` 64, for hnswlib as for ours.
+//!
 //! With `--hnswlib-python PATH` (a python with `hnswlib` and `numpy`, e.g. a throwaway venv
 //! outside the repository), hnswlib runs on the same vectors in the same run and the table
 //! shows our figures as ratios of its.
@@ -66,6 +70,9 @@ struct Args {
     /// A python with hnswlib and numpy: run hnswlib on the same vectors.
     #[arg(long, value_name = "PATH")]
     hnswlib_python: Option<PathBuf>,
+    /// Builds of each index, interleaved across backends; figures are their means.
+    #[arg(long, default_value_t = 1)]
+    builds: usize,
     /// Skip the store-level restart measurement.
     #[arg(long)]
     no_restart: bool,
@@ -379,25 +386,34 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
             _ => args.precisions.iter().map(|&p| (b, p)).collect(),
         })
         .collect();
-    let mut rows = Vec::new();
-    for &(b, p) in &runs {
-        eprintln!("{}: build and search ...", label(b, p));
-        let mut cmd = Command::new(&exe);
-        common(&mut cmd);
-        rows.push(child(cmd.arg("--child").arg(b.name()).arg("--precision").arg(p.name()))?);
+    // Each backend is built `--builds` times, the builds interleaved across backends; a
+    // parallel build's recall varies from build to build (±0.005 at ef 64 here, for hnswlib
+    // too), so one build each makes an equal-recall ratio a coin toss.
+    let builds = args.builds.max(1);
+    let mut per_backend: Vec<Vec<Value>> = vec![Vec::new(); runs.len()];
+    let mut per_reference = Vec::new();
+    let script = dir.join("hnswlib_bench.py");
+    std::fs::write(&script, HNSWLIB_SCRIPT).map_err(|e| e.to_string())?;
+    for build in 1..=builds {
+        for (i, &(b, p)) in runs.iter().enumerate() {
+            eprintln!("{}: build {build}/{builds} and search ...", label(b, p));
+            let mut cmd = Command::new(&exe);
+            common(&mut cmd);
+            per_backend[i].push(child(cmd.arg("--child").arg(b.name()).arg("--precision").arg(p.name()))?);
+        }
+        if let Some(py) = &args.hnswlib_python {
+            eprintln!("hnswlib: build {build}/{builds} and search ...");
+            let efs: Vec<String> = args.ef.iter().map(ToString::to_string).collect();
+            let mut cmd = Command::new(py);
+            cmd.arg(&script).arg("_").arg(dir).arg(n.to_string()).arg(nq.to_string()).arg(K.to_string());
+            cmd.arg(args.m.to_string()).arg(args.ef_construction.to_string()).arg(efs.join(","));
+            per_reference.push(child(&mut cmd)?);
+        }
     }
-    let mut reference = None;
-    if let Some(py) = &args.hnswlib_python {
-        eprintln!("hnswlib: build and search ...");
-        let script = dir.join("hnswlib_bench.py");
-        std::fs::write(&script, HNSWLIB_SCRIPT).map_err(|e| e.to_string())?;
-        let efs: Vec<String> = args.ef.iter().map(ToString::to_string).collect();
-        let mut cmd = Command::new(py);
-        cmd.arg(&script).arg("_").arg(dir).arg(n.to_string()).arg(nq.to_string()).arg(K.to_string());
-        cmd.arg(args.m.to_string()).arg(args.ef_construction.to_string()).arg(efs.join(","));
-        let r = child(&mut cmd)?;
+    let mut rows: Vec<Value> = per_backend.iter().map(|b| mean_of(b)).collect();
+    let reference = (!per_reference.is_empty()).then(|| mean_of(&per_reference));
+    if let Some(r) = &reference {
         rows.push(r.clone());
-        reference = Some(r);
     }
     let mut restarts = Vec::new();
     if !args.no_restart {
@@ -411,6 +427,39 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
     }
     report(args, threads, (exact_qps, batch_qps, batch_all_qps), &rows, reference.as_ref(), &restarts);
     Ok(())
+}
+
+/// The mean of several builds' results (every number averaged; recall also as min..max).
+fn mean_of(results: &[Value]) -> Value {
+    let Some(first) = results.first() else { return Value::Null };
+    let mean = |get: &dyn Fn(&Value) -> Option<f64>| -> Option<f64> {
+        let xs: Vec<f64> = results.iter().filter_map(get).collect();
+        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    };
+    let mut out = first.clone();
+    for key in ["build_s", "rss_mb", "save_s", "load_s", "graph_mb", "numpy_exact_qps"] {
+        if let Some(m) = mean(&|r| r[key].as_f64()) {
+            out[key] = json!(m);
+        }
+    }
+    if let Some(efs) = first["ef"].as_array() {
+        let merged: Vec<Value> = (0..efs.len())
+            .map(|i| {
+                let recalls: Vec<f64> = results.iter().filter_map(|r| r["ef"][i]["recall"].as_f64()).collect();
+                let lo = recalls.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = recalls.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                json!({
+                    "ef": efs[i]["ef"],
+                    "recall": mean(&|r| r["ef"][i]["recall"].as_f64()),
+                    "qps": mean(&|r| r["ef"][i]["qps"].as_f64()),
+                    "recall_min": lo, "recall_max": hi,
+                })
+            })
+            .collect();
+        out["ef"] = json!(merged);
+    }
+    out["builds"] = json!(results.len());
+    out
 }
 
 /// Queries/s of a row at recall `target`: the first pair of measured beams whose recalls
@@ -448,8 +497,12 @@ fn report(
     restarts: &[Value],
 ) {
     println!(
-        "\n## ANN: {} clustered {DIMENSION}-d unit vectors, {} queries, k={K}, M={}, efConstruction={}",
-        args.n, args.queries, args.m, args.ef_construction
+        "\n## ANN: {} clustered {DIMENSION}-d unit vectors, {} queries, k={K}, M={}, efConstruction={}; mean of {} build(s) each",
+        args.n,
+        args.queries,
+        args.m,
+        args.ef_construction,
+        args.builds.max(1)
     );
     let efs: Vec<String> = args.ef.iter().map(|e| format!("ef {e} recall / q/s")).collect();
     println!("| backend | build ({threads} threads) | RSS | {} | save | load |", efs.join(" | "));
@@ -457,7 +510,16 @@ fn report(
     for r in rows {
         let per_ef: Vec<String> = r["ef"]
             .as_array()
-            .map(|a| a.iter().map(|e| format!("{:.4} / {:.0}", f(e, "recall"), f(e, "qps"))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|e| match (e["recall_min"].as_f64(), e["recall_max"].as_f64()) {
+                        (Some(lo), Some(hi)) if hi > lo => {
+                            format!("{:.4} ({lo:.4}..{hi:.4}) / {:.0}", f(e, "recall"), f(e, "qps"))
+                        }
+                        _ => format!("{:.4} / {:.0}", f(e, "recall"), f(e, "qps")),
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let opt = |k: &str| r[k].as_f64().map_or("n/a".to_owned(), |s| format!("{s:.2} s"));
         println!(
@@ -537,5 +599,10 @@ fn report(
             );
         }
     }
-    println!("\ncommand: target/release/ann_bench --n {} --queries {}", args.n, args.queries);
+    println!(
+        "\ncommand: target/release/ann_bench --n {} --queries {} --builds {}",
+        args.n,
+        args.queries,
+        args.builds.max(1)
+    );
 }
