@@ -122,7 +122,11 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.serve.init_logging(),
         Command::Mcp(_) => rcp_server::init_tracing(),
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match &cli.command {
+        Command::Serve(args) => args.serve.runtime(),
+        Command::Mcp(_) => rcp_server::exec::runtime(),
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");

@@ -137,6 +137,12 @@ pub struct ServeArgs {
     /// other busy process on the machine.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=19))]
     pub cpu_nice: u8,
+
+    /// Time slice in microseconds that the threads reading requests and writing answers ask
+    /// the kernel for (Linux 6.12+; 0: the kernel's default). Short slices let them preempt a
+    /// running search the moment a request arrives, without a larger share of the CPU.
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    pub io_slice_us: u64,
 }
 
 impl ServeArgs {
@@ -148,6 +154,15 @@ impl ServeArgs {
             .cpu_threads(self.cpu_threads)
             .cpu_queue(self.cpu_queue)
             .cpu_nice(self.cpu_nice)
+    }
+
+    /// The async runtime to serve on, with `--io-slice-us` applied to the threads that read
+    /// and write: over HTTP the runtime's workers ([`crate::exec::runtime`]); over stdio the
+    /// transport's own reader and writer threads, the workers staying as they are (they only
+    /// finish requests there, and short slices for them cost ~6% of answers/s under load).
+    pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
+        crate::exec::set_io_slice((self.io_slice_us > 0).then(|| Duration::from_micros(self.io_slice_us)));
+        if self.http.is_some() { crate::exec::runtime() } else { tokio::runtime::Runtime::new() }
     }
 
     /// Installs the stderr log subscriber in the format `--log-format` names.

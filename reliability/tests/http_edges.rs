@@ -27,7 +27,11 @@ impl Retrieve for Echo {
         RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
     }
 
-    async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+    /// `k: 2` is slow: it holds its client's in-flight slot for 1.5 s.
+    async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        if req.k == 2 {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
         Ok(RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]))
     }
 }
@@ -175,6 +179,43 @@ async fn stalled_bodies_take_no_in_flight_slot() {
     let (status, v) = call(addr, "retrieve", 4, true).await;
     assert_eq!(status, 200);
     assert!(v["result"]["hits"].is_array(), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_at_its_in_flight_cap_still_gets_ping_info_and_cancel_through() {
+    let (addr, _stop) = start(HttpOptions { max_in_flight_per_client: 2, ..edges() }).await;
+    let slow = |id: i64| {
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "retrieve", "params": {"query": "q", "k": 2}});
+            let body = body.to_string();
+            let mut s = TcpStream::connect(addr).await.expect("connect");
+            let request =
+                head("retrieve", body.len(), true).replace("\r\n\r\n", "\r\nconnection: close\r\n\r\n") + &body;
+            s.write_all(request.as_bytes()).await.expect("write");
+            status_and_body(&until_closed(&mut s, Duration::from_secs(5)).await.expect("an answer"))
+        })
+    };
+    let held = [slow(10), slow(11)];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // At the cap: a third retrieve is refused, the methods answered at once are not.
+    let (status, v) = call(addr, "retrieve", 12, true).await;
+    assert_eq!((status, &v["error"]["code"]), (200, &json!(-32011)), "{v}");
+    let (status, v) = call(addr, "ping", 13, true).await;
+    assert_eq!((status, &v["result"]), (200, &json!({})), "{v}");
+    let (status, v) = call(addr, "info", 14, true).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["server"]["name"], json!("edges"), "{v}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancel", "params": {"requestId": 10}}).to_string();
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let request =
+        head("notifications/cancel", cancel.len(), true).replace("\r\n\r\n", "\r\nconnection: close\r\n\r\n") + &cancel;
+    s.write_all(request.as_bytes()).await.expect("write");
+    let text = until_closed(&mut s, Duration::from_secs(5)).await.expect("an answer");
+    assert!(text.starts_with("HTTP/1.1 2"), "a cancel at the cap is accepted, not refused: {text}");
+    for h in held {
+        let (status, v) = h.await.expect("join");
+        assert_eq!((status, &v["result"]["hits"][0]["id"]), (200, &json!("a")), "{v}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,13 @@
 //! latency, refusals (`-32011`) and other errors; per run the idle and peak RSS (`VmHWM`) and
 //! the idle and largest thread count of the server (`/proc/<pid>/status`, sampled every 5 ms).
 //!
+//! Beside the mix, a probe sends one `ping` every `--probe-ms` from a thread of its own (over
+//! HTTP on its own connection), the way a health check reaches a loaded server: "ping (probe)"
+//! is the server's answer time without the generator's own queues (the mix's pings wait
+//! behind the generator's 256 HTTP clients on two runtime threads). The generator's reading
+//! and writing threads ask for the same short time slice as the servers' (`--io-slice-us`),
+//! so on a machine the server saturates they are not what the latencies measure.
+//!
 //! ```sh
 //! cargo build -p rcp-bm25 -p rcp-bench
 //! target/debug/rcp-bm25 index --data-dir /tmp/cran ../shared/data/cranfield/corpus.jsonl
@@ -65,6 +72,16 @@ struct Args {
     /// Transports measured, each with every server and level.
     #[arg(long, value_delimiter = ',', default_value = "stdio")]
     transport: Vec<Transport>,
+
+    /// Milliseconds between the probe's pings (0: no probe).
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    probe_ms: u64,
+
+    /// Time slice in microseconds that the generator's reading and writing threads (and the
+    /// probe's) ask for, as `serve --io-slice-us` does for the servers' (0: the kernel's
+    /// default).
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    io_slice_us: u64,
 }
 
 /// How the load reaches the server.
@@ -82,10 +99,12 @@ enum Kind {
     Retrieve100,
     Add,
     Ping,
+    /// The probe's pings, outside the mix.
+    Probe,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::Retrieve10, Kind::Retrieve100, Kind::Add, Kind::Ping];
+    const ALL: [Kind; 5] = [Kind::Retrieve10, Kind::Retrieve100, Kind::Add, Kind::Ping, Kind::Probe];
 
     fn name(self) -> &'static str {
         match self {
@@ -93,6 +112,7 @@ impl Kind {
             Kind::Retrieve100 => "retrieve k=100",
             Kind::Add => "index/add",
             Kind::Ping => "ping",
+            Kind::Probe => "ping (probe)",
         }
     }
 }
@@ -118,6 +138,8 @@ struct Run {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
+    rcp_server::exec::set_io_slice((args.io_slice_us > 0).then(|| Duration::from_micros(args.io_slice_us)));
+    rcp_server::exec::mark_io_thread();
     if args.mix.len() != 4 || args.mix.iter().sum::<u32>() == 0 {
         return Err("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping".into());
     }
@@ -230,10 +252,10 @@ fn drive(argv: &[String], window: usize, args: &Args, mix: Mix) -> Result<Run, S
 
 fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> Result<Run, String> {
     let pid = child.id();
-    let mut stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
+    let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().ok_or("no stdin")?)));
     let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
-    writeln!(stdin, "{hello}").and_then(|_| stdin.flush()).map_err(|e| e.to_string())?;
+    locked(&stdin).and_then(|mut w| writeln!(w, "{hello}").and_then(|_| w.flush())).map_err(|e| e.to_string())?;
     let mut line = String::new();
     stdout.read_line(&mut line).map_err(|e| e.to_string())?;
     if !line.contains("\"result\"") {
@@ -253,6 +275,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     let reader = {
         let in_flight = Arc::clone(&in_flight);
         std::thread::spawn(move || {
+            rcp_server::exec::mark_io_thread();
             let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
             let mut line = String::new();
             loop {
@@ -269,8 +292,11 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
                     Some(_) => k.errors += 1,
                     None => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
                 }
-                let _ = permits_tx.send(());
-                let _ = done_tx.send(());
+                // The probe's pings hold no place in the window.
+                if kind != Kind::Probe {
+                    let _ = permits_tx.send(());
+                    let _ = done_tx.send(());
+                }
             }
             kinds
         })
@@ -278,11 +304,30 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
 
     let started = Instant::now();
     let stop = started + Duration::from_secs_f64(args.seconds);
+    let probe = (args.probe_ms > 0).then(|| {
+        let (stdin, in_flight, every) =
+            (Arc::clone(&stdin), Arc::clone(&in_flight), Duration::from_millis(args.probe_ms));
+        std::thread::spawn(move || {
+            rcp_server::exec::mark_io_thread();
+            let mut id = PROBE_IDS;
+            while Instant::now() < stop {
+                id += 1;
+                if let Ok(mut m) = in_flight.lock() {
+                    m.insert(id, (Kind::Probe, Instant::now()));
+                }
+                let frame = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+                if locked(&stdin).and_then(|mut w| writeln!(w, "{frame}").and_then(|_| w.flush())).is_err() {
+                    return;
+                }
+                std::thread::sleep(every);
+            }
+        })
+    });
     let mut sent = 0u64;
     while Instant::now() < stop {
         // Frames go out in one flush whenever the window is full, so requests are pipelined.
         if permits_rx.try_recv().is_err() {
-            stdin.flush().map_err(|e| format!("write: {e}"))?;
+            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
             if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
                 return Err("no answer for 60 s".into());
             }
@@ -292,9 +337,12 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         if let Ok(mut m) = in_flight.lock() {
             m.insert(sent, (kind, Instant::now()));
         }
-        writeln!(stdin, "{frame}").map_err(|e| format!("write: {e}"))?;
+        locked(&stdin).and_then(|mut w| writeln!(w, "{frame}")).map_err(|e| format!("write: {e}"))?;
     }
-    stdin.flush().map_err(|e| format!("write: {e}"))?;
+    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+    if let Some(probe) = probe {
+        let _ = probe.join();
+    }
     let mut answered = 0u64;
     while answered < sent {
         done_rx
@@ -316,6 +364,14 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         idle_threads: idle.threads,
         max_threads: sampled_threads.max(end.threads),
     })
+}
+
+/// Ids of the probe's pings start above this (the mix counts up from 1).
+const PROBE_IDS: u64 = 1 << 48;
+
+/// The generator's end of the server's stdin, shared by the mix and the probe.
+fn locked<W>(w: &Mutex<W>) -> std::io::Result<std::sync::MutexGuard<'_, W>> {
+    w.lock().map_err(|_| std::io::Error::other("a writer panicked"))
 }
 
 /// Samples a process's thread count every 5 ms until stopped; keeps the largest.
@@ -406,7 +462,7 @@ impl Mix {
                 let doc = json!({"id": format!("load-{id}"), "text": src["text"], "meta": {"title": src["title"]}});
                 json!({"jsonrpc": "2.0", "id": id, "method": "index/add", "params": {"documents": [doc]}})
             }
-            Kind::Ping => json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+            Kind::Ping | Kind::Probe => json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
         };
         (kind, frame)
     }
@@ -443,6 +499,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
+        .on_thread_start(rcp_server::exec::mark_io_thread)
         .build()
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(200));
@@ -450,8 +507,12 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     let sampler = ThreadSampler::start(pid, idle.threads);
     let seconds = args.seconds;
     let started = Instant::now();
+    let stop = started + Duration::from_secs_f64(seconds);
+    let probe = (args.probe_ms > 0).then(|| {
+        let (url, every) = (url.clone(), Duration::from_millis(args.probe_ms));
+        std::thread::spawn(move || http_probe(&url, every, stop))
+    });
     let results: Vec<HashMap<Kind, PerKind>> = runtime.block_on(async move {
-        let stop = Instant::now() + Duration::from_secs_f64(seconds);
         let tasks: Vec<_> = (0..window as u64)
             .map(|c| {
                 let url = url.clone();
@@ -496,6 +557,9 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
+    if let Some(probe) = probe {
+        kinds.insert(Kind::Probe, probe.join().map_err(|_| "the probe panicked")?);
+    }
     for r in results {
         for (kind, k) in r {
             let all = kinds.entry(kind).or_default();
@@ -512,6 +576,35 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         idle_threads: idle.threads,
         max_threads: sampled_threads.max(end.threads),
     })
+}
+
+/// The HTTP probe: one ping every `every` on a connection of its own, from this thread, until
+/// `stop`.
+fn http_probe(url: &str, every: Duration, stop: Instant) -> PerKind {
+    rcp_server::exec::mark_io_thread();
+    let mut k = PerKind::default();
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return k };
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let mut id = PROBE_IDS;
+        while Instant::now() < stop {
+            id += 1;
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+            let sent = Instant::now();
+            let answer = client.post(url).header("content-type", "application/json").body(body).send().await;
+            let text = match answer {
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            match envelope(&text) {
+                Some((_, None)) => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
+                Some((_, Some(-32011))) => k.refused += 1,
+                _ => k.errors += 1,
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+    k
 }
 
 /// The id and error code of an answer frame, read from its envelope without parsing the

@@ -384,7 +384,7 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         .log()
         .conformance(ConformanceLevel::L2)
         .build();
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let runtime = args.serve.runtime().map_err(|e| e.to_string())?;
     runtime.block_on(args.serve.serve(server)).map_err(|e| e.to_string())
 }
 

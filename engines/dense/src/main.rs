@@ -522,7 +522,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         .log()
         .conformance(ConformanceLevel::L2);
     let server = cmd.serve.configure(builder).build();
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
+    let runtime = cmd.serve.runtime().map_err(|e| format!("tokio runtime: {e}"))?;
     runtime.block_on(cmd.serve.serve(server)).map_err(|e| e.to_string())
 }
 

@@ -311,7 +311,7 @@ impl Status for PgStatus {
 }
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?;
+    let runtime = cmd.serve.runtime().map_err(|e| format!("tokio runtime: {e}"))?;
     let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = runtime.block_on(async {
         let db = if cmd.no_migrate {

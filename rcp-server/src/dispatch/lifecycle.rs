@@ -43,6 +43,16 @@ impl Lifecycle {
     }
 }
 
+/// Whether `name` is answered the moment it is read and never waits for a handler, a worker or
+/// a queue: `ping`, `info` and `notifications/cancel`. Transports exempt these from per-client
+/// in-flight caps, so a client at its cap can still check liveness and cancel.
+pub(crate) fn answered_at_once(name: &str) -> bool {
+    name == rcp_protocol::notifications::CANCEL
+        || Method::from_name(name)
+            .and_then(Lifecycle::of)
+            .is_some_and(|l| matches!(l, Lifecycle::Ping | Lifecycle::Info))
+}
+
 #[derive(Deserialize)]
 struct PingParams<'a> {
     #[serde(default, borrow)]

@@ -11,12 +11,16 @@
 //! request is answered. Lifecycle methods (`ping`, `info`, `notifications/cancel`) never come
 //! here: the dispatcher answers them on the transport's own task.
 //!
-//! Handlers reach it through [`crate::RequestContext::run_cpu`].
+//! Handlers reach it through [`crate::RequestContext::run_cpu`]. The threads that read
+//! requests and write answers ask for short time slices ([`mark_io_thread`]), so a `ping`
+//! waits for neither lane even while the workers hold every core.
 
 mod lane;
 mod pool;
+mod sched;
 #[cfg(test)]
 mod tests;
 
 pub use lane::{ExecOptions, Lane};
 pub use pool::{ExecStats, Executor};
+pub use sched::{DEFAULT_IO_SLICE, io_slice, mark_io_thread, runtime, set_io_slice};

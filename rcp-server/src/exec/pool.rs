@@ -263,31 +263,13 @@ impl Executor {
     fn spawn_worker(&self) {
         let inner = Arc::clone(&self.inner);
         let spawned = std::thread::Builder::new().name("rcp-cpu".into()).spawn(move || {
-            lower_priority(inner.nice);
+            super::sched::lower_priority(inner.nice);
             work(&inner)
         });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start a CPU worker thread");
             self.inner.lock().threads -= 1;
         }
-    }
-}
-
-/// Sets the calling worker's niceness to `nice` ([`ExecOptions::nice`](super::ExecOptions)):
-/// a search or an embedding then yields the core at once to the async runtime's threads.
-fn lower_priority(nice: u8) {
-    if nice == 0 {
-        return;
-    }
-    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
-    // thread-priority maps its cross-platform scale 0..=99 linearly onto niceness 19..=-20
-    // (truncating); take the first value that lands on `nice`.
-    let niceness = |p: u8| (39.0 * (1.0 - f32::from(p) / 99.0)) as i32 - 20;
-    let Some(p) = (0..=99u8).find(|&p| niceness(p) == i32::from(nice)) else { return };
-    if let Ok(value) = ThreadPriorityValue::try_from(p)
-        && let Err(e) = set_current_thread_priority(ThreadPriority::Crossplatform(value))
-    {
-        tracing::debug!(error = ?e, "could not lower the CPU worker's priority");
     }
 }
 

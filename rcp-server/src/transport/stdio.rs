@@ -158,7 +158,10 @@ impl Server {
 
         let writer = {
             let stdout = Arc::clone(&stdout);
-            std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || write_queued(frames, &stdout))?
+            std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || {
+                crate::exec::mark_io_thread();
+                write_queued(frames, &stdout)
+            })?
         };
 
         // A plain thread, not tokio's stdin: its blocking read must never hold up shutdown.
@@ -168,6 +171,7 @@ impl Server {
         let handle = Handle::current();
         std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
             let _runtime = handle.enter();
+            crate::exec::mark_io_thread();
             let mut pipeline = pipeline;
             // A panic in dispatch (a bug) ends the reading, not the session: what is in
             // flight still drains and is answered.

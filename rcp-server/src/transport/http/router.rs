@@ -18,7 +18,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::admission::{Admission, Slot};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
-use crate::dispatch::{Processed, error_frame, shape};
+use crate::dispatch::{Processed, Shape, error_frame, shape};
 use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
@@ -167,15 +167,24 @@ async fn serve_one(
         Ok(b) => b,
         Err(r) => return r,
     };
-    // Only a request whose body is in counts against its client's in-flight limit.
-    let Some(slot) = state.admission.enter(ip) else {
-        observe::reject(Rejection::InFlight);
-        let id = shape(&bytes).ok().and_then(|s| s.id);
-        let e = RcpError::rate_limited(50)
-            .with_detail(format!("more than {} requests in flight for this client", opts.max_in_flight_per_client));
-        return error_response(StatusCode::OK, id.as_deref(), &e);
+    let shape = match shape(&bytes) {
+        Ok(s) => s,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, None, &RcpError::parse_error(e.to_string())),
     };
-    dispatch(state, path_method, headers, &bytes, slot).await
+    // Only a request whose body is in counts against its client's in-flight limit, and only
+    // one that can wait: `ping`, `info` and `cancel` are answered at once and always admitted.
+    let slot = if shape.answered_at_once() {
+        None
+    } else {
+        let Some(slot) = state.admission.enter(ip) else {
+            observe::reject(Rejection::InFlight);
+            let e = RcpError::rate_limited(50)
+                .with_detail(format!("more than {} requests in flight for this client", opts.max_in_flight_per_client));
+            return error_response(StatusCode::OK, shape.id.as_deref(), &e);
+        };
+        Some(slot)
+    };
+    dispatch(state, path_method, headers, &bytes, shape, slot).await
 }
 
 enum BodyError {
@@ -219,20 +228,18 @@ async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) 
     }
 }
 
-/// Checks and dispatches one admitted request whose body is read. `slot` is the client's
-/// in-flight slot; it is released when the answer is complete (for SSE, when the stream ends).
+/// Checks and dispatches one admitted request whose body is read and peeked at (`shape`).
+/// `slot` is the client's in-flight slot (none for methods answered at once); it is released
+/// when the answer is complete (for SSE, when the stream ends).
 async fn dispatch(
     state: &Arc<HttpState>,
     path_method: Option<&str>,
     headers: &HeaderMap,
     bytes: &[u8],
-    slot: Slot,
+    shape: Shape,
+    slot: Option<Slot>,
 ) -> Response {
     let opts = &state.opts;
-    let shape = match shape(bytes) {
-        Ok(s) => s,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, None, &RcpError::parse_error(e.to_string())),
-    };
     if let Some(pm) = path_method {
         if shape.batch {
             let e = RcpError::invalid_request(format!("batches are accepted on {} only", opts.base));

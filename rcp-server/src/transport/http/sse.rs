@@ -20,7 +20,7 @@ use crate::session::Session;
 
 /// Dispatches `bytes` and streams what it emits. Dropping the stream (the client went away)
 /// cancels the request; `slot` is released when the stream ends.
-pub(super) fn respond(server: &Server, session: &Arc<Session>, bytes: &[u8], slot: Slot) -> Response {
+pub(super) fn respond(server: &Server, session: &Arc<Session>, bytes: &[u8], slot: Option<Slot>) -> Response {
     let (tx, rx) = mpsc::unbounded_channel::<(bool, Vec<u8>)>();
     let progress_tx = tx.clone();
     let out = Outbound::new(move |frame| {
@@ -50,7 +50,7 @@ struct SseFrames {
     rx: mpsc::UnboundedReceiver<(bool, Vec<u8>)>,
     task: Option<tokio::task::JoinHandle<()>>,
     done: bool,
-    _slot: Slot,
+    _slot: Option<Slot>,
 }
 
 impl Stream for SseFrames {
