@@ -11,6 +11,8 @@
 //! latency, refusals (`-32011`) and other errors; per run the idle and peak RSS (`VmHWM`) and
 //! the idle and largest thread count of the server (`/proc/<pid>/status`, sampled every 5 ms).
 //!
+//! Each run starts with `--warmup` seconds of the same traffic that are not counted.
+//!
 //! Beside the mix, a probe sends one `ping` every `--probe-ms` from a thread of its own (over
 //! HTTP on its own connection), the way a health check reaches a loaded server: "ping (probe)"
 //! is the server's answer time without the generator's own queues (the mix's pings wait
@@ -60,6 +62,12 @@ struct Args {
     /// Seconds of traffic per concurrency level.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+
+    /// Seconds of traffic before each run's measurement starts: every run starts a fresh
+    /// server, whose first requests pay for cold caches and thread start-up (at 256 in flight
+    /// the first window's pings waited 12-24 ms, which alone made the ping p99).
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
 
     /// Requests kept in flight, one run per value.
     #[arg(long, value_delimiter = ',', default_value = "1,16,256")]
@@ -125,6 +133,21 @@ struct PerKind {
     errors: usize,
 }
 
+impl PerKind {
+    /// The answer to a request sent at `sent`: `None` when it could not be read, else its
+    /// error code if any. Requests sent before `from` (the warm-up) are not counted.
+    fn record(&mut self, sent: Instant, from: Instant, answer: Option<Option<i64>>) {
+        if sent < from {
+            return;
+        }
+        match answer {
+            Some(None) => self.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
+            Some(Some(-32011)) => self.refused += 1,
+            _ => self.errors += 1,
+        }
+    }
+}
+
 /// What one run measured.
 #[derive(Debug, Default)]
 struct Run {
@@ -158,9 +181,10 @@ fn main() -> Result<(), String> {
     let work = std::env::temp_dir().join(format!("rcp-load-{}", std::process::id()));
     let _cleanup = Cleanup(work.clone());
     println!(
-        "mixed load over {}: {:.0} s per level; mix retrieve k=10/k=100/index/add/ping = {:?}; {} cores",
+        "mixed load over {}: {:.0} s per level after {:.0} s of warm-up; mix retrieve k=10/k=100/index/add/ping = {:?}; {} cores",
         args.transport.iter().map(|t| format!("{t:?}").to_lowercase()).collect::<Vec<_>>().join(" and "),
         args.seconds,
+        args.warmup,
         args.mix,
         std::thread::available_parallelism().map(usize::from).unwrap_or(1)
     );
@@ -272,6 +296,9 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         let _ = permits_tx.send(());
     }
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let started = Instant::now();
+    let measure_from = started + Duration::from_secs_f64(args.warmup);
+    let stop = measure_from + Duration::from_secs_f64(args.seconds);
     let reader = {
         let in_flight = Arc::clone(&in_flight);
         std::thread::spawn(move || {
@@ -286,12 +313,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
                 }
                 let Some((id, code)) = envelope(&line) else { continue };
                 let Some((kind, sent)) = in_flight.lock().ok().and_then(|mut m| m.remove(&id)) else { continue };
-                let k = kinds.entry(kind).or_default();
-                match code {
-                    Some(-32011) => k.refused += 1,
-                    Some(_) => k.errors += 1,
-                    None => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
-                }
+                kinds.entry(kind).or_default().record(sent, measure_from, Some(code));
                 // The probe's pings hold no place in the window.
                 if kind != Kind::Probe {
                     let _ = permits_tx.send(());
@@ -302,8 +324,6 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         })
     };
 
-    let started = Instant::now();
-    let stop = started + Duration::from_secs_f64(args.seconds);
     let probe = (args.probe_ms > 0).then(|| {
         let (stdin, in_flight, every) =
             (Arc::clone(&stdin), Arc::clone(&in_flight), Duration::from_millis(args.probe_ms));
@@ -324,14 +344,23 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         })
     });
     let mut sent = 0u64;
+    let mut unflushed = 0;
     while Instant::now() < stop {
-        // Frames go out in one flush whenever the window is full, so requests are pipelined.
+        // Frames go out in one flush whenever the window is full, so requests are pipelined,
+        // and at least every FLUSH_EVERY frames: while answers keep freeing places a frame
+        // would otherwise wait in the buffer for several milliseconds, its clock running.
+        if unflushed >= FLUSH_EVERY {
+            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+            unflushed = 0;
+        }
         if permits_rx.try_recv().is_err() {
             locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+            unflushed = 0;
             if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
                 return Err("no answer for 60 s".into());
             }
         }
+        unflushed += 1;
         sent += 1;
         let (kind, frame) = mix.next(sent);
         if let Ok(mut m) = in_flight.lock() {
@@ -350,7 +379,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
             .map_err(|_| format!("{} requests unanswered", sent - answered))?;
         answered += 1;
     }
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = measure_from.elapsed().as_secs_f64();
     let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     drop(stdin);
@@ -365,6 +394,9 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
         max_threads: sampled_threads.max(end.threads),
     })
 }
+
+/// Frames the stdio generator buffers at most before it flushes.
+const FLUSH_EVERY: usize = 16;
 
 /// Ids of the probe's pings start above this (the mix counts up from 1).
 const PROBE_IDS: u64 = 1 << 48;
@@ -505,12 +537,11 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
     let sampler = ThreadSampler::start(pid, idle.threads);
-    let seconds = args.seconds;
-    let started = Instant::now();
-    let stop = started + Duration::from_secs_f64(seconds);
+    let measure_from = Instant::now() + Duration::from_secs_f64(args.warmup);
+    let stop = measure_from + Duration::from_secs_f64(args.seconds);
     let probe = (args.probe_ms > 0).then(|| {
         let (url, every) = (url.clone(), Duration::from_millis(args.probe_ms));
-        std::thread::spawn(move || http_probe(&url, every, stop))
+        std::thread::spawn(move || http_probe(&url, every, measure_from, stop))
     });
     let results: Vec<HashMap<Kind, PerKind>> = runtime.block_on(async move {
         let tasks: Vec<_> = (0..window as u64)
@@ -532,16 +563,12 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
                             .body(body)
                             .send()
                             .await;
-                        let k = kinds.entry(kind).or_default();
                         let text = match answer {
                             Ok(r) => r.text().await.unwrap_or_default(),
                             Err(_) => String::new(),
                         };
-                        match envelope(&text) {
-                            Some((_, None)) => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
-                            Some((_, Some(-32011))) => k.refused += 1,
-                            _ => k.errors += 1,
-                        }
+                        let answer = envelope(&text).map(|(_, code)| code);
+                        kinds.entry(kind).or_default().record(sent, measure_from, answer);
                     }
                     kinds
                 })
@@ -553,7 +580,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         }
         all
     });
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = measure_from.elapsed().as_secs_f64();
     let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
@@ -579,8 +606,8 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
 }
 
 /// The HTTP probe: one ping every `every` on a connection of its own, from this thread, until
-/// `stop`.
-fn http_probe(url: &str, every: Duration, stop: Instant) -> PerKind {
+/// `stop`; counted from `from`.
+fn http_probe(url: &str, every: Duration, from: Instant, stop: Instant) -> PerKind {
     rcp_server::exec::mark_io_thread();
     let mut k = PerKind::default();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return k };
@@ -596,11 +623,7 @@ fn http_probe(url: &str, every: Duration, stop: Instant) -> PerKind {
                 Ok(r) => r.text().await.unwrap_or_default(),
                 Err(_) => String::new(),
             };
-            match envelope(&text) {
-                Some((_, None)) => k.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3),
-                Some((_, Some(-32011))) => k.refused += 1,
-                _ => k.errors += 1,
-            }
+            k.record(sent, from, envelope(&text).map(|(_, code)| code));
             tokio::time::sleep(every).await;
         }
     });
