@@ -40,6 +40,7 @@
 //! }
 //! ```
 
+#[cfg(feature = "cli")]
 pub mod cli;
 mod context;
 mod dispatch;
@@ -49,7 +50,6 @@ mod handler;
 mod logging;
 pub mod observe;
 mod outbound;
-#[cfg(feature = "cli")]
 mod panic;
 mod profile;
 mod server;

@@ -213,14 +213,6 @@ pub(crate) struct Shape {
     pub method: Option<String>,
 }
 
-#[cfg(feature = "http")]
-impl Shape {
-    /// A single message whose method is answered at once ([`super::lifecycle::answered_at_once`]).
-    pub fn answered_at_once(&self) -> bool {
-        !self.batch && self.method.as_deref().is_some_and(super::lifecycle::answered_at_once)
-    }
-}
-
 /// Reads the [`Shape`] of a body; fails only when the body is not JSON at all.
 #[cfg(feature = "http")]
 pub(crate) fn shape(body: &[u8]) -> Result<Shape, serde_json::Error> {

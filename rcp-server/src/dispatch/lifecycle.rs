@@ -46,6 +46,7 @@ impl Lifecycle {
 /// Whether `name` is answered the moment it is read and never waits for a handler, a worker or
 /// a queue: `ping`, `info` and `notifications/cancel`. Transports exempt these from per-client
 /// in-flight caps, so a client at its cap can still check liveness and cancel.
+#[cfg(feature = "http")]
 pub(crate) fn answered_at_once(name: &str) -> bool {
     name == rcp_protocol::notifications::CANCEL
         || Method::from_name(name)

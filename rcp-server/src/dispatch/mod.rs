@@ -30,6 +30,8 @@ pub(crate) use frame::error_frame;
 use frame::{Inbound, decode, duplicate_id_frame, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use frame::{Shape, shape};
+#[cfg(feature = "http")]
+pub(crate) use lifecycle::answered_at_once;
 use rcp_protocol::methods::Method;
 use request::{Refusal, Started};
 

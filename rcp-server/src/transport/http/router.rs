@@ -18,7 +18,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::admission::{Admission, Slot};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
-use crate::dispatch::{Processed, Shape, error_frame, shape};
+use crate::dispatch::{Processed, Shape, answered_at_once, error_frame, shape};
 use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
@@ -173,7 +173,7 @@ async fn serve_one(
     };
     // Only a request whose body is in counts against its client's in-flight limit, and only
     // one that can wait: `ping`, `info` and `cancel` are answered at once and always admitted.
-    let slot = if shape.answered_at_once() {
+    let slot = if !shape.batch && shape.method.as_deref().is_some_and(answered_at_once) {
         None
     } else {
         let Some(slot) = state.admission.enter(ip) else {
