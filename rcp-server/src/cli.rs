@@ -143,6 +143,13 @@ pub struct ServeArgs {
     /// running search the moment a request arrives, without a larger share of the CPU.
     #[arg(long, value_name = "US", default_value_t = 100)]
     pub io_slice_us: u64,
+
+    /// Niceness of those same threads (-20 to 0; 0: the server's own). Below 0 needs
+    /// CAP_SYS_NICE or an RLIMIT_NICE that allows it (systemd: LimitNICE=); they then take the
+    /// CPU ahead of searches whenever they have work, like nginx's `worker_priority`.
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=0))]
+    pub io_nice: i32,
 }
 
 impl ServeArgs {
@@ -162,6 +169,7 @@ impl ServeArgs {
     /// finish requests there, and short slices for them cost ~6% of answers/s under load).
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
         crate::exec::set_io_slice((self.io_slice_us > 0).then(|| Duration::from_micros(self.io_slice_us)));
+        crate::exec::set_io_nice(self.io_nice);
         if self.http.is_some() { crate::exec::runtime() } else { tokio::runtime::Runtime::new() }
     }
 

@@ -90,6 +90,10 @@ struct Args {
     /// default).
     #[arg(long, value_name = "US", default_value_t = 100)]
     io_slice_us: u64,
+
+    /// Niceness of those same threads, as `serve --io-nice` (below 0 needs CAP_SYS_NICE).
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
+    io_nice: i32,
 }
 
 /// How the load reaches the server.
@@ -162,6 +166,7 @@ struct Run {
 fn main() -> Result<(), String> {
     let args = Args::parse();
     rcp_server::exec::set_io_slice((args.io_slice_us > 0).then(|| Duration::from_micros(args.io_slice_us)));
+    rcp_server::exec::set_io_nice(args.io_nice);
     rcp_server::exec::mark_io_thread();
     if args.mix.len() != 4 || args.mix.iter().sum::<u32>() == 0 {
         return Err("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping".into());

@@ -23,4 +23,4 @@ mod tests;
 
 pub use lane::{ExecOptions, Lane};
 pub use pool::{ExecStats, Executor};
-pub use sched::{DEFAULT_IO_SLICE, io_slice, mark_io_thread, runtime, set_io_slice};
+pub use sched::{DEFAULT_IO_SLICE, io_nice, io_slice, mark_io_thread, runtime, set_io_nice, set_io_slice};

@@ -18,7 +18,7 @@
 
 use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The slice I/O threads ask for unless [`set_io_slice`] says otherwise.
@@ -26,6 +26,23 @@ pub const DEFAULT_IO_SLICE: Duration = Duration::from_micros(100);
 
 /// The configured slice in nanoseconds; 0 leaves I/O threads at the kernel's default.
 static IO_SLICE_NS: AtomicU64 = AtomicU64::new(100_000);
+
+/// The niceness I/O threads ask for; 0 leaves them at the process's own.
+static IO_NICE: AtomicI32 = AtomicI32::new(0);
+
+/// Sets the niceness that [`mark_io_thread`] asks for from now on, for the whole process (0:
+/// the process's own; clamped to -20..=19). A negative value needs `CAP_SYS_NICE` or an
+/// `RLIMIT_NICE` that allows it (systemd: `LimitNICE=`); where neither does, the threads stay
+/// at the process's niceness. With it the I/O threads run ahead of searches whenever they have
+/// work, as nginx's `worker_priority` does for its workers.
+pub fn set_io_nice(nice: i32) {
+    IO_NICE.store(nice.clamp(-20, 19), Ordering::Relaxed);
+}
+
+/// The niceness I/O threads ask for (0: the process's own).
+pub fn io_nice() -> i32 {
+    IO_NICE.load(Ordering::Relaxed)
+}
 
 /// Sets the slice that [`mark_io_thread`] asks for from now on, for the whole process (`None`:
 /// the kernel's default). Threads already marked keep what they got.
@@ -47,11 +64,19 @@ pub fn io_slice() -> Option<Duration> {
 /// preempts a running search at once, without a larger share of the CPU than its nice value
 /// gives it. Linux 6.12 and later honour this for normal threads (`sched_setattr(2)`,
 /// `sched_runtime`); elsewhere, and where the kernel refuses, the thread runs on as it was.
-/// Threads it spawns afterwards start with the kernel's default slice.
+/// Then the configured niceness ([`io_nice`]), where the process may take it. Threads it
+/// spawns afterwards start with the kernel's default slice and no negative niceness.
 pub fn mark_io_thread() {
-    let Some(slice) = io_slice() else { return };
-    if let Err(e) = set_slice(slice) {
+    let (slice, nice) = (io_slice(), io_nice());
+    if slice.is_some()
+        && let Err(e) = set_sched(slice, None)
+    {
         tracing::debug!(error = %e, "could not shorten an I/O thread's time slice");
+    }
+    if nice != 0
+        && let Err(e) = set_sched(slice, Some(nice))
+    {
+        tracing::debug!(error = %e, nice, "could not set an I/O thread's niceness (CAP_SYS_NICE or RLIMIT_NICE needed below 0)");
     }
 }
 
@@ -100,11 +125,12 @@ pub(super) fn lower_priority(nice: u8) {
     }
 }
 
-/// `sched_setattr(2)` on the calling thread: the same policy and niceness, `slice` as its
-/// `sched_runtime` (the EEVDF slice for normal threads), reset for the threads it spawns.
+/// `sched_setattr(2)` on the calling thread: the same policy, `slice` as its `sched_runtime`
+/// (the EEVDF slice for normal threads; `None`: the default), `nice` as its niceness (`None`:
+/// unchanged), both reset for the threads it spawns.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn set_slice(slice: Duration) -> io::Result<()> {
+fn set_sched(slice: Option<Duration>, nice: Option<i32>) -> io::Result<()> {
     /// `struct sched_attr` as of Linux 4.13 (`SCHED_ATTR_SIZE_VER1`, 56 bytes).
     #[repr(C)]
     #[derive(Default)]
@@ -137,7 +163,10 @@ fn set_slice(slice: Duration) -> io::Result<()> {
     }
     attr.size = size;
     attr.flags = SCHED_FLAG_RESET_ON_FORK;
-    attr.runtime = u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
+    attr.runtime = slice.map_or(0, |s| u64::try_from(s.as_nanos()).unwrap_or(u64::MAX));
+    if let Some(nice) = nice {
+        attr.nice = nice;
+    }
     attr.deadline = 0;
     attr.period = 0;
     // SAFETY: as above; the kernel reads `attr.size` bytes of `attr`, which is that long.
@@ -149,7 +178,7 @@ fn set_slice(slice: Duration) -> io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_slice(_slice: Duration) -> io::Result<()> {
+fn set_sched(_slice: Option<Duration>, _nice: Option<i32>) -> io::Result<()> {
     Ok(())
 }
 
@@ -164,11 +193,35 @@ mod tests {
         line.rsplit(':').next()?.trim().parse().ok()
     }
 
+    /// The calling thread's niceness (`/proc/thread-self/stat`, field 19).
+    fn nice() -> Option<i32> {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
+    }
+
+    #[test]
+    fn a_negative_niceness_where_permitted_is_not_inherited() {
+        let seen = std::thread::spawn(|| {
+            if set_sched(None, Some(-3)).is_err() {
+                return None; // neither CAP_SYS_NICE nor an RLIMIT_NICE that allows it
+            }
+            Some((nice(), std::thread::spawn(nice).join().expect("child")))
+        })
+        .join()
+        .expect("thread");
+        let Some((marked, child)) = seen else { return };
+        assert_eq!(marked, Some(-3));
+        assert!(
+            child.is_some_and(|n| n >= 0),
+            "RESET_ON_FORK: spawned threads drop a negative niceness, got {child:?}"
+        );
+    }
+
     #[test]
     fn a_marked_thread_gets_the_short_slice_and_its_children_the_default() {
         let (default, marked, child) = std::thread::spawn(|| {
             let default = slice_ns();
-            set_slice(Duration::from_micros(150)).expect("sched_setattr");
+            set_sched(Some(Duration::from_micros(150)), None).expect("sched_setattr");
             let marked = slice_ns();
             let child = std::thread::spawn(slice_ns).join().expect("child");
             (default, marked, child)
