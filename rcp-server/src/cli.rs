@@ -163,8 +163,8 @@ impl ServeArgs {
             .cpu_nice(self.cpu_nice)
     }
 
-    /// The async runtime to serve on, with `--io-slice-us` applied to the threads that read
-    /// and write: over HTTP the runtime's workers ([`crate::exec::runtime`]); over stdio the
+    /// The async runtime to serve on, with `--io-slice-us` and `--io-nice` applied to the
+    /// threads that read and write: over HTTP the runtime's workers ([`crate::exec::runtime`]); over stdio the
     /// transport's own reader and writer threads, the workers staying as they are (they only
     /// finish requests there, and short slices for them cost ~6% of answers/s under load).
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
