@@ -15,6 +15,19 @@ pub fn server_spec(spec: &str, index: usize) -> (String, String) {
     }
 }
 
+/// Waits until a reader thread has reported `sent` answers on `done` (one message each),
+/// allowing `within` between two of them: the drain at the end of a pipelined run.
+pub fn await_answers<T>(
+    done: &std::sync::mpsc::Receiver<T>,
+    sent: u64,
+    within: std::time::Duration,
+) -> Result<(), String> {
+    for answered in 0..sent {
+        done.recv_timeout(within).map_err(|_| format!("{} requests unanswered", sent - answered))?;
+    }
+    Ok(())
+}
+
 /// Spawns `argv` (program, then arguments) with piped stdin and stdout and stderr discarded,
 /// as the benchmarks that drive a server by hand need it.
 pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> Result<Child, String> {

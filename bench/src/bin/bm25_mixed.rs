@@ -210,13 +210,7 @@ fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -
         writeln!(stdin, "{frame}").and_then(|_| stdin.flush()).map_err(|e| format!("write: {e}"))?;
     }
     // Drain: every request sent is answered before the clock stops.
-    let mut answered = 0u64;
-    while answered < sent {
-        done_rx
-            .recv_timeout(Duration::from_secs(120))
-            .map_err(|_| format!("{} requests unanswered", sent - answered))?;
-        answered += 1;
-    }
+    rcp_bench::stdio::await_answers(&done_rx, sent, Duration::from_secs(120))?;
     let elapsed = started.elapsed().as_secs_f64();
     drop(stdin);
     let _ = child.kill();

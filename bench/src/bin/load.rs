@@ -37,9 +37,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use rcp_bench::proc::Status;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir};
-use rcp_bench::stdio::{server_spec, spawn_quiet};
+use rcp_bench::stdio::{await_answers, server_spec, spawn_quiet};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -161,6 +162,21 @@ struct Run {
     peak_rss_kb: u64,
     idle_threads: u64,
     max_threads: u64,
+}
+
+impl Run {
+    /// A run from its answers, its measured seconds, the server's status when idle and at the
+    /// end, and the most threads the sampler saw.
+    fn new(kinds: HashMap<Kind, PerKind>, elapsed: f64, idle: Status, end: Status, sampled_threads: u64) -> Self {
+        Self {
+            kinds,
+            elapsed,
+            idle_rss_kb: idle.rss_kb,
+            peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
+            idle_threads: idle.threads,
+            max_threads: sampled_threads.max(end.threads),
+        }
+    }
 }
 
 fn main() -> Result<(), String> {
@@ -377,27 +393,14 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     if let Some(probe) = probe {
         let _ = probe.join();
     }
-    let mut answered = 0u64;
-    while answered < sent {
-        done_rx
-            .recv_timeout(Duration::from_secs(120))
-            .map_err(|_| format!("{} requests unanswered", sent - answered))?;
-        answered += 1;
-    }
+    await_answers(&done_rx, sent, Duration::from_secs(120))?;
     let elapsed = measure_from.elapsed().as_secs_f64();
     let sampled_threads = sampler.stop();
     let end = rcp_bench::proc::status(pid);
     drop(stdin);
     let _ = child.kill();
     let kinds = reader.join().map_err(|_| "reader thread panicked")?;
-    Ok(Run {
-        kinds,
-        elapsed,
-        idle_rss_kb: idle.rss_kb,
-        peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
-        idle_threads: idle.threads,
-        max_threads: sampled_threads.max(end.threads),
-    })
+    Ok(Run::new(kinds, elapsed, idle, end, sampled_threads))
 }
 
 /// Frames the stdio generator buffers at most before it flushes.
@@ -600,14 +603,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
             all.errors += k.errors;
         }
     }
-    Ok(Run {
-        kinds,
-        elapsed,
-        idle_rss_kb: idle.rss_kb,
-        peak_rss_kb: end.hwm_kb.max(idle.rss_kb),
-        idle_threads: idle.threads,
-        max_threads: sampled_threads.max(end.threads),
-    })
+    Ok(Run::new(kinds, elapsed, idle, end, sampled_threads))
 }
 
 /// The HTTP probe: one ping every `every` on a connection of its own, from this thread, until
