@@ -11,6 +11,8 @@ use rcp_protocol::{Meta, RcpError, RetrieveResult};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::exec::Executor;
+
 /// A finished result, serialised once, straight into its response frame (no intermediate
 /// buffer, no copy into an envelope), into a buffer sized from `hint` up front.
 pub(crate) struct Body {
@@ -31,6 +33,11 @@ pub(super) fn body<T: serde::Serialize + Send + 'static>(v: T) -> Body {
     body_sized(v, 256)
 }
 
+/// Bodies expected to serialise to at least this many bytes are framed on the CPU executor's
+/// finishing queue rather than on the async runtime's threads, which also read requests,
+/// answer pings and write answers: a `retrieve` with k=100 full texts is ~100 KB of escaping.
+const FRAME_ON_EXECUTOR: usize = 32 * 1024;
+
 impl Body {
     /// `{"jsonrpc":"2.0","id":<id>,"result":<body>}`; a serialisation failure is the engine's
     /// fault (`-32603`).
@@ -43,6 +50,15 @@ impl Body {
         out.push(b'}');
         Ok(out)
     }
+}
+
+/// The response frame of `body`: large bodies are serialised on `executor`'s finishing queue
+/// (ahead of queued searches, never refused), small ones right here.
+pub(super) async fn frame_on(executor: &Executor, body: Body, id: String) -> Result<Vec<u8>, RcpError> {
+    if body.hint < FRAME_ON_EXECUTOR {
+        return body.frame(&id);
+    }
+    executor.finish(move || body.frame(&id)).await?
 }
 
 /// About how many bytes a `retrieve` result serialises to: its texts plus a few hundred bytes
@@ -177,6 +193,34 @@ mod tests {
         // A map with non-string keys cannot be JSON: the engine's fault.
         let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
         assert_eq!(body(bad).frame("1").map_err(|e| e.code.0), Err(-32603));
+    }
+
+    /// Serialises to a string of `len` bytes naming the thread it was serialised on.
+    struct ThreadName(usize);
+
+    impl serde::Serialize for ThreadName {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let name = std::thread::current().name().unwrap_or("?").to_owned();
+            s.serialize_str(&format!("{name:-<width$}", width = self.0))
+        }
+    }
+
+    #[tokio::test]
+    async fn large_bodies_are_framed_on_the_executor() {
+        let exec = Executor::new(crate::ExecOptions { threads: 1, queue: 0, nice: 0 });
+        let on = |frame: Vec<u8>| {
+            let v: Value = serde_json::from_slice(&frame).unwrap_or_default();
+            v["result"].as_str().unwrap_or_default().trim_end_matches('-').to_owned()
+        };
+        let small = frame_on(&exec, body_sized(ThreadName(10), 10), "1".into()).await.expect("frame");
+        assert_ne!(on(small), "rcp-cpu", "a small body is framed where it was finished");
+        let n = FRAME_ON_EXECUTOR;
+        let large = frame_on(&exec, body_sized(ThreadName(n), n), "2".into()).await.expect("frame");
+        assert!(large.len() > n);
+        assert_eq!(on(large), "rcp-cpu");
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+        let err = frame_on(&exec, body_sized(bad, n), "3".into()).await.map_err(|e| e.code.0);
+        assert_eq!(err, Err(-32603), "a failure on the executor is still the engine's fault");
     }
 
     #[test]

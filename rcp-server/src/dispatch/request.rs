@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::Processed;
+use super::finish::frame_on;
 use super::frame::error_frame;
 use super::lifecycle::Lifecycle;
 use super::methods;
@@ -134,6 +135,7 @@ impl Server {
         });
 
         let gate = ctx.clone();
+        let executor = self.shared.executor.clone();
         let call = methods::call(&self.shared, m, params, ctx)?;
         let id = id.to_owned();
         let token = in_flight.token.clone();
@@ -166,7 +168,11 @@ impl Server {
                     tracing::debug!(method = m.name(), id = %id, latency_us = elapsed.as_micros() as u64, code = e.code.0, "error")
                 }
             }
-            match outcome.and_then(|body| body.frame(&id)) {
+            let framed = match outcome {
+                Ok(body) => frame_on(&executor, body, id.clone()).await,
+                Err(e) => Err(e),
+            };
+            match framed {
                 Ok(frame) => (frame, Outcome::Ok),
                 Err(e) => (error_frame(Some(&id), &e), Outcome::Error(e.code.0)),
             }

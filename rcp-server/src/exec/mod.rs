@@ -8,7 +8,10 @@
 //! job submitted to a full lane is refused at once with `-32011` and a `retryAfterMs`
 //! estimated from the lane's recent job durations, instead of growing memory. A queued job
 //! whose request is cancelled or past its deadline never runs, and leaves the queue when its
-//! request is answered. Lifecycle methods (`ping`, `info`, `notifications/cancel`) never come
+//! request is answered. Ahead of both lanes, a finishing queue serialises large answers
+//! (a `retrieve` with k=100 full texts) whose search already ran: such a job is never refused
+//! and waits for no queued search, and the async runtime's threads keep to reading, pings and
+//! writing. Lifecycle methods (`ping`, `info`, `notifications/cancel`) never come
 //! here: the dispatcher answers them on the transport's own task.
 //!
 //! Handlers reach it through [`crate::RequestContext::run_cpu`]. The threads that read

@@ -1,5 +1,6 @@
 //! The worker pool: per-lane FIFO queues under one lock, workers spawned on demand up to the
-//! configured count and retired after a while idle.
+//! configured count and retired after a while idle, and ahead of both lanes a queue of
+//! finishing jobs (serialising a large answer whose search already ran).
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -23,6 +24,25 @@ const MAX_RETRY_AFTER_MS: u64 = 60_000;
 
 type Task = Box<dyn FnOnce() + Send>;
 
+/// The queue of finishing jobs, after the lanes' ([`Lane::slot`]).
+const FINISH: usize = 2;
+
+/// Which queue a job waits in: a lane's, or the finishing queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queue {
+    Lane(Lane),
+    Finish,
+}
+
+impl Queue {
+    fn slot(self) -> usize {
+        match self {
+            Queue::Lane(lane) => lane.slot(),
+            Queue::Finish => FINISH,
+        }
+    }
+}
+
 struct Job {
     id: u64,
     cancel: CancellationToken,
@@ -31,27 +51,31 @@ struct Job {
 
 #[derive(Default)]
 struct State {
-    queues: [VecDeque<Job>; 2],
-    running: [usize; 2],
+    queues: [VecDeque<Job>; 3],
+    running: [usize; 3],
     /// Live worker threads.
     threads: usize,
     /// Workers waiting for work.
     idle: usize,
     next_id: u64,
     last_was_write: bool,
-    /// Moving average of each lane's job duration, in microseconds.
-    cost_us: [Option<f64>; 2],
+    /// Moving average of each queue's job duration, in microseconds.
+    cost_us: [Option<f64>; 3],
     closed: bool,
 }
 
 impl State {
     fn queued(&self) -> usize {
-        self.queues[0].len() + self.queues[1].len()
+        self.queues.iter().map(VecDeque::len).sum()
     }
 
-    /// The oldest job of the lane whose turn it is: lanes alternate while both have work a
-    /// worker may take, and writes never occupy more than `write_slots` workers.
-    fn pick(&mut self, write_slots: usize) -> Option<(Lane, Job)> {
+    /// The oldest finishing job, else the oldest job of the lane whose turn it is: lanes
+    /// alternate while both have work a worker may take, and writes never occupy more than
+    /// `write_slots` workers.
+    fn pick(&mut self, write_slots: usize) -> Option<(Queue, Job)> {
+        if let Some(job) = self.queues[FINISH].pop_front() {
+            return Some((Queue::Finish, job));
+        }
         let read = !self.queues[Lane::Read.slot()].is_empty();
         let write = !self.queues[Lane::Write.slot()].is_empty() && self.running[Lane::Write.slot()] < write_slots;
         let lane = match (read, write) {
@@ -62,7 +86,7 @@ impl State {
             (false, false) => return None,
         };
         self.last_was_write = lane == Lane::Write;
-        self.queues[lane.slot()].pop_front().map(|job| (lane, job))
+        self.queues[lane.slot()].pop_front().map(|job| (Queue::Lane(lane), job))
     }
 }
 
@@ -85,7 +109,7 @@ impl Inner {
     /// How many more jobs of `lane` workers could start now: jobs queued within this many
     /// are about to run (their worker may still be starting), not waiting.
     fn free(&self, s: &State, lane: Lane) -> usize {
-        let idle = self.threads.saturating_sub(s.running[0] + s.running[1]);
+        let idle = self.threads.saturating_sub(s.running.iter().sum());
         match lane {
             Lane::Read => idle,
             Lane::Write => idle.min(self.write_slots.saturating_sub(s.running[Lane::Write.slot()])),
@@ -138,6 +162,7 @@ pub struct ExecStats {
     pub threads: usize,
     running: [usize; 2],
     queued: [usize; 2],
+    finishing: usize,
 }
 
 impl ExecStats {
@@ -150,13 +175,18 @@ impl ExecStats {
     pub fn queued(&self, lane: Lane) -> usize {
         self.queued[lane.slot()]
     }
+
+    /// Finishing jobs (large answers being serialised) running or waiting.
+    pub fn finishing(&self) -> usize {
+        self.finishing
+    }
 }
 
 /// Removes a job from its queue if the future awaiting it is dropped first (its request was
 /// cancelled, timed out or its connection closed): such a job never runs.
 struct Queued<'a> {
     inner: &'a Inner,
-    lane: Lane,
+    queue: Queue,
     id: u64,
     armed: bool,
 }
@@ -165,7 +195,7 @@ impl Drop for Queued<'_> {
     fn drop(&mut self) {
         if self.armed {
             let mut s = self.inner.lock();
-            let queue = &mut s.queues[self.lane.slot()];
+            let queue = &mut s.queues[self.queue.slot()];
             if let Some(at) = queue.iter().position(|j| j.id == self.id) {
                 queue.remove(at);
             }
@@ -202,7 +232,12 @@ impl Executor {
     /// The current load.
     pub fn stats(&self) -> ExecStats {
         let s = self.inner.lock();
-        ExecStats { threads: s.threads, running: s.running, queued: [s.queues[0].len(), s.queues[1].len()] }
+        ExecStats {
+            threads: s.threads,
+            running: [s.running[0], s.running[1]],
+            queued: [s.queues[0].len(), s.queues[1].len()],
+            finishing: s.running[FINISH] + s.queues[FINISH].len(),
+        }
     }
 
     /// Runs `job` on a worker of `lane` and returns its value.
@@ -216,14 +251,35 @@ impl Executor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.run_in(Queue::Lane(lane), cancel.clone(), job).await
+    }
+
+    /// Runs `job` ahead of every queued lane job, and never refuses it: the last step of a
+    /// request whose CPU work already ran (serialising a large answer), so that step neither
+    /// waits behind new searches nor takes the async runtime's threads from pings and I/O.
+    /// Its number is bounded by the requests in flight. Dropping the future before the job
+    /// starts removes it from the queue.
+    pub(crate) async fn finish<T, F>(&self, job: F) -> Result<T, RcpError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_in(Queue::Finish, CancellationToken::new(), job).await
+    }
+
+    async fn run_in<T, F>(&self, queue: Queue, cancel: CancellationToken, job: F) -> Result<T, RcpError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let runtime = tokio::runtime::Handle::try_current().ok();
         let task: Task = Box::new(move || {
             let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
             let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
         });
-        let id = self.submit(lane, cancel.clone(), task)?;
-        let mut queued = Queued { inner: &self.inner, lane, id, armed: true };
+        let id = self.submit(queue, cancel, task)?;
+        let mut queued = Queued { inner: &self.inner, queue, id, armed: true };
         let outcome = rx.await;
         queued.armed = false;
         match outcome {
@@ -235,10 +291,12 @@ impl Executor {
         }
     }
 
-    fn submit(&self, lane: Lane, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
+    fn submit(&self, queue: Queue, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
         let inner = &self.inner;
         let mut s = inner.lock();
-        if s.queues[lane.slot()].len() >= inner.queue + inner.free(&s, lane) {
+        if let Queue::Lane(lane) = queue
+            && s.queues[lane.slot()].len() >= inner.queue + inner.free(&s, lane)
+        {
             let retry_after = inner.retry_after_ms(&s, lane);
             return Err(RcpError::rate_limited(retry_after).with_detail(format!(
                 "the {lane} queue is full ({} waiting for {} CPU threads); retry after {retry_after} ms",
@@ -248,7 +306,7 @@ impl Executor {
         }
         let id = s.next_id;
         s.next_id += 1;
-        s.queues[lane.slot()].push_back(Job { id, cancel, task });
+        s.queues[queue.slot()].push_back(Job { id, cancel, task });
         if s.idle < s.queued() && s.threads < inner.threads {
             s.threads += 1;
             drop(s);
@@ -277,8 +335,8 @@ impl Executor {
 fn work(inner: &Inner) {
     let mut s = inner.lock();
     loop {
-        if let Some((lane, job)) = s.pick(inner.write_slots) {
-            s.running[lane.slot()] += 1;
+        if let Some((queue, job)) = s.pick(inner.write_slots) {
+            s.running[queue.slot()] += 1;
             drop(s);
             let ran = !job.cancel.is_cancelled();
             let started = Instant::now();
@@ -287,9 +345,9 @@ fn work(inner: &Inner) {
             }
             let took = started.elapsed().as_micros() as f64;
             s = inner.lock();
-            s.running[lane.slot()] -= 1;
+            s.running[queue.slot()] -= 1;
             if ran {
-                let cost = &mut s.cost_us[lane.slot()];
+                let cost = &mut s.cost_us[queue.slot()];
                 *cost = Some(cost.map_or(took, |c| 0.8 * c + 0.2 * took));
             }
             continue;

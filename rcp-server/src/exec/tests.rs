@@ -157,6 +157,74 @@ async fn a_cancelled_or_abandoned_queued_job_never_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_jobs_run_before_queued_reads_and_are_never_refused() {
+    // One thread and no queue: any read that finds the worker busy is refused.
+    let exec = pool(1, 0);
+    let gate = Gate::default();
+    let first = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+    let refused = exec.run(Lane::Read, &CancellationToken::new(), || ()).await.expect_err("no queue");
+    assert_eq!(refused.code, ErrorCode::RATE_LIMITED);
+    let finishing: Vec<_> = (0..3)
+        .map(|i| {
+            let exec = exec.clone();
+            tokio::spawn(async move { exec.finish(move || i).await })
+        })
+        .collect();
+    until("three finishing jobs wait", || exec.stats().finishing() == 3).await;
+    gate.open();
+    first.await.expect("join").expect("ran");
+    for (i, f) in finishing.into_iter().enumerate() {
+        assert_eq!(f.await.expect("join").expect("finishing jobs are admitted whatever the lanes hold"), i);
+    }
+    assert_eq!(exec.stats().finishing(), 0);
+
+    // With reads queued too, the finishing job goes first.
+    let exec = pool(1, 8);
+    let gate = Gate::default();
+    let first = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let read = {
+        let (exec, order) = (exec.clone(), Arc::clone(&order));
+        tokio::spawn(async move {
+            exec.run(Lane::Read, &CancellationToken::new(), move || order.lock().expect("order").push("read")).await
+        })
+    };
+    until("a read waits", || exec.stats().queued(Lane::Read) == 1).await;
+    let finish = {
+        let (exec, order) = (exec.clone(), Arc::clone(&order));
+        tokio::spawn(async move { exec.finish(move || order.lock().expect("order").push("finish")).await })
+    };
+    until("the finishing job waits", || exec.stats().finishing() == 1).await;
+    gate.open();
+    first.await.expect("join").expect("ran");
+    read.await.expect("join").expect("ran");
+    finish.await.expect("join").expect("ran");
+    assert_eq!(*order.lock().expect("order"), ["finish", "read"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_finishing_job_leaves_the_queue() {
+    let exec = pool(1, 4);
+    let gate = Gate::default();
+    let first = blocked(&exec, Lane::Write, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Write) == 1).await;
+    let ran = Arc::new(AtomicBool::new(false));
+    let abandoned = {
+        let (exec, ran) = (exec.clone(), Arc::clone(&ran));
+        tokio::spawn(async move { exec.finish(move || ran.store(true, Ordering::SeqCst)).await })
+    };
+    until("it waits", || exec.stats().finishing() == 1).await;
+    abandoned.abort();
+    until("it leaves the queue", || exec.stats().finishing() == 0).await;
+    gate.open();
+    first.await.expect("join").expect("ran");
+    exec.finish(|| ()).await.expect("the pool goes on");
+    assert!(!ran.load(Ordering::SeqCst), "the abandoned finishing job ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_threads_than_configured() {
     let exec = pool(3, 1000);
     let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
