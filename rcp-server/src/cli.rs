@@ -144,10 +144,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "US", default_value_t = 100)]
     pub io_slice_us: u64,
 
-    /// Niceness of those same threads (-20 to 0; 0: the server's own). Below 0 needs
-    /// CAP_SYS_NICE or an RLIMIT_NICE that allows it (systemd: LimitNICE=); they then take the
-    /// CPU ahead of searches whenever they have work, like nginx's `worker_priority`.
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
+    /// Niceness of those same threads (-20 to 0; 0: the server's own). They then take the CPU
+    /// ahead of searches whenever they have work, like nginx's `worker_priority`, without a
+    /// larger share over time (they use little). Below 0 needs CAP_SYS_NICE or an RLIMIT_NICE
+    /// that allows it (systemd: LimitNICE=); without either the threads stay at the server's
+    /// niceness and the log says so once.
+    #[arg(long, value_name = "N", default_value_t = crate::exec::DEFAULT_IO_NICE, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=0))]
     pub io_nice: i32,
 }

@@ -92,7 +92,9 @@ struct Args {
     #[arg(long, value_name = "US", default_value_t = 100)]
     io_slice_us: u64,
 
-    /// Niceness of those same threads, as `serve --io-nice` (below 0 needs CAP_SYS_NICE).
+    /// Niceness of those same threads, as `serve --io-nice` (below 0 needs CAP_SYS_NICE). 0 by
+    /// default, unlike the servers' -5: what is measured is the server's priority, not the
+    /// generator's.
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     io_nice: i32,
 }

@@ -15,8 +15,9 @@
 //! here: the dispatcher answers them on the transport's own task.
 //!
 //! Handlers reach it through [`crate::RequestContext::run_cpu`]. The threads that read
-//! requests and write answers ask for short time slices ([`mark_io_thread`]), so a `ping`
-//! waits for neither lane even while the workers hold every core.
+//! requests and write answers ask for short time slices and, where the process may, a
+//! niceness of -5 ([`mark_io_thread`]), so a `ping` waits for neither lane even while the
+//! workers hold every core.
 
 mod lane;
 mod pool;
@@ -26,4 +27,6 @@ mod tests;
 
 pub use lane::{ExecOptions, Lane};
 pub use pool::{ExecStats, Executor};
-pub use sched::{DEFAULT_IO_SLICE, io_nice, io_slice, mark_io_thread, runtime, set_io_nice, set_io_slice};
+pub use sched::{
+    DEFAULT_IO_NICE, DEFAULT_IO_SLICE, io_nice, io_slice, mark_io_thread, runtime, set_io_nice, set_io_slice,
+};
