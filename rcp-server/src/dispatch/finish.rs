@@ -54,10 +54,11 @@ impl Body {
 
 /// The response frame of `body`: large bodies are serialised on `executor`'s finishing queue
 /// (ahead of queued searches, never refused), small ones right here.
-pub(super) async fn frame_on(executor: &Executor, body: Body, id: String) -> Result<Vec<u8>, RcpError> {
+pub(super) async fn frame_on(executor: &Executor, body: Body, id: &str) -> Result<Vec<u8>, RcpError> {
     if body.hint < FRAME_ON_EXECUTOR {
-        return body.frame(&id);
+        return body.frame(id);
     }
+    let id = id.to_owned();
     executor.finish(move || body.frame(&id)).await?
 }
 
@@ -212,14 +213,14 @@ mod tests {
             let v: Value = serde_json::from_slice(&frame).unwrap_or_default();
             v["result"].as_str().unwrap_or_default().trim_end_matches('-').to_owned()
         };
-        let small = frame_on(&exec, body_sized(ThreadName(10), 10), "1".into()).await.expect("frame");
+        let small = frame_on(&exec, body_sized(ThreadName(10), 10), "1").await.expect("frame");
         assert_ne!(on(small), "rcp-cpu", "a small body is framed where it was finished");
         let n = FRAME_ON_EXECUTOR;
-        let large = frame_on(&exec, body_sized(ThreadName(n), n), "2".into()).await.expect("frame");
+        let large = frame_on(&exec, body_sized(ThreadName(n), n), "2").await.expect("frame");
         assert!(large.len() > n);
         assert_eq!(on(large), "rcp-cpu");
         let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
-        let err = frame_on(&exec, body_sized(bad, n), "3".into()).await.map_err(|e| e.code.0);
+        let err = frame_on(&exec, body_sized(bad, n), "3").await.map_err(|e| e.code.0);
         assert_eq!(err, Err(-32603), "a failure on the executor is still the engine's fault");
     }
 

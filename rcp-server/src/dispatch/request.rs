@@ -135,7 +135,6 @@ impl Server {
         });
 
         let gate = ctx.clone();
-        let executor = self.shared.executor.clone();
         let call = methods::call(&self.shared, m, params, ctx)?;
         let id = id.to_owned();
         let token = in_flight.token.clone();
@@ -169,7 +168,7 @@ impl Server {
                 }
             }
             let framed = match outcome {
-                Ok(body) => frame_on(&executor, body, id.clone()).await,
+                Ok(body) => frame_on(gate.executor(), body, &id).await,
                 Err(e) => Err(e),
             };
             match framed {

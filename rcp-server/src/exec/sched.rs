@@ -87,14 +87,9 @@ pub fn io_slice() -> Option<Duration> {
 /// spawns afterwards start with the kernel's default slice and no negative niceness.
 pub fn mark_io_thread() {
     let (slice, nice) = (io_slice(), io_nice());
-    if slice.is_some()
-        && let Err(e) = set_sched(slice, None)
-    {
-        tracing::debug!(error = %e, "could not shorten an I/O thread's time slice");
-    }
-    if nice != 0
-        && let Err(e) = set_sched(slice, Some(nice))
-    {
+    // Both in one call; where the niceness is refused, the slice alone.
+    if nice != 0 {
+        let Err(e) = set_sched(slice, Some(nice)) else { return };
         if NICE_REFUSAL_LOGGED.swap(true, Ordering::Relaxed) {
             tracing::debug!(error = %e, nice, "could not set an I/O thread's niceness");
         } else {
@@ -105,6 +100,11 @@ pub fn mark_io_thread() {
                  (systemd: LimitNICE=); --io-nice 0 asks for nothing"
             );
         }
+    }
+    if slice.is_some()
+        && let Err(e) = set_sched(slice, None)
+    {
+        tracing::debug!(error = %e, "could not shorten an I/O thread's time slice");
     }
 }
 
