@@ -5,13 +5,13 @@
 //! One test in its own binary, so the thread count it reads is this test's alone.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, Lane, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_testkit::PeakSampler;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -45,7 +45,7 @@ impl Retrieve for Slow {
     }
 }
 
-fn threads() -> usize {
+fn threads() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
 }
@@ -68,17 +68,7 @@ async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
         .expect("write");
     assert!(next(Duration::from_secs(5)).await.expect("initialize answered")["result"].is_object());
     let baseline = threads();
-    let sampling = Arc::new(AtomicBool::new(true));
-    let peak = Arc::new(AtomicUsize::new(baseline));
-    let sampler = {
-        let (sampling, peak) = (Arc::clone(&sampling), Arc::clone(&peak));
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::SeqCst) {
-                peak.fetch_max(threads(), Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        })
-    };
+    let sampler = PeakSampler::start(baseline, Duration::from_millis(2), threads);
 
     // 40 pipelined searches in one write: 2 run, 4 wait, the rest must be refused at once.
     const N: u64 = 40;
@@ -130,9 +120,7 @@ async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
     assert!(!ran.contains(&cancelled), "the cancelled queued job ran: {ran:?}");
     assert_eq!(ran.len(), admitted.len() - 1, "{ran:?}");
 
-    sampling.store(false, Ordering::SeqCst);
-    sampler.join().expect("sampler");
     // The sampler thread itself is one more; the executor adds at most CPU_THREADS.
-    let grown = peak.load(Ordering::SeqCst).saturating_sub(baseline);
-    assert!(grown <= CPU_THREADS + 1, "threads grew by {grown} (baseline {baseline})");
+    let grown = sampler.stop().saturating_sub(baseline);
+    assert!(grown <= CPU_THREADS as u64 + 1, "threads grew by {grown} (baseline {baseline})");
 }

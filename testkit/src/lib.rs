@@ -9,6 +9,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 pub mod pg;
+mod sample;
+
+pub use sample::PeakSampler;
 
 use rcp_conformance::Schemas;
 use serde_json::{Value, json};

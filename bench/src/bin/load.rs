@@ -32,7 +32,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -41,6 +40,7 @@ use rcp_bench::proc::Status;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir};
 use rcp_bench::stdio::{await_answers, server_spec, spawn_quiet};
+use rcp_testkit::PeakSampler;
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -311,7 +311,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
 
-    let sampler = ThreadSampler::start(pid, idle.threads);
+    let sampler = thread_sampler(pid, idle.threads);
 
     let in_flight: Arc<Mutex<HashMap<u64, (Kind, Instant)>>> = Arc::default();
     let (permits_tx, permits_rx) = mpsc::sync_channel::<()>(window);
@@ -412,39 +412,13 @@ const FLUSH_EVERY: usize = 16;
 const PROBE_IDS: u64 = 1 << 48;
 
 /// The generator's end of the server's stdin, shared by the mix and the probe.
+/// Samples the server's thread count every 5 ms until stopped, keeping the largest.
+fn thread_sampler(pid: u32, idle: u64) -> PeakSampler {
+    PeakSampler::start(idle, Duration::from_millis(5), move || rcp_bench::proc::status(pid).threads)
+}
+
 fn locked<W>(w: &Mutex<W>) -> std::io::Result<std::sync::MutexGuard<'_, W>> {
     w.lock().map_err(|_| std::io::Error::other("a writer panicked"))
-}
-
-/// Samples a process's thread count every 5 ms until stopped; keeps the largest.
-struct ThreadSampler {
-    running: Arc<AtomicBool>,
-    max: Arc<AtomicU64>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl ThreadSampler {
-    fn start(pid: u32, initial: u64) -> Self {
-        let running = Arc::new(AtomicBool::new(true));
-        let max = Arc::new(AtomicU64::new(initial));
-        let thread = {
-            let (running, max) = (Arc::clone(&running), Arc::clone(&max));
-            std::thread::spawn(move || {
-                while running.load(Ordering::Relaxed) {
-                    max.fetch_max(rcp_bench::proc::status(pid).threads, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            })
-        };
-        Self { running, max, thread }
-    }
-
-    /// Stops sampling; the largest count seen.
-    fn stop(self) -> u64 {
-        self.running.store(false, Ordering::Relaxed);
-        let _ = self.thread.join();
-        self.max.load(Ordering::Relaxed)
-    }
 }
 
 /// The request mix: which kind comes next (seeded, the same sequence for every server) and
@@ -550,7 +524,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
-    let sampler = ThreadSampler::start(pid, idle.threads);
+    let sampler = thread_sampler(pid, idle.threads);
     let measure_from = Instant::now() + Duration::from_secs_f64(args.warmup);
     let stop = measure_from + Duration::from_secs_f64(args.seconds);
     let probe = (args.probe_ms > 0).then(|| {

@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::serve;
-use rcp_testkit::code;
+use rcp_testkit::{PeakSampler, code};
 use serde_json::json;
 
 fn threads(pid: u32) -> u64 {
@@ -26,17 +24,7 @@ fn a_flood_of_searches_is_bounded_by_the_cpu_executor() {
     let mut e = serve(&["--cpu-threads", "1", "--cpu-queue", "0"]);
     let pid = e.pid();
     let idle = threads(pid);
-    let sampling = Arc::new(AtomicBool::new(true));
-    let peak = Arc::new(AtomicU64::new(idle));
-    let sampler = {
-        let (sampling, peak) = (Arc::clone(&sampling), Arc::clone(&peak));
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::SeqCst) {
-                peak.fetch_max(threads(pid), Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
+    let sampler = PeakSampler::start(idle, Duration::from_millis(1), move || threads(pid));
 
     const N: usize = 300;
     let flood: Vec<String> = (0..N)
@@ -57,10 +45,8 @@ fn a_flood_of_searches_is_bounded_by_the_cpu_executor() {
             refused += 1;
         }
     }
-    sampling.store(false, Ordering::SeqCst);
-    sampler.join().expect("sampler");
+    let peak = sampler.stop();
     assert!(served >= 1 && refused >= 1, "served {served}, refused {refused}");
-    let peak = peak.load(Ordering::SeqCst);
     assert!(peak <= idle + 1, "threads went from {idle} to {peak} with one CPU thread configured");
     // The engine still serves once the flood is over.
     e.ok("retrieve", json!({"query": "inverted index", "k": 3}));
