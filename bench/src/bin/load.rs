@@ -411,12 +411,12 @@ const FLUSH_EVERY: usize = 16;
 /// Ids of the probe's pings start above this (the mix counts up from 1).
 const PROBE_IDS: u64 = 1 << 48;
 
-/// The generator's end of the server's stdin, shared by the mix and the probe.
 /// Samples the server's thread count every 5 ms until stopped, keeping the largest.
 fn thread_sampler(pid: u32, idle: u64) -> PeakSampler {
     PeakSampler::start(idle, Duration::from_millis(5), move || rcp_bench::proc::status(pid).threads)
 }
 
+/// The generator's end of the server's stdin, shared by the mix and the probe.
 fn locked<W>(w: &Mutex<W>) -> std::io::Result<std::sync::MutexGuard<'_, W>> {
     w.lock().map_err(|_| std::io::Error::other("a writer panicked"))
 }
