@@ -83,7 +83,7 @@ enum Owner {
 impl Drop for Owner {
     fn drop(&mut self) {
         if let Owner::Heap(words) = self {
-            // SAFETY: made by `Box::into_raw` in `Chunk::zeroed` and freed only here, once;
+            // SAFETY: made by `Box::leak` in `Chunk::on_heap` and freed only here, once;
             // the chunk (and every reference into it) is gone when its owner drops.
             drop(unsafe { Box::from_raw(words.as_ptr()) });
         }
