@@ -17,8 +17,3 @@ pub use error::{ClientError, ConnectError, Disconnect};
 pub use federation::{Federation, FederationOptions};
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
-
-/// The README's code samples, compiled as doctests so they cannot rot.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
