@@ -7,6 +7,8 @@ use rcp_protocol::Meta;
 use rcp_protocol::filter::Filter;
 use serde_json::json;
 
+use crate::ann::Backend;
+
 use super::layout::{MANIFEST, generations, snapshot_path};
 use super::*;
 
