@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Main, Res, fail, pass, pass_note, show, verdict};
+use crate::session::Main;
 use crate::transport::Send;
+use crate::verdict::{Res, fail, pass, pass_note, show, verdict};
 
 async fn echo(m: &mut Main, id: Value) -> Res {
     let r = m.conn.call_id(id.clone(), "ping", Some(json!({}))).await?;
@@ -49,7 +50,7 @@ enum RawAnswer {
 
 /// Sends `text` raw (HTTP: to the base URL) and collects the answer, allowing `id: null`.
 async fn raw_answer(m: &mut Main, text: &str, register: Option<(Value, &str)>) -> Result<RawAnswer, String> {
-    m.conn.null_id_ok = true;
+    m.conn.watch.null_id_ok = true;
     if let Some((id, label)) = register {
         m.conn.expect_id(id, label);
     }
@@ -71,7 +72,7 @@ async fn raw_answer(m: &mut Main, text: &str, register: Option<(Value, &str)>) -
             }
         }
     };
-    m.conn.null_id_ok = false;
+    m.conn.watch.null_id_ok = false;
     answer
 }
 
@@ -202,7 +203,7 @@ pub(crate) async fn jsonrpc_everywhere(m: &mut Main) -> Res {
     if r.0.get("jsonrpc") != Some(&json!("2.0")) {
         return fail(format!("ping response carries jsonrpc {}", r.0.get("jsonrpc").map_or("absent".into(), show)));
     }
-    let (bad, total) = (m.conn.bad_jsonrpc, m.conn.frames);
+    let (bad, total) = (m.conn.watch.bad_jsonrpc, m.conn.watch.frames);
     verdict(bad == 0, || format!("{bad} of {total} frames on the main session lacked jsonrpc \"2.0\""))
 }
 

@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{Main, Res, expect_invalid_params, expect_option_unsupported, fail, pass, pass_note, show, skip, verdict};
+use crate::session::Main;
+use crate::verdict::{
+    Res, expect_invalid_params, expect_option_unsupported, fail, pass, pass_note, show, skip, verdict,
+};
 
 fn dimension(m: &Main, cap: &str) -> Option<usize> {
     m.caps.u64_at(&[cap, "dimension"]).and_then(|d| usize::try_from(d).ok())

@@ -3,9 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    Main, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note,
-    show, skip,
+use crate::session::Main;
+use crate::verdict::{
+    Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note, show,
+    skip,
 };
 
 const OPERATORS: [&str; 10] = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "exists"];

@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Main, Res, expect_code, fail, hit_key, hits, pass, pass_note, show, skip, verdict};
+use crate::session::Main;
+use crate::verdict::{Res, expect_code, fail, hit_key, hits, pass, pass_note, show, skip, verdict};
 
 fn writable(m: &Main) -> bool {
     m.caps.has("index") && m.caps.flag(&["index", "writable"])

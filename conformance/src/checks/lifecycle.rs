@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{
-    Caps, Main, Res, expect_code, fail, fresh, gated_call, init_params, pass, pass_note, show, skip, verdict, warn,
-};
 use crate::conn::{Conn, Env};
+use crate::session::{Caps, Main, fresh, gated_call, init_params};
+use crate::verdict::{Res, expect_code, fail, pass, pass_note, show, skip, verdict, warn};
 
 const STATELESS: &str = "stateless HTTP server: every request is implicitly initialized (§5.2), so there is no per-connection session to check";
 const GLOBAL: &str = "the HTTP server keeps one process-wide session, held by the main session (see http.session-per-client): no fresh session can be opened to check this";
@@ -42,7 +41,7 @@ impl Sessions {
 /// idempotently (stateless) or with `-32600` (one process-wide session). Only a SHOULD: §5.2
 /// leaves session handling to the server, but a global session locks out every other client.
 pub(crate) async fn session_model(env: &Env, main_has_token: bool, sessions: &mut Sessions) -> Res {
-    if matches!(env.target, crate::Target::Stdio { .. }) {
+    if matches!(env.target, crate::config::Target::Stdio { .. }) {
         return skip("stdio: every client spawns its own process");
     }
     if main_has_token {

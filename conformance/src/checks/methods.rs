@@ -2,8 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    Main, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, pass, show, skip, verdict,
+use crate::session::Main;
+use crate::verdict::{
+    Outcome, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, pass, show, skip, verdict,
 };
 
 const NO_RETRIEVE: &str = "retrieve not advertised";
@@ -120,7 +121,7 @@ pub(crate) async fn option_unsupported(m: &mut Main) -> Res {
     };
     let r = m.conn.call(method, params.clone()).await?;
     expect_option_unsupported(&r).map(|o| match o {
-        super::Outcome::Fail(d) => super::Outcome::Fail(format!("{method} {}: {d}", show(&params))),
+        Outcome::Fail(d) => Outcome::Fail(format!("{method} {}: {d}", show(&params))),
         other => other,
     })
 }

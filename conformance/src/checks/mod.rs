@@ -1,6 +1,7 @@
 //! The checks, in the order they run. Each is one MUST of the spec (or one item of §14.1), with a
 //! stable id, its level and the section it enforces. This file is the catalogue; the modules
-//! beside it hold the bodies.
+//! beside it hold the bodies, which reach their verdicts with [`crate::verdict`] on the session
+//! of [`crate::session`]; [`crate::record`] turns each verdict into a result.
 
 mod envelope;
 mod features;
@@ -15,326 +16,13 @@ mod transport;
 
 use serde_json::{Value, json};
 
-use crate::conn::{Conn, Env, Resp};
-use crate::report::{CheckResult, Level, Status, Strength, truncate};
+use crate::config::Target;
+use crate::conn::{Conn, Env};
+use crate::record::{Ctx, MUST, Meta, SHOULD, meta};
+use crate::report::Level;
+use crate::session::{Caps, Main};
+use crate::verdict::{Res, fail, pass, skip};
 use lifecycle::Sessions;
-
-/// What a check concluded (a transport failure is `Err`, reported as a FAIL).
-pub(crate) enum Outcome {
-    Pass(String),
-    Fail(String),
-    /// Every MUST held, but a SHOULD did not (e.g. no `error.data.field`, §12.1).
-    Warn(String),
-    Skip(String),
-}
-
-/// The result of a check body: `?` on a transport or protocol error fails the check.
-pub(crate) type Res = Result<Outcome, String>;
-
-pub(crate) fn pass() -> Res {
-    Ok(Outcome::Pass(String::new()))
-}
-
-pub(crate) fn pass_note(note: impl Into<String>) -> Res {
-    Ok(Outcome::Pass(note.into()))
-}
-
-pub(crate) fn skip(reason: impl Into<String>) -> Res {
-    Ok(Outcome::Skip(reason.into()))
-}
-
-pub(crate) fn fail(reason: impl Into<String>) -> Res {
-    Ok(Outcome::Fail(reason.into()))
-}
-
-/// The MUSTs held but a SHOULD did not: reported as a warning, never a failure.
-pub(crate) fn warn(reason: impl Into<String>) -> Res {
-    Ok(Outcome::Warn(reason.into()))
-}
-
-/// Passes when `ok`, fails with `reason` otherwise.
-pub(crate) fn verdict(ok: bool, reason: impl FnOnce() -> String) -> Res {
-    if ok { pass() } else { fail(reason()) }
-}
-
-/// Requires an error response with `code`.
-pub(crate) fn expect_code(r: &Resp, code: i64) -> Result<(), String> {
-    match r.code() {
-        Some(c) if c == code => Ok(()),
-        _ => Err(format!("expected error {code}, got {}", r.brief())),
-    }
-}
-
-/// Requires `-32602` (a MUST); `error.data.field` naming one of `names` is only a SHOULD
-/// (§12.1: `error.data` is optional and its conventional fields are recommended), so a missing or
-/// different field is a warning.
-pub(crate) fn expect_invalid_params(r: &Resp, names: &[&str]) -> Res {
-    expect_code(r, -32602)?;
-    match r.data_str("field") {
-        Some(f) if names.iter().any(|n| f.contains(n)) => pass(),
-        Some(f) => warn(format!(
-            "-32602 returned, but error.data.field is '{f}' (recommended: name {}, §12.1)",
-            names.join(" or ")
-        )),
-        None => warn("-32602 returned without error.data.field naming the offending field (SHOULD, §12.1)"),
-    }
-}
-
-/// Requires `-32005` (a MUST); `error.data.option` is a SHOULD (§12.1), so its absence is a
-/// warning.
-pub(crate) fn expect_option_unsupported(r: &Resp) -> Res {
-    expect_code(r, -32005)?;
-    match r.data_str("option") {
-        Some(_) => pass(),
-        None => warn("-32005 returned without error.data.option naming the option (SHOULD, §12.1)"),
-    }
-}
-
-/// The `hits` array of a `retrieve` result.
-pub(crate) fn hits(r: &Resp) -> Result<Vec<Value>, String> {
-    let res = r.ok()?;
-    res.get("hits").and_then(Value::as_array).cloned().ok_or_else(|| "retrieve result has no hits array".to_owned())
-}
-
-/// A hit's id as a comparable string key (ids are string or number, §7.7).
-pub(crate) fn hit_key(h: &Value) -> String {
-    match h.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
-}
-
-/// A server's capabilities object with typed accessors.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Caps(pub Value);
-
-impl Caps {
-    /// Presence ⇒ supported (§6); `false`/`null` count as absent.
-    pub fn has(&self, key: &str) -> bool {
-        matches!(self.0.get(key), Some(v) if !v.is_null() && *v != Value::Bool(false))
-    }
-
-    /// The value at a path, e.g. `["retrieve", "maxK"]`.
-    pub fn at(&self, path: &[&str]) -> Option<&Value> {
-        path.iter().try_fold(&self.0, |v, k| v.get(k))
-    }
-
-    /// A string list at a path.
-    pub fn strings(&self, path: &[&str]) -> Option<Vec<String>> {
-        self.at(path)?.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-    }
-
-    /// An integer at a path.
-    pub fn u64_at(&self, path: &[&str]) -> Option<u64> {
-        self.at(path).and_then(Value::as_u64)
-    }
-
-    /// Whether a boolean flag at a path is `true`.
-    pub fn flag(&self, path: &[&str]) -> bool {
-        self.at(path) == Some(&Value::Bool(true))
-    }
-}
-
-/// Broad queries tried to find one that matches much of an unknown corpus.
-const BROAD_QUERIES: &[&str] = &[
-    "the a of and to in for with by on is are from retrieval search data vector rust async model system",
-    "flow pressure heat model data system method results theory analysis",
-    "information",
-];
-
-/// The main session: one initialized connection reused for every check that needs no clean
-/// session, plus what was learned about the server.
-pub(crate) struct Main {
-    pub conn: Conn,
-    pub env: Env,
-    pub caps: Caps,
-    pub init: Value,
-    /// HTTP without a session token: every request is implicitly initialized (§5.2), or the
-    /// server keeps one process-wide session (`global_session`).
-    pub stateless: bool,
-    /// HTTP: the server keeps one session for the whole process, held by this one (§5.2).
-    pub global_session: bool,
-    /// The broad query chosen by `retrieve.basic` (or `--query`).
-    pub broad: String,
-    /// Hits of the broad query at `probe_k`.
-    pub baseline: Vec<Value>,
-    /// `min(50, maxK)`.
-    pub probe_k: u64,
-    /// Whether `--query` chose the broad query.
-    pub configured_query: bool,
-    /// Set once `shutdown` was sent: the process is not revived after that.
-    pub closed: bool,
-}
-
-/// The params of the main session's `initialize`.
-pub(crate) fn init_params(version: i64) -> Value {
-    json!({"protocolVersion": version, "client": {"name": "rcp-conformance", "version": env!("CARGO_PKG_VERSION")}, "capabilities": {}})
-}
-
-impl Main {
-    async fn open(env: &Env, query: Option<String>) -> Result<Main, String> {
-        let mut conn = Conn::open(env).await?;
-        let r = conn.call("initialize", init_params(1)).await?;
-        let init = r.ok()?.clone();
-        let caps = Caps(init.get("capabilities").cloned().unwrap_or(Value::Null));
-        let stateless = !conn.is_stdio() && conn.http_session().is_none();
-        let probe_k = caps.u64_at(&["retrieve", "maxK"]).unwrap_or(50).clamp(1, 50);
-        let broad = query.clone().unwrap_or_else(|| BROAD_QUERIES[0].to_owned());
-        let configured_query = query.is_some();
-        Ok(Main {
-            conn,
-            env: env.clone(),
-            caps,
-            init,
-            stateless,
-            global_session: false,
-            broad,
-            baseline: Vec::new(),
-            probe_k,
-            configured_query,
-            closed: false,
-        })
-    }
-
-    /// Over stdio, replaces a server process that died (an earlier check crashed it) with a
-    /// fresh, initialized one so later checks still say something.
-    async fn ensure_alive(&mut self) {
-        let dead = self.conn.stdio().is_some_and(|s| s.exited());
-        if !dead || self.closed {
-            return;
-        }
-        if let Ok(mut conn) = Conn::open(&self.env).await
-            && conn.call("initialize", init_params(1)).await.is_ok_and(|r| r.result().is_some())
-        {
-            self.conn = conn;
-        }
-    }
-
-    /// `min(want, maxK)`.
-    pub fn k(&self, want: u64) -> u64 {
-        want.min(self.caps.u64_at(&["retrieve", "maxK"]).unwrap_or(u64::MAX)).max(1)
-    }
-
-    /// Calls `retrieve`.
-    pub async fn retrieve(&mut self, params: Value) -> Result<Resp, String> {
-        self.conn.call("retrieve", params).await
-    }
-
-    /// Retrieves the broad query with `k` and extra params merged in.
-    pub async fn broad_hits(&mut self, k: u64, extra: Value) -> Result<Resp, String> {
-        let mut p = json!({"query": self.broad, "k": k});
-        if let (Some(p), Some(e)) = (p.as_object_mut(), extra.as_object()) {
-            p.extend(e.clone());
-        }
-        self.retrieve(p).await
-    }
-
-    /// The gated method to use where "any advertised method" will do, with valid params.
-    pub fn some_gated_call(&self) -> Option<(&'static str, Value)> {
-        gated_call(&self.caps)
-    }
-}
-
-/// An advertised gated method with valid params, preferring `retrieve`.
-pub(crate) fn gated_call(caps: &Caps) -> Option<(&'static str, Value)> {
-    if caps.has("retrieve") {
-        return Some(("retrieve", json!({"query": "conformance probe", "k": 1})));
-    }
-    if caps.has("embed") {
-        return Some(("embed", json!({"inputs": ["conformance probe"]})));
-    }
-    if caps.has("rerank") {
-        return Some(("rerank", json!({"query": "conformance probe", "passages": ["a passage"]})));
-    }
-    if caps.has("graph") {
-        let op = caps.strings(&["graph", "ops"]).and_then(|o| o.first().cloned()).unwrap_or_else(|| "local".into());
-        return Some(("graph", json!({"op": op, "query": "conformance probe"})));
-    }
-    None
-}
-
-/// Everything a run accumulates.
-pub(crate) struct Ctx {
-    pub env: Env,
-    limit: Level,
-    query: Option<String>,
-    pub results: Vec<CheckResult>,
-    pub server: Option<Value>,
-    pub declared: Option<String>,
-}
-
-impl Ctx {
-    pub fn new(env: Env, limit: Level, query: Option<String>) -> Self {
-        Ctx { env, limit, query, results: Vec::new(), server: None, declared: None }
-    }
-
-    fn wants(&self, level: Level) -> bool {
-        level <= self.limit
-    }
-
-    /// Records a check. A SHOULD check that fails becomes a warning; any protocol violation
-    /// observed while it ran (envelope, schema, an answered notification: MUSTs of their own) is
-    /// a FAIL whatever the check's strength.
-    fn record(&mut self, check: Meta, outcome: Res) {
-        let Meta { level, strength, id, section, name } = check;
-        let violations: Vec<String> = self.env.sink.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
-        let (mut status, mut detail) = match outcome {
-            Ok(Outcome::Pass(d)) => (Status::Pass, d),
-            Ok(Outcome::Fail(d)) | Err(d) if strength == Strength::Should => (Status::Warn, d),
-            Ok(Outcome::Fail(d)) | Err(d) => (Status::Fail, d),
-            Ok(Outcome::Warn(d)) => (Status::Warn, d),
-            Ok(Outcome::Skip(d)) => (Status::Skip, d),
-        };
-        if !violations.is_empty() {
-            let mut uniq: Vec<&String> = Vec::new();
-            for v in &violations {
-                if !uniq.contains(&v) {
-                    uniq.push(v);
-                }
-            }
-            let mut text = uniq.iter().take(3).map(|v| truncate(v, 300)).collect::<Vec<_>>().join("; ");
-            if uniq.len() > 3 {
-                text.push_str(&format!("; and {} more", uniq.len() - 3));
-            }
-            if status == Status::Fail {
-                detail = format!("{detail}; also: {text}");
-            } else {
-                status = Status::Fail;
-                detail = text;
-            }
-        }
-        self.results.push(CheckResult { id, level, name, section, strength, status, detail });
-    }
-}
-
-/// What the catalogue says about one check.
-pub(crate) struct Meta {
-    pub level: Level,
-    pub strength: Strength,
-    pub id: &'static str,
-    pub section: &'static str,
-    pub name: &'static str,
-}
-
-/// `MUST` / `SHOULD` in the catalogue lines below.
-const MUST: Strength = Strength::Must;
-const SHOULD: Strength = Strength::Should;
-
-/// Opens a connection into `slot` on first use (a fresh process / session per slot).
-pub(crate) async fn fresh<'a>(env: &Env, slot: &'a mut Option<Conn>) -> Result<&'a mut Conn, String> {
-    if slot.is_none() {
-        *slot = Some(Conn::open(env).await?);
-    }
-    slot.as_mut().ok_or_else(|| "connection unavailable".to_owned())
-}
-
-/// The catalogue entry of a check.
-macro_rules! meta {
-    ($level:ident, $strength:ident, $id:literal, $section:literal, $name:literal) => {
-        Meta { level: Level::$level, strength: $strength, id: $id, section: $section, name: $name }
-    };
-}
 
 /// Runs a check if its level is wanted.
 macro_rules! check {
@@ -378,7 +66,7 @@ async fn open_main(env: &Env, query: Option<String>, slot: &mut Option<Main>) ->
 /// a server holding an exclusive resource (a data directory) certifies.
 #[rustfmt::skip]
 async fn lifecycle_checks(cx: &mut Ctx, env: &Env, pre_caps: &mut Caps, sessions: Sessions) {
-    let stdio = matches!(env.target, crate::Target::Stdio { .. });
+    let stdio = matches!(env.target, Target::Stdio { .. });
 
     let mut s1 = None;
     check!(cx, L0, MUST, "ping.pre-init.string", "§7.15, §14.1", "ping before initialize echoes a string nonce", lifecycle::ping_nonce(env, &mut s1, json!("nönce-1 ✓")));
@@ -428,7 +116,7 @@ async fn close(slot: &mut Option<Conn>) {
 #[rustfmt::skip]
 pub(crate) async fn run_all(cx: &mut Ctx) {
     let env = cx.env.clone();
-    let stdio = matches!(env.target, crate::Target::Stdio { .. });
+    let stdio = matches!(env.target, Target::Stdio { .. });
     let mut pre_caps = Caps::default();
 
     // Over stdio, the fresh-process checks run first, while no main session exists: never two
@@ -588,58 +276,5 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     }
     if let Some(m) = main.as_mut() {
         m.conn.close().await;
-    }
-}
-
-/// Pretty-prints a value for a failure message.
-pub(crate) fn show(v: &Value) -> String {
-    truncate(&v.to_string(), 160)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use super::*;
-
-    fn ctx() -> Ctx {
-        let target = crate::Target::Stdio { program: "unused".into(), args: Vec::new() };
-        let env =
-            Env { target, timeout: Duration::from_secs(1), schemas: None, sink: Arc::new(Mutex::new(Vec::new())) };
-        Ctx::new(env, Level::L2, None)
-    }
-
-    #[test]
-    fn a_failed_should_is_a_warning_but_a_protocol_violation_still_fails() {
-        let mut cx = ctx();
-        cx.record(meta!(L1, SHOULD, "a", "§0", "a"), fail("missed"));
-        cx.record(meta!(L1, MUST, "b", "§0", "b"), fail("broken"));
-        cx.record(meta!(L1, MUST, "c", "§0", "c"), warn("no error.data.field"));
-        cx.env.violation("schema: bad frame");
-        cx.record(meta!(L1, SHOULD, "d", "§0", "d"), pass());
-        let got: Vec<(Status, Strength)> = cx.results.iter().map(|r| (r.status, r.strength)).collect();
-        assert_eq!(
-            got,
-            [
-                (Status::Warn, Strength::Should),
-                (Status::Fail, Strength::Must),
-                (Status::Warn, Strength::Must),
-                (Status::Fail, Strength::Should),
-            ]
-        );
-    }
-
-    #[test]
-    fn missing_error_data_details_are_warnings() {
-        let bare = Resp(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad k"}}));
-        assert!(matches!(expect_invalid_params(&bare, &["k"]), Ok(Outcome::Warn(_))));
-        let named = Resp(
-            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad", "data": {"field": "k"}}}),
-        );
-        assert!(matches!(expect_invalid_params(&named, &["k"]), Ok(Outcome::Pass(_))));
-        let wrong = Resp(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "no"}}));
-        assert!(expect_invalid_params(&wrong, &["k"]).is_err(), "the code itself is a MUST");
-        assert!(matches!(expect_option_unsupported(&wrong), Ok(Outcome::Warn(_))));
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Main, Res, fail, pass, pass_note, show, skip, verdict};
+use crate::session::Main;
+use crate::verdict::{Res, fail, pass, pass_note, show, skip, verdict};
 
 async fn silent(m: &mut Main, method: &str, params: Value) -> Res {
     m.conn.notify(method, Some(params)).await?;
@@ -66,7 +67,7 @@ pub(crate) async fn cancel_exactly_once(m: &mut Main) -> Res {
 }
 
 fn progress_frames(m: &Main, from: usize) -> Vec<Value> {
-    m.conn.notifications[from..]
+    m.conn.watch.notifications[from..]
         .iter()
         .filter(|n| n.get("method").and_then(Value::as_str) == Some("notifications/progress"))
         .cloned()
@@ -81,7 +82,7 @@ pub(crate) async fn progress_unadvertised(m: &mut Main) -> Res {
         return skip("no gated method advertised to attach a progressToken to");
     };
     params["_meta"] = json!({"progressToken": "unadvertised-token"});
-    let from = m.conn.notifications.len();
+    let from = m.conn.watch.notifications.len();
     m.conn.call_streaming(method, params).await?;
     let late = m.conn.drain(Duration::from_millis(50)).await;
     drop(late);
@@ -92,6 +93,6 @@ pub(crate) async fn progress_unadvertised(m: &mut Main) -> Res {
 }
 
 pub(crate) async fn no_unsolicited(m: &mut Main) -> Res {
-    let n = m.conn.unsolicited;
+    let n = m.conn.watch.unsolicited;
     verdict(n == 0, || format!("{n} notification(s) the client never opted into on the main session"))
 }

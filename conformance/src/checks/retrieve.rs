@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{
-    BROAD_QUERIES, Main, Res, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note,
-    show, skip, verdict,
+use crate::session::{BROAD_QUERIES, Main};
+use crate::verdict::{
+    Res, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note, show, skip, verdict,
 };
 
 const NO_RETRIEVE: &str = "retrieve not advertised";

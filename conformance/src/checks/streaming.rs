@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Main, Res, fail, hit_key, hits, init_params, pass_note, show, skip, verdict};
 use crate::conn::Conn;
+use crate::session::{Main, init_params};
+use crate::verdict::{Outcome, Res, fail, hit_key, hits, pass_note, show, skip, verdict};
 
 fn frames_of(conn: &Conn, from: usize, method: &str) -> Vec<Value> {
-    frames_in(conn, from, conn.notifications.len(), method)
+    frames_in(conn, from, conn.watch.notifications.len(), method)
 }
 
 fn frames_in(conn: &Conn, from: usize, to: usize, method: &str) -> Vec<Value> {
-    conn.notifications[from..to]
+    conn.watch.notifications[from..to]
         .iter()
         .filter(|n| n.get("method").and_then(Value::as_str) == Some(method))
         .cloned()
@@ -33,7 +34,7 @@ pub(crate) async fn requires_token(m: &mut Main) -> Res {
         return skip("streaming not advertised");
     }
     let Some((method, params)) = workload(m) else { return skip("no gated method to run") };
-    let from = m.conn.notifications.len();
+    let from = m.conn.watch.notifications.len();
     m.conn.call_streaming(method, params).await?.ok()?;
     m.conn.drain(Duration::from_millis(50)).await;
     let frames = frames_of(&m.conn, from, "notifications/progress");
@@ -48,9 +49,9 @@ async fn echoes(m: &mut Main, token: Value) -> Res {
     }
     let Some((method, mut params)) = workload(m) else { return skip("no gated method to run") };
     params["_meta"] = json!({"progressToken": token});
-    let from = m.conn.notifications.len();
+    let from = m.conn.watch.notifications.len();
     m.conn.call_streaming(method, params).await?.ok()?;
-    let mid = m.conn.notifications.len();
+    let mid = m.conn.watch.notifications.len();
     m.conn.drain(Duration::from_millis(100)).await;
     let before = frames_in(&m.conn, from, mid, "notifications/progress");
     for f in &before {
@@ -87,7 +88,7 @@ pub(crate) async fn log_silent(m: &mut Main) -> Res {
         return skip("log not advertised (unsolicited logs are caught by notify.no-unsolicited)");
     }
     let Some((method, params)) = workload(m) else { return skip("no gated method to run") };
-    let from = m.conn.notifications.len();
+    let from = m.conn.watch.notifications.len();
     m.conn.call_streaming(method, params).await?.ok()?;
     m.conn.drain(Duration::from_millis(50)).await;
     let logs = frames_of(&m.conn, from, "notifications/log");
@@ -207,7 +208,7 @@ pub(crate) async fn pagination(m: &mut Main) -> Res {
         )
     })
     .map(|o| match o {
-        super::Outcome::Pass(_) => super::Outcome::Pass(format!("{} pages of up to {page_k} hits ({how})", pages.len())),
+        Outcome::Pass(_) => Outcome::Pass(format!("{} pages of up to {page_k} hits ({how})", pages.len())),
         other => other,
     })
 }

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Main, Res, expect_code, fail, pass, skip, verdict};
+use crate::session::Main;
 use crate::transport::Send;
+use crate::verdict::{Res, expect_code, fail, pass, skip, verdict};
 
 const STDIO_ONLY: &str = "stdio transport only";
 const HTTP_ONLY: &str = "HTTP transport only";
@@ -76,13 +77,13 @@ pub(crate) async fn http_path_mismatch(m: &mut Main) -> Res {
     }
     let id = json!("path-mismatch-1");
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {}});
-    m.conn.null_id_ok = true;
+    m.conn.watch.null_id_ok = true;
     let sent = m.conn.send_value(&msg, Send { method: Some("info".into()), allow_4xx: true, ..Send::default() }).await;
     let r = match sent {
         Ok(()) => m.conn.wait_for(&id, m.conn.timeout()).await,
         Err(e) => Err(e),
     };
-    m.conn.null_id_ok = false;
+    m.conn.watch.null_id_ok = false;
     expect_code(&r?, -32600)?;
     pass()
 }
@@ -117,13 +118,13 @@ pub(crate) async fn http_unauthorized(m: &mut Main) -> Res {
     let id = json!("unauthenticated-1");
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": "info", "params": {}});
     let before = m.conn.statuses.len();
-    m.conn.null_id_ok = true;
+    m.conn.watch.null_id_ok = true;
     let sent = m.conn.send_value(&msg, Send { allow_4xx: true, no_auth: true, ..Send::default() }).await;
     let r = match sent {
         Ok(()) => m.conn.wait_for(&id, m.conn.timeout()).await,
         Err(e) => Err(e),
     };
-    m.conn.null_id_ok = false;
+    m.conn.watch.null_id_ok = false;
     match r {
         Ok(r) if r.code() == Some(-32012) => pass(),
         Ok(r) => fail(format!("a request without credentials was answered with {}", r.brief())),

@@ -17,8 +17,10 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use crate::error::Error;
+use crate::graph::{Hnsw, MAX_LEVEL, pack, unpack};
+use crate::params::{Params, Precision};
 use crate::table::{CLAIMED, Table, published_level};
-use crate::{Error, Hnsw, MAX_LEVEL, Params, Precision, unpack};
 
 const MAGIC: &[u8; 8] = b"RCPHNSW1";
 
@@ -94,9 +96,9 @@ impl Hnsw {
         let entry = match (unpack(self.entry.load(Ordering::Acquire)), top) {
             // The live entry point when it is among the nodes written at the top level.
             (Some((e, l)), Some((_, t))) if l == t && levels.binary_search_by_key(&e, |&(s, _)| s).is_ok() => {
-                crate::pack(e, l)
+                pack(e, l)
             }
-            (_, Some((s, t))) => crate::pack(s, t),
+            (_, Some((s, t))) => pack(s, t),
             (_, None) => 0,
         };
         w.write_all(&(slots as u64).to_le_bytes())?;

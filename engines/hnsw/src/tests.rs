@@ -1,4 +1,7 @@
+use std::sync::atomic::Ordering;
+
 use super::*;
+use crate::graph::{pack, unpack};
 
 /// Deterministic clustered unit vectors: `n` rows around `n / 50` random centres.
 fn clustered(n: usize, dim: usize, seed: u64) -> Vec<f32> {

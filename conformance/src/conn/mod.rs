@@ -2,126 +2,41 @@
 //! it arrives (envelope rules, the JSON Schema, `$defs/ResultFor` for the method that was asked)
 //! and every protocol rule a frame can break on its own — an answered notification, an id echoed
 //! with another type, a second response, progress without a token, logs nobody opted into — is
-//! recorded as a violation of the check that is running.
+//! recorded as a violation of the check that is running ([`Watch`] is that referee).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+mod env;
+mod frame;
+mod watch;
+
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::Target;
+use crate::config::Target;
 use crate::report::truncate;
-use crate::schema::{Schemas, envelope_errors};
 use crate::transport::{HttpTransport, Incoming, RecvError, Send, StdioTransport, Transport};
 
-/// Violations collected while a check runs; the runner turns them into a FAIL of that check.
-pub(crate) type Sink = Arc<Mutex<Vec<String>>>;
+pub(crate) use env::Env;
+pub(crate) use frame::{Resp, is_notification};
+pub(crate) use watch::Watch;
 
-/// What every connection of a run shares.
-#[derive(Clone)]
-pub(crate) struct Env {
-    pub target: Target,
-    pub timeout: Duration,
-    pub schemas: Option<Arc<Schemas>>,
-    pub sink: Sink,
-}
-
-impl Env {
-    /// Records a violation against the running check.
-    pub fn violation(&self, msg: impl Into<String>) {
-        if let Ok(mut s) = self.sink.lock() {
-            s.push(msg.into());
-        }
-    }
-}
-
-/// A response frame (or a batch response array).
-#[derive(Debug, Clone)]
-pub(crate) struct Resp(pub Value);
-
-impl Resp {
-    /// `result`, when the response is a success.
-    pub fn result(&self) -> Option<&Value> {
-        self.0.get("result")
-    }
-
-    /// `error.code`, when the response is an error.
-    pub fn code(&self) -> Option<i64> {
-        self.0.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64)
-    }
-
-    /// `error.data.<key>` as a string.
-    pub fn data_str(&self, key: &str) -> Option<&str> {
-        self.0.get("error").and_then(|e| e.get("data")).and_then(|d| d.get(key)).and_then(Value::as_str)
-    }
-
-    /// The `id` of the response.
-    pub fn id(&self) -> Option<&Value> {
-        self.0.get("id")
-    }
-
-    /// A short description for failure messages.
-    pub fn brief(&self) -> String {
-        if let Some(e) = self.0.get("error") {
-            let code = e.get("code").map_or("?".into(), Value::to_string);
-            let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
-            return format!("error {code} '{}'", truncate(msg, 100));
-        }
-        match self.result() {
-            Some(r) => format!("result {}", truncate(&r.to_string(), 160)),
-            None => truncate(&self.0.to_string(), 160),
-        }
-    }
-
-    /// `Ok(result)` or `Err(description of the error)`.
-    pub fn ok(&self) -> Result<&Value, String> {
-        self.result().ok_or_else(|| format!("expected a result, got {}", self.brief()))
-    }
-}
-
-fn key(id: &Value) -> String {
-    id.to_string()
-}
-
-/// Whether two ids are "the same" when their JSON types are ignored (`5` vs `"5"`).
-fn loose_eq(a: &Value, b: &Value) -> bool {
-    let plain = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    a == b || (!a.is_null() && !b.is_null() && plain(a) == plain(b))
-}
+use frame::loose_eq;
 
 /// A client connection (one stdio process, or one HTTP session).
 pub(crate) struct Conn {
     t: Transport,
     env: Env,
     next_id: i64,
-    /// Requests sent and not yet answered: id key → (id, method).
-    outstanding: HashMap<String, (Value, String)>,
-    answered: HashSet<String>,
     /// Validated frames received but not consumed yet.
     pending: VecDeque<Value>,
-    /// progressToken key → id key of the request that carried it.
-    tokens: HashMap<String, String>,
-    /// Every server notification received, in order.
-    pub notifications: Vec<Value>,
-    /// Whether the client opted into `notifications/log` (§7.1, §17.1).
-    pub log_opt_in: bool,
+    /// What was sent, what arrived, and the rules each frame was held to.
+    pub watch: Watch,
     /// HTTP statuses other than 2xx, in order.
     pub statuses: Vec<(u16, String)>,
-    /// Frames received whose `jsonrpc` was not `"2.0"`.
-    pub bad_jsonrpc: usize,
     /// stdout lines that were not JSON (stdio).
     pub non_json: usize,
-    /// Notifications the client never opted into.
-    pub unsolicited: usize,
-    /// Frames received in total.
-    pub frames: usize,
-    /// Whether a response with `id: null` is expected (malformed input was sent).
-    pub null_id_ok: bool,
     /// Expected responses that timed out in a row; after two, waits are cut short so a hung
     /// server does not cost a full timeout per check.
     stalled: u32,
@@ -149,18 +64,10 @@ impl Conn {
             t,
             env: env.clone(),
             next_id: 1,
-            outstanding: HashMap::new(),
-            answered: HashSet::new(),
             pending: VecDeque::new(),
-            tokens: HashMap::new(),
-            notifications: Vec::new(),
-            log_opt_in: false,
+            watch: Watch::default(),
             statuses: Vec::new(),
-            bad_jsonrpc: 0,
             non_json: 0,
-            unsolicited: 0,
-            frames: 0,
-            null_id_ok: false,
             stalled: 0,
         })
     }
@@ -216,34 +123,16 @@ impl Conn {
         json!(id)
     }
 
-    fn register(&mut self, msg: &Value) {
-        let Some(method) = msg.get("method").and_then(Value::as_str) else { return };
-        let meta = msg.get("params").and_then(|p| p.get("_meta"));
-        if meta.and_then(|m| m.get("logLevel")).is_some()
-            || (method == "initialize"
-                && msg.get("params").and_then(|p| p.get("capabilities")).and_then(|c| c.get("log")).is_some())
-        {
-            self.log_opt_in = true;
-        }
-        let Some(id) = msg.get("id") else { return };
-        self.outstanding.insert(key(id), (id.clone(), method.to_owned()));
-        self.answered.remove(&key(id));
-        if let Some(tok) = meta.and_then(|m| m.get("progressToken")) {
-            self.tokens.insert(key(tok), key(id));
-        }
-    }
-
     /// Registers an id sent inside a raw frame, so its response is expected.
     pub fn expect_id(&mut self, id: Value, label: &str) {
-        self.answered.remove(&key(&id));
-        self.outstanding.insert(key(&id), (id, label.to_owned()));
+        self.watch.expect_id(id, label);
     }
 
     /// Sends a message (or batch) given as JSON, registering the ids and opt-ins it carries.
     pub async fn send_value(&mut self, msg: &Value, how: Send) -> Result<(), String> {
         match msg {
-            Value::Array(members) => members.iter().for_each(|m| self.register(m)),
-            _ => self.register(msg),
+            Value::Array(members) => members.iter().for_each(|m| self.watch.register(m)),
+            _ => self.watch.register(msg),
         }
         let mut how = how;
         if how.method.is_none() && !msg.is_array() {
@@ -336,7 +225,7 @@ impl Conn {
                     }
                     match serde_json::from_str::<Value>(&text) {
                         Ok(v) => {
-                            self.inspect(&v);
+                            self.watch.inspect(&self.env, &v);
                             return Ok(v);
                         }
                         Err(e) => {
@@ -382,7 +271,7 @@ impl Conn {
     }
 
     /// Waits for the response to `id` (matched loosely, so a response echoing the id with another
-    /// JSON type is still found — and recorded as a violation by `inspect`). Other responses are
+    /// JSON type is still found — and recorded as a violation by the [`Watch`]). Other responses are
     /// kept for later.
     pub async fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Resp, String> {
         let deadline = Instant::now() + self.wait(timeout);
@@ -473,154 +362,5 @@ impl Conn {
             }
         }
         out
-    }
-
-    /// Validates a frame and applies the rules a single frame can break.
-    fn inspect(&mut self, v: &Value) {
-        self.frames += 1;
-        for e in envelope_errors(v) {
-            if e.contains("jsonrpc") {
-                self.bad_jsonrpc += 1;
-            }
-            self.violation(format!("malformed frame: {e}: {}", truncate(&v.to_string(), 160)));
-        }
-        if let Some(s) = self.env.schemas.clone() {
-            for e in s.frame_errors(v) {
-                self.violation(format!("schema: {e}"));
-            }
-        }
-        match v {
-            Value::Array(members) => {
-                for m in members {
-                    self.inspect_response(m);
-                }
-            }
-            _ if is_notification(v) => self.inspect_notification(v),
-            _ if v.get("method").is_some() => {}
-            _ => self.inspect_response(v),
-        }
-    }
-
-    fn inspect_response(&mut self, v: &Value) {
-        let Some(id) = v.get("id") else { return };
-        if id.is_null() {
-            if !self.null_id_ok {
-                self.violation(format!(
-                    "a response with id null although every frame sent was a well-formed request or notification (an answered notification? §4.5): {}",
-                    truncate(&v.to_string(), 160)
-                ));
-            }
-            return;
-        }
-        let k = key(id);
-        let entry = match self.outstanding.remove(&k) {
-            Some(e) => Some(e),
-            None => {
-                let loose = self.outstanding.iter().find(|(_, (sent, _))| loose_eq(sent, id)).map(|(k, _)| k.clone());
-                match loose.and_then(|k| self.outstanding.remove(&k)) {
-                    Some((sent, method)) => {
-                        self.violation(format!(
-                            "response id {id} does not echo the request id {sent} unchanged (same JSON type and value, §4.7)"
-                        ));
-                        Some((sent, method))
-                    }
-                    None if self.answered.contains(&k) => {
-                        self.violation(format!(
-                            "a second response for request id {id} (every request is answered exactly once, §13.1)"
-                        ));
-                        None
-                    }
-                    None => {
-                        self.violation(format!(
-                            "a response with id {id}, which no request carried (an answered notification? §4.5): {}",
-                            truncate(&v.to_string(), 160)
-                        ));
-                        None
-                    }
-                }
-            }
-        };
-        let Some((sent, method)) = entry else { return };
-        self.answered.insert(key(&sent));
-        if let (Some(s), Some(result)) = (self.env.schemas.clone(), v.get("result"))
-            && known_method(&method)
-        {
-            for e in s.result_errors(&method, result) {
-                self.violation(format!("schema ({method} result): {e}"));
-            }
-        }
-    }
-
-    fn inspect_notification(&mut self, v: &Value) {
-        self.notifications.push(v.clone());
-        let method = v.get("method").and_then(Value::as_str).unwrap_or("");
-        match method {
-            "notifications/progress" => {
-                let Some(tok) = v.get("params").and_then(|p| p.get("progressToken")) else {
-                    self.unsolicited += 1;
-                    self.violation("notifications/progress without a progressToken (§9)");
-                    return;
-                };
-                match self.tokens.get(&key(tok)) {
-                    None => {
-                        self.unsolicited += 1;
-                        self.violation(format!(
-                            "notifications/progress with token {tok}, which no request carried (§9: MUST NOT emit progress for a request that carried none)"
-                        ));
-                    }
-                    Some(id_key) if self.answered.contains(id_key) => self.violation(format!(
-                        "notifications/progress for token {tok} after the final response to its request (§9)"
-                    )),
-                    Some(_) => {}
-                }
-            }
-            "notifications/log" if !self.log_opt_in => {
-                self.unsolicited += 1;
-                self.violation(
-                    "notifications/log although the client never opted in (§7.1: MUST NOT emit a notification the client did not opt into)",
-                );
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Whether a frame is a notification (a method and no id).
-pub(crate) fn is_notification(v: &Value) -> bool {
-    v.get("method").is_some() && v.get("id").is_none()
-}
-
-fn known_method(m: &str) -> bool {
-    matches!(
-        m,
-        "initialize"
-            | "info"
-            | "ping"
-            | "embed"
-            | "embed/sparse"
-            | "embed/multi"
-            | "rerank"
-            | "retrieve"
-            | "query/transform"
-            | "graph"
-            | "index/add"
-            | "index/delete"
-            | "catalog/list"
-            | "feedback"
-            | "memory/build"
-            | "memory/recall"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loose_ids() {
-        assert!(loose_eq(&json!(5), &json!("5")));
-        assert!(loose_eq(&json!("a"), &json!("a")));
-        assert!(!loose_eq(&json!(5), &json!(6)));
-        assert!(!loose_eq(&json!(null), &json!("null")));
     }
 }

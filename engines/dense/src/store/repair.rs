@@ -1,0 +1,95 @@
+//! A data directory that lost its manifest: refused on open (serving it empty would lose
+//! acknowledged writes), and repaired on request from the newest complete snapshot.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use rcp_protocol::filter::FieldType;
+
+use crate::ann::{Backend, HnswParams};
+use crate::wal::StoredDoc;
+
+use super::error::StoreError;
+use super::generation::read_generation;
+use super::layout::{MANIFEST, WAL, generations};
+use super::manifest::{Manifest, SnapshotInfo};
+
+/// A data directory without `manifest.json` is new only when it holds no snapshot and no
+/// logged write; otherwise the manifest was lost and opening it empty would serve less data.
+pub(super) fn refuse_orphaned_data(dir: &Path, manifest_path: &Path) -> Result<(), StoreError> {
+    let found = generations(dir);
+    let wal_bytes = fs::metadata(dir.join(WAL)).map(|m| m.len()).unwrap_or(0);
+    if found.is_empty() && wal_bytes == 0 {
+        return Ok(());
+    }
+    let mut held = Vec::new();
+    if let Some(last) = found.last() {
+        held.push(format!("snapshot generation(s) {found:?} (newest snapshot-{last:06}.*)"));
+    }
+    if wal_bytes > 0 {
+        held.push(format!("a {wal_bytes}-byte {WAL}"));
+    }
+    Err(StoreError::Damaged {
+        path: manifest_path.to_path_buf(),
+        detail: format!(
+            "missing, but the directory holds {}: opening it would serve less data than was \
+             acknowledged. Nothing was changed. Run `rcp-dense repair --data-dir {}` to rebuild the \
+             manifest from the newest complete snapshot (the write-ahead log is then replayed)",
+            held.join(" and "),
+            dir.display()
+        ),
+    })
+}
+
+/// What [`rebuild_manifest`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestRepair {
+    /// The snapshot generation the new manifest names (`None`: no complete snapshot; the log
+    /// alone holds the data).
+    pub generation: Option<u64>,
+    /// Documents in that snapshot.
+    pub docs: usize,
+    /// Generations found incomplete or unreadable, each with the reason; left on disk.
+    pub skipped: Vec<(u64, String)>,
+    /// The filter fields written to the new manifest.
+    pub fields: BTreeMap<String, FieldType>,
+}
+
+/// Writes a new `manifest.json` for a data directory that lost it: names the newest snapshot
+/// generation whose documents and vectors agree, with sequence 0 so that the whole log is
+/// replayed on open (replaying writes a snapshot already holds leaves it unchanged: each
+/// record sets or removes whole documents). The filter fields are recomputed by `fields`
+/// from the snapshot's documents. Refuses when a manifest exists.
+pub fn rebuild_manifest(
+    dir: &Path,
+    fields: impl FnOnce(&[StoredDoc]) -> BTreeMap<String, FieldType>,
+) -> Result<ManifestRepair, StoreError> {
+    let manifest_path = dir.join(MANIFEST);
+    if manifest_path.exists() {
+        return Err(StoreError::Incompatible {
+            path: manifest_path,
+            detail: "present; rebuild_manifest only replaces a missing manifest".to_owned(),
+        });
+    }
+    let mut repair = ManifestRepair { generation: None, docs: 0, skipped: Vec::new(), fields: BTreeMap::new() };
+    let mut docs_seen: Vec<StoredDoc> = Vec::new();
+    for generation in generations(dir).into_iter().rev() {
+        match read_generation(dir, generation) {
+            Ok(docs) => {
+                repair.generation = Some(generation);
+                repair.docs = docs.len();
+                docs_seen = docs;
+                break;
+            }
+            Err(why) => repair.skipped.push((generation, why)),
+        }
+    }
+    repair.fields = fields(&docs_seen);
+    let mut manifest = Manifest::new(HnswParams::default(), Backend::default());
+    manifest.fields = repair.fields.clone();
+    manifest.snapshot =
+        repair.generation.map(|generation| SnapshotInfo { generation, docs: repair.docs, seq: 0, graph: None });
+    manifest.write(dir)?;
+    Ok(repair)
+}

@@ -1,0 +1,141 @@
+//! The in-memory table: documents and vectors by slot, the id map, the tombstones and the ANN
+//! graph over the slots.
+
+use std::collections::HashMap;
+
+use crate::ann::{self, AnnIndex, Backend, HnswParams};
+use crate::wal::{Op, StoredDoc};
+
+use super::error::StoreError;
+
+/// The in-memory table: documents and vectors by slot, the id map and the graph.
+#[derive(Debug)]
+pub struct Table {
+    pub(super) dim: usize,
+    pub(super) docs: Vec<Option<StoredDoc>>,
+    pub(super) vectors: Vec<f32>,
+    pub(super) by_id: HashMap<String, usize>,
+    pub(super) ann: Box<dyn AnnIndex>,
+    pub(super) tombstones: usize,
+}
+
+impl Table {
+    /// An empty table of `dim`-dimensional vectors with an empty graph.
+    pub(super) fn new(dim: usize, params: HnswParams, backend: Backend) -> Self {
+        Self {
+            dim,
+            docs: Vec::new(),
+            vectors: Vec::new(),
+            by_id: HashMap::new(),
+            ann: ann::new_index(backend, params, dim, 0),
+            tombstones: 0,
+        }
+    }
+
+    /// Live documents.
+    pub fn live(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Deleted or replaced slots still in the graph.
+    pub fn tombstones(&self) -> usize {
+        self.tombstones
+    }
+
+    /// The document with this id.
+    pub fn get(&self, id: &str) -> Option<&StoredDoc> {
+        self.by_id.get(id).and_then(|&s| self.docs[s].as_ref())
+    }
+
+    /// The slot of the live document with this id.
+    pub fn slot(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied().filter(|&s| self.docs.get(s).is_some_and(Option::is_some))
+    }
+
+    /// The document in a slot (`None` for a tombstone).
+    pub fn doc(&self, slot: usize) -> Option<&StoredDoc> {
+        self.docs.get(slot).and_then(Option::as_ref)
+    }
+
+    /// The vector in a slot.
+    pub fn vector(&self, slot: usize) -> &[f32] {
+        &self.vectors[slot * self.dim..(slot + 1) * self.dim]
+    }
+
+    /// The HNSW parameters.
+    pub fn params(&self) -> HnswParams {
+        self.ann.params()
+    }
+
+    /// The ANN backend.
+    pub fn backend(&self) -> Backend {
+        self.ann.backend()
+    }
+
+    /// The ANN index.
+    pub fn ann(&self) -> &dyn AnnIndex {
+        self.ann.as_ref()
+    }
+
+    /// Applies an operation to the documents only (the graph is built or extended separately).
+    pub(super) fn apply(&mut self, op: Op) -> usize {
+        match op {
+            Op::Upsert(doc, vector) => {
+                if let Some(old) = self.by_id.remove(&doc.id) {
+                    self.docs[old] = None;
+                    self.tombstones += 1;
+                }
+                let slot = self.docs.len();
+                self.by_id.insert(doc.id.clone(), slot);
+                self.docs.push(Some(doc));
+                self.vectors.extend_from_slice(&vector);
+                1
+            }
+            Op::Delete(ids) => {
+                let mut removed = 0;
+                for id in ids {
+                    if let Some(slot) = self.by_id.remove(&id) {
+                        self.docs[slot] = None;
+                        self.tombstones += 1;
+                        removed += 1;
+                    }
+                }
+                removed
+            }
+        }
+    }
+
+    /// A new table holding only the live documents (renumbered), with a fresh graph unless
+    /// `defer_graph`.
+    pub(super) fn compacted(
+        &self,
+        params: HnswParams,
+        backend: Backend,
+        defer_graph: bool,
+    ) -> Result<Self, StoreError> {
+        let mut t = Table::new(self.dim, params, backend);
+        for (slot, doc) in self.docs.iter().enumerate() {
+            if let Some(doc) = doc {
+                t.apply(Op::Upsert(doc.clone(), self.vector(slot).to_vec()));
+            }
+        }
+        if !defer_graph {
+            t.rebuild_graph(params, backend)?;
+        }
+        Ok(t)
+    }
+
+    pub(super) fn rebuild_graph(&mut self, params: HnswParams, backend: Backend) -> Result<(), StoreError> {
+        let docs = &self.docs;
+        self.ann = ann::build(backend, params, &self.vectors, self.dim, |s| docs[s].is_some())?;
+        Ok(())
+    }
+
+    /// Inserts the live slots from `first` on into the graph (the log tail replayed on open).
+    pub(super) fn index_tail(&self, first: usize) -> Result<(), StoreError> {
+        let rows: Vec<(&[f32], usize)> =
+            (first..self.docs.len()).filter(|&s| self.docs[s].is_some()).map(|s| (self.vector(s), s)).collect();
+        self.ann.insert_many(&rows)?;
+        Ok(())
+    }
+}
