@@ -62,7 +62,7 @@ fn words(s: &str) -> impl Iterator<Item = String> + '_ {
 
 impl Retrieve for Tiny {
     fn capability(&self) -> RetrieveCapability {
-        let (modes, scale) = (Some(vec!["sparse".into()]), Some("unbounded".into()));
+        let (modes, scale) = (Some(vec![rcp_protocol::Mode::Sparse]), Some("unbounded".into()));
         RetrieveCapability { max_k: Some(50), modes, score_scale: scale, score_floor: Some(0.0), ..Default::default() }
     }
 

@@ -9,13 +9,25 @@ use serde_json::Value;
 use crate::CorpusDoc;
 
 /// Parses a `--field NAME:TYPE` flag (§8 field types).
-pub fn parse_field(s: &str) -> Result<(String, FieldType), String> {
-    let (name, ty) = s.split_once(':').ok_or_else(|| format!("'{s}': expected NAME:TYPE, e.g. year:int"))?;
+pub fn parse_field(s: &str) -> Result<(String, FieldType), FieldSpecError> {
+    let (name, ty) = s.split_once(':').ok_or_else(|| FieldSpecError::NoType(s.to_owned()))?;
     let ty = FieldType::parse(ty.trim());
     if matches!(ty, FieldType::Other(_)) || name.trim().is_empty() {
-        return Err(format!("'{s}': TYPE must be keyword, text, int, float, bool, date or geo"));
+        return Err(FieldSpecError::BadType(s.to_owned()));
     }
     Ok((name.trim().to_owned(), ty))
+}
+
+/// A `--field` flag that is not `NAME:TYPE` with a §8 field type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldSpecError {
+    /// No `:` separates name and type.
+    #[error("'{0}': expected NAME:TYPE, e.g. year:int")]
+    NoType(String),
+    /// The name is empty or the type is not one of §8.
+    #[error("'{0}': TYPE must be keyword, text, int, float, bool, date or geo")]
+    BadType(String),
 }
 
 /// Infers typed filter fields (§8) from corpus metadata: a field whose values are all strings

@@ -55,25 +55,25 @@ impl CorpusDoc {
     }
 
     /// Parses one JSONL record.
-    pub fn from_json(v: Value) -> Result<Self, String> {
+    pub fn from_json(v: Value) -> Result<Self, RecordError> {
         let Value::Object(mut obj) = v else {
-            return Err("a corpus line must be a JSON object".into());
+            return Err(RecordError::NotAnObject);
         };
         let id = match obj.remove("_id").or_else(|| obj.remove("id")) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if !s.is_empty() => Some(s),
             Some(Value::Number(n)) => Some(n.to_string()),
-            Some(other) => return Err(format!("'_id' must be a non-empty string or a number, got {other}")),
+            Some(other) => return Err(RecordError::Id(other)),
         };
         let title = match obj.remove("title") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s),
-            Some(other) => return Err(format!("'title' must be a string, got {other}")),
+            Some(other) => return Err(RecordError::Title(other)),
         };
         let text = match obj.remove("text") {
             Some(Value::String(s)) => s,
-            None | Some(Value::Null) => return Err("missing 'text'".into()),
-            Some(other) => return Err(format!("'text' must be a string, got {other}")),
+            None | Some(Value::Null) => return Err(RecordError::MissingText),
+            Some(other) => return Err(RecordError::Text(other)),
         };
         let meta = match obj.remove("metadata") {
             Some(Value::Object(m)) if obj.is_empty() => m,
@@ -92,8 +92,33 @@ impl CorpusDoc {
     }
 }
 
+/// Why one JSONL record is not a usable document.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The line is not JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The line is JSON but not an object.
+    #[error("a corpus line must be a JSON object")]
+    NotAnObject,
+    /// `_id`/`id` is neither a non-empty string nor a number.
+    #[error("'_id' must be a non-empty string or a number, got {0}")]
+    Id(Value),
+    /// `title` is not a string.
+    #[error("'title' must be a string, got {0}")]
+    Title(Value),
+    /// There is no `text`.
+    #[error("missing 'text'")]
+    MissingText,
+    /// `text` is not a string.
+    #[error("'text' must be a string, got {0}")]
+    Text(Value),
+}
+
 /// Why a corpus could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CorpusError {
     /// The file could not be opened or read.
     #[error("{path}: {source}")]
@@ -114,14 +139,14 @@ pub enum CorpusError {
         offset: usize,
     },
     /// A line is not a usable document.
-    #[error("{path}:{line}: {detail}")]
+    #[error("{path}:{line}: {source}")]
     Record {
         /// The file.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
         /// What is wrong.
-        detail: String,
+        source: RecordError,
     },
 }
 
@@ -151,9 +176,9 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<
                 continue;
             }
             let record = serde_json::from_str::<Value>(text)
-                .map_err(|e| e.to_string())
+                .map_err(RecordError::from)
                 .and_then(CorpusDoc::from_json)
-                .map_err(|detail| CorpusError::Record { path: path.clone(), line: line_no, detail });
+                .map_err(|source| CorpusError::Record { path: path.clone(), line: line_no, source });
             return Some(record);
         }
     }))
@@ -411,8 +436,8 @@ mod tests {
         let d = CorpusDoc::from_json(json!({"_id": 7, "title": "t", "text": "x", "year": 1999})).unwrap();
         assert_eq!(d.id.as_deref(), Some("7"));
         assert_eq!(d.meta["year"], 1999);
-        assert!(CorpusDoc::from_json(json!({"_id": "a"})).unwrap_err().contains("text"));
-        assert!(CorpusDoc::from_json(json!([1])).is_err());
+        assert!(matches!(CorpusDoc::from_json(json!({"_id": "a"})), Err(RecordError::MissingText)));
+        assert!(matches!(CorpusDoc::from_json(json!([1])), Err(RecordError::NotAnObject)));
         let back = CorpusDoc::from_document(&d.to_document());
         assert_eq!(back, d);
     }
@@ -427,7 +452,9 @@ mod tests {
         let items: Vec<_> = read_jsonl(&p).unwrap().collect();
         assert!(items[0].is_ok());
         assert!(matches!(items[1], Err(CorpusError::Utf8 { line: 3, .. })), "{:?}", items[1]);
-        assert!(matches!(items[2], Err(CorpusError::Record { line: 4, .. })));
+        assert!(matches!(items[2], Err(CorpusError::Record { line: 4, source: RecordError::Json(_), .. })));
+        let cause = items[2].as_ref().err().and_then(std::error::Error::source);
+        assert!(cause.is_some_and(|c| c.is::<RecordError>()), "the parse error stays reachable as the source");
         assert_eq!(count_lines(&p).unwrap(), 3);
         assert_eq!(builtin().len(), 30);
     }

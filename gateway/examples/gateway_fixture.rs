@@ -58,7 +58,7 @@ impl Retrieve for Fixture {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(100),
-            modes: Some(vec![self.mode.clone().unwrap_or_else(|| "sparse".into())]),
+            modes: Some(vec![self.mode.as_deref().map_or(rcp_protocol::Mode::Sparse, rcp_protocol::Mode::from)]),
             ..Default::default()
         }
     }

@@ -373,9 +373,9 @@ impl Gateway {
     /// Whether `mode` is the gateway's default mode. The framework fills an absent `mode` with
     /// it before the handler runs, so a request carrying it may not have asked for any mode:
     /// engines without it run their own default instead of being skipped.
-    fn is_default_mode(&self, mode: &str) -> bool {
+    fn is_default_mode(&self, mode: &rcp_protocol::Mode) -> bool {
         let rc = self.federated.as_ref().map(|f| &f.retrieve);
-        let default = rc.and_then(|r| r.default_mode.as_deref().or(r.modes.as_ref()?.first().map(String::as_str)));
+        let default = rc.and_then(|r| r.default_mode());
         default == Some(mode)
     }
 
@@ -609,8 +609,8 @@ async fn call_engine(
     }
 }
 
-fn offers_mode(rc: &RetrieveCapability, mode: &str) -> bool {
-    rc.modes.as_ref().is_some_and(|m| m.iter().any(|x| x == mode))
+fn offers_mode(rc: &RetrieveCapability, mode: &rcp_protocol::Mode) -> bool {
+    rc.modes().contains(mode)
 }
 
 fn empty_result(notes: Vec<String>, degraded: &[String], started: Instant) -> RetrieveResult {

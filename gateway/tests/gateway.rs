@@ -113,7 +113,7 @@ async fn modes_are_united_and_routed_to_the_engines_that_offer_them() {
     );
     let gw = gateway(&reg, &[]).await;
     let modes = gw.capabilities().retrieve.and_then(|r| r.modes);
-    assert_eq!(modes, Some(vec!["sparse".to_owned(), "dense".to_owned()]));
+    assert_eq!(modes, Some(vec![rcp_protocol::Mode::Sparse, rcp_protocol::Mode::Dense]));
     let r = gw.call("retrieve", json!({"query": "wing", "k": 5, "mode": "dense"})).await.unwrap();
     assert_eq!(ids(&r), ["b1"]);
     assert!(notes(&r).iter().any(|n| n.contains("engine 'a' skipped: does not offer mode 'dense'")), "{:?}", notes(&r));

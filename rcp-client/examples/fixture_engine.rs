@@ -53,7 +53,7 @@ impl Retrieve for Fixture {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(100),
-            modes: Some(vec!["sparse".into()]),
+            modes: Some(vec![rcp_protocol::Mode::Sparse]),
             score_floor: self.score_floor,
             ..Default::default()
         }

@@ -48,7 +48,7 @@ async fn calls_are_gated_before_any_io() {
     assert!(matches!(err, ClientError::CapabilityMissing { .. }), "{err}");
     assert_eq!(err.code(), Some(ErrorCode::CAPABILITY_MISSING));
     let mut p = RetrieveParams::new("wing", 3);
-    p.mode = Some("dense".into());
+    p.mode = Some(rcp_protocol::Mode::Dense);
     let err = c.retrieve(p.clone()).await.unwrap_err();
     assert!(matches!(err, ClientError::OptionUnsupported { ref option, .. } if option == "mode"), "{err}");
     let mut e = EmbedParams::texts(["x"]);

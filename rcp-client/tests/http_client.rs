@@ -12,7 +12,7 @@ struct Steps;
 
 impl Retrieve for Steps {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -17,7 +17,7 @@ struct Echo;
 
 impl Retrieve for Echo {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -79,7 +79,7 @@ async fn a_gated_call_is_refused_before_any_io() {
     let err = c.embed(EmbedParams::texts(["x"])).await.unwrap_err();
     assert!(matches!(err, ClientError::CapabilityMissing { .. }), "{err}");
     let mut p = RetrieveParams::new("wing", 1);
-    p.mode = Some("dense".into());
+    p.mode = Some(rcp_protocol::Mode::Dense);
     let err = c.retrieve(p).await.unwrap_err();
     assert!(matches!(err, ClientError::OptionUnsupported { ref option, .. } if option == "mode"), "{err}");
     assert_eq!(c.frames_sent(), sent, "a refused call must write nothing");

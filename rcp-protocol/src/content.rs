@@ -48,28 +48,59 @@ impl Content {
         }
     }
 
-    /// Checks the structural rules of §4.8; returns a description of the first violation.
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks the structural rules of §4.8; the error names the first violation.
+    pub fn check(&self) -> Result<(), BlockError> {
+        let kind = || self.kind.clone();
         match self.kind.as_str() {
             "text" => {
                 if self.text.is_none() {
-                    return Err("a text block must carry 'text'".into());
+                    return Err(BlockError::MissingText);
                 }
             }
             "image" | "audio" | "blob" => {
                 if self.mime_type.is_none() {
-                    return Err(format!("a {} block must carry 'mimeType'", self.kind));
+                    return Err(BlockError::MissingMimeType { kind: kind() });
                 }
                 match (&self.data, &self.uri) {
-                    (Some(_), Some(_)) => return Err("a block carries 'data' or 'uri', never both".into()),
-                    (None, None) => return Err(format!("a {} block must carry 'data' or 'uri'", self.kind)),
+                    (Some(_), Some(_)) => return Err(BlockError::DataAndUri),
+                    (None, None) => return Err(BlockError::NoPayload { kind: kind() }),
                     _ => {}
                 }
             }
-            other => return Err(format!("unknown block type '{other}'; expected text, image, audio or blob")),
+            _ => return Err(BlockError::UnknownType { kind: kind() }),
         }
         Ok(())
     }
+}
+
+/// A content block that breaks a structural rule of §4.8 (see [`Content::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockError {
+    /// A `text` block without `text`.
+    #[error("a text block must carry 'text'")]
+    MissingText,
+    /// A media block without `mimeType`.
+    #[error("a {kind} block must carry 'mimeType'")]
+    MissingMimeType {
+        /// The block type.
+        kind: String,
+    },
+    /// A media block with both `data` and `uri`.
+    #[error("a block carries 'data' or 'uri', never both")]
+    DataAndUri,
+    /// A media block with neither `data` nor `uri`.
+    #[error("a {kind} block must carry 'data' or 'uri'")]
+    NoPayload {
+        /// The block type.
+        kind: String,
+    },
+    /// A block type outside `text`, `image`, `audio` and `blob`.
+    #[error("unknown block type '{kind}'; expected text, image, audio or blob")]
+    UnknownType {
+        /// The block type as sent.
+        kind: String,
+    },
 }
 
 /// A query or passage: a bare string, one block, or an array of blocks (§4.8).
@@ -117,11 +148,6 @@ impl QueryInput {
                 }
             }
         }
-    }
-
-    /// Whether this input is only a bare string.
-    pub fn is_plain_text(&self) -> bool {
-        matches!(self, Self::Text(_))
     }
 }
 
@@ -205,8 +231,9 @@ mod tests {
             data: Some("A".into()),
             uri: Some("u".into()),
         };
-        assert!(both.check().is_err());
+        assert_eq!(both.check(), Err(BlockError::DataAndUri));
         let no_mime = Content { kind: "audio".into(), text: None, mime_type: None, data: Some("A".into()), uri: None };
-        assert!(no_mime.check().is_err());
+        assert_eq!(no_mime.check(), Err(BlockError::MissingMimeType { kind: "audio".into() }));
+        assert_eq!(no_mime.check().unwrap_err().to_string(), "a audio block must carry 'mimeType'");
     }
 }

@@ -23,6 +23,7 @@ pub mod memory;
 pub mod message;
 pub mod methods;
 pub mod mmr;
+mod mode;
 pub mod notifications;
 pub mod rerank;
 pub mod retrieve;
@@ -33,7 +34,7 @@ pub use capabilities::{Capabilities, Capability};
 pub use content::{Content, InputItem, QueryInput};
 pub use error::{ErrorCode, ErrorData, RcpError};
 pub use message::{Message, Notification, Request, RequestId, Response};
-pub use retrieve::{Hit, RetrieveParams, RetrieveResult, Usage};
+pub use retrieve::{Hit, Mode, RetrieveParams, RetrieveResult, Usage};
 
 /// The `_meta` object (§4.4) and other free-form JSON objects.
 pub type Meta = serde_json::Map<String, serde_json::Value>;

@@ -85,8 +85,23 @@ struct RerankWire {
     meta: Option<Meta>,
 }
 
+/// A `rerank` result that cannot be read (§7.6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RerankResultError {
+    /// Neither `scores` nor `results` was sent.
+    #[error("missing field `scores`")]
+    MissingScores,
+    /// A `results` entry's index is [`MAX_REBUILT_PASSAGES`] or more.
+    #[error("rerank results index {index} out of range")]
+    IndexOutOfRange {
+        /// The offending index.
+        index: usize,
+    },
+}
+
 impl TryFrom<RerankWire> for RerankResult {
-    type Error = String;
+    type Error = RerankResultError;
 
     fn try_from(w: RerankWire) -> Result<Self, Self::Error> {
         let rebuilt = match (w.scores, &w.results) {
@@ -96,7 +111,7 @@ impl TryFrom<RerankWire> for RerankResult {
                 rebuilt.order = w.order.or(rebuilt.order);
                 rebuilt
             }
-            (None, None) => return Err("missing field `scores`".to_owned()),
+            (None, None) => return Err(RerankResultError::MissingScores),
         };
         Ok(Self { results: w.results, usage: w.usage, meta: w.meta, ..rebuilt })
     }
@@ -107,10 +122,10 @@ impl RerankResult {
     /// as the highest index + 1, and a passage with no entry (cut by `topN`) scores
     /// `f64::NEG_INFINITY`, below every scored one; `order` lists the entries best first.
     /// An index of [`MAX_REBUILT_PASSAGES`] or more is refused rather than allocated for.
-    pub fn from_entries(entries: &[RerankEntry]) -> Result<Self, String> {
+    pub fn from_entries(entries: &[RerankEntry]) -> Result<Self, RerankResultError> {
         let len = entries.iter().map(|e| e.index.saturating_add(1)).max().unwrap_or(0);
         if len > MAX_REBUILT_PASSAGES {
-            return Err(format!("rerank results index {} out of range", len - 1));
+            return Err(RerankResultError::IndexOutOfRange { index: len - 1 });
         }
         let mut scores = vec![f64::NEG_INFINITY; len];
         for e in entries {

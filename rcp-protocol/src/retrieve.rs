@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::Meta;
 use crate::content::{Content, QueryInput};
 use crate::message::RequestId;
+pub use crate::mode::Mode;
 
 /// `retrieve.fusion` (§7.7): how a hybrid server fuses its dense and sparse lists.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -96,7 +97,7 @@ pub struct RetrieveParams {
     pub k: u64,
     /// `dense`, `sparse` or `hybrid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     /// `text`, `image`, `audio`, `code` or `multimodal` (default `text`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modality: Option<String>,

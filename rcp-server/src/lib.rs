@@ -23,7 +23,7 @@
 //!
 //! impl Retrieve for Echo {
 //!     fn capability(&self) -> RetrieveCapability {
-//!         RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+//!         RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
 //!     }
 //!
 //!     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -72,4 +72,4 @@ pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
-pub use status::{EngineStats, NotReady, Status};
+pub use status::{EngineStats, NotReady, ReadyError, Status};

@@ -22,6 +22,10 @@ pub struct EngineStats {
     pub data_dir: Option<PathBuf>,
 }
 
+/// Why an engine cannot serve: any error, with its sources (`/readyz` reports the whole chain).
+/// A plain message converts with `.into()`.
+pub type ReadyError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// An engine's report to the operations surface: readiness and index figures.
 ///
 /// Both methods are called from request handlers of the operations endpoints, so they should
@@ -29,7 +33,7 @@ pub struct EngineStats {
 pub trait Status: Send + Sync + 'static {
     /// `Ok` when the engine can serve (its index is open, its model loaded); `Err` says why
     /// not, and `/readyz` answers `503` with that reason.
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), ReadyError> {
         Ok(())
     }
 
@@ -40,7 +44,7 @@ pub trait Status: Send + Sync + 'static {
 }
 
 impl<T: Status> Status for Arc<T> {
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), ReadyError> {
         (**self).ready()
     }
 
@@ -85,7 +89,7 @@ impl Health {
             return Err(NotReady::Draining);
         }
         match &self.status {
-            Some(status) => status.ready().map_err(NotReady::Engine),
+            Some(status) => status.ready().map_err(|e| NotReady::Engine(with_sources(&*e))),
             None => Ok(()),
         }
     }
@@ -99,4 +103,16 @@ impl Health {
     pub(crate) fn stats(&self) -> EngineStats {
         self.status.as_ref().map(|s| s.stats()).unwrap_or_default()
     }
+}
+
+/// An error's message followed by those of its sources, `": "`-separated.
+fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }

@@ -24,7 +24,7 @@ struct Slow {
 
 impl Retrieve for Slow {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

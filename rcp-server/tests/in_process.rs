@@ -14,7 +14,7 @@ struct One;
 
 impl Retrieve for One {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     fn filter(&self) -> Option<FilterCapability> {

@@ -23,7 +23,7 @@ struct Engine {
 
 impl Retrieve for Engine {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -32,7 +32,7 @@ impl Retrieve for Engine {
 }
 
 impl Status for Engine {
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), rcp_server::ReadyError> {
         if self.ready.load(Ordering::SeqCst) { Ok(()) } else { Err("index still opening".into()) }
     }
 

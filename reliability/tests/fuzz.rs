@@ -37,7 +37,7 @@ impl Retrieve for Fuzzed {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(20),
-            modes: Some(vec!["sparse".into(), "dense".into()]),
+            modes: Some(vec![rcp_protocol::Mode::Sparse, rcp_protocol::Mode::Dense]),
             mmr: Some(true),
             ..Default::default()
         }

@@ -24,7 +24,7 @@ struct Echo;
 
 impl Retrieve for Echo {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     /// `k: 2` is slow: it holds its client's in-flight slot for 1.5 s.

@@ -1,13 +1,44 @@
 //! Engine failures, mapped to protocol errors (§12) at the edge.
 
+use std::path::{Path, PathBuf};
+
 use rcp_protocol::{ErrorCode, RcpError};
+use tantivy::directory::error::OpenDirectoryError;
 
 /// Everything that can go wrong inside the engine.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// tantivy failed (I/O, corrupted index, ...).
     #[error("index error: {0}")]
     Tantivy(#[from] tantivy::TantivyError),
+    /// A file or directory of the data directory could not be read or written.
+    #[error("configuration: {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The tantivy index directory could not be opened.
+    #[error("configuration: {0}")]
+    Directory(#[from] OpenDirectoryError),
+    /// `rcp-bm25.json` could not be parsed or written.
+    #[error("configuration: {path}: {source}")]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// A segment's document store could not be opened (repair).
+    #[error("configuration: segment {segment}: {source}")]
+    Segment {
+        /// The segment id.
+        segment: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The data directory's configuration is unreadable or inconsistent.
     #[error("configuration: {0}")]
     Config(String),
@@ -48,6 +79,11 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io { path: path.to_owned(), source }
+    }
+
     /// An invalid-params error at `field`.
     pub fn invalid(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::InvalidParams { field: field.into(), detail: detail.into() }

@@ -92,9 +92,9 @@ impl FieldArgs {
     fn resolve(&self) -> Result<Vec<FieldSpec>, String> {
         let mut all = self.fields.clone();
         if let Some(path) = &self.fields_file {
-            all.extend(schema::read_fields_file(path)?);
+            all.extend(schema::read_fields_file(path).map_err(|e| e.to_string())?);
         }
-        schema::merge_fields(all)
+        schema::merge_fields(all).map_err(|e| e.to_string())
     }
 }
 

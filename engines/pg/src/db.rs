@@ -21,19 +21,19 @@ pub enum DbError {
     Url(#[source] tokio_postgres::Error),
     /// TLS could not be configured.
     #[error("TLS setup: {0}")]
-    Tls(String),
+    Tls(#[source] rustls::Error),
     /// The pool could not be built.
     #[error("connection pool: {0}")]
-    Pool(String),
+    Pool(#[source] deadpool_postgres::BuildError),
     /// No connection could be obtained (the database is down or unreachable).
     #[error("database unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] deadpool_postgres::PoolError),
     /// A statement failed.
     #[error("database error: {0}")]
     Sql(#[from] tokio_postgres::Error),
     /// The encoder failed while preparing a write.
     #[error("embedding: {0}")]
-    Embed(String),
+    Embed(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The schema is missing, newer than this binary, or damaged.
     #[error("schema: {0}")]
     Schema(String),
@@ -92,7 +92,7 @@ impl From<deadpool_postgres::PoolError> for DbError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         match e {
             deadpool_postgres::PoolError::Backend(e) if !is_outage(&e) => DbError::Sql(e),
-            other => DbError::Unavailable(other.to_string()),
+            other => DbError::Unavailable(other),
         }
     }
 }
@@ -145,19 +145,13 @@ impl Database {
             .timeouts(timeouts)
             .runtime(Runtime::Tokio1)
             .build()
-            .map_err(|e| DbError::Pool(e.to_string()))?;
+            .map_err(DbError::Pool)?;
         Ok(Self { pool })
     }
 
     /// A pooled connection.
     pub async fn client(&self) -> Result<deadpool_postgres::Client, DbError> {
         Ok(self.pool.get().await?)
-    }
-
-    /// Connections open / idle now.
-    pub fn pool_status(&self) -> (usize, usize) {
-        let s = self.pool.status();
-        (s.size, s.available)
     }
 }
 
@@ -173,7 +167,7 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, DbError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| DbError::Tls(e.to_string()))?
+        .map_err(DbError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))

@@ -149,7 +149,9 @@ fn main() -> ExitCode {
         _ => rcp_server::init_tracing(),
     }
     let result = match cli.command {
-        Command::FetchModel { model_dir } => rcp_embedder::cli::fetch_model(model_dir, &mut say),
+        Command::FetchModel { model_dir } => {
+            rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
+        }
         Command::Migrate(cmd) => block_on(async move { open(&cmd).await.map(drop) }),
         Command::Index(cmd) => block_on(index(*cmd)),
         Command::Serve(cmd) => serve(*cmd),
@@ -218,7 +220,7 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
         if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
     Store::declare_fields(&db, &fields).await.map_err(|e| e.to_string())?;
     let store = Store::new(db, fields);
-    let embedder = Arc::new(cmd.model.load(&mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
     let bar = ProgressBar::new(docs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})")
@@ -242,8 +244,8 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
             async move {
                 tokio::task::spawn_blocking(move || embedder.embed(&texts))
                     .await
-                    .map_err(|e| DbError::Embed(e.to_string()))?
-                    .map_err(|e| DbError::Embed(e.to_string()))
+                    .map_err(|e| DbError::Embed(e.into()))?
+                    .map_err(|e| DbError::Embed(e.into()))
             }
         };
         version = store.put(batch, embed).await.map_err(|e| e.to_string())?;
@@ -301,8 +303,8 @@ impl PgStatus {
 }
 
 impl Status for PgStatus {
-    fn ready(&self) -> Result<(), String> {
-        self.last().map(drop)
+    fn ready(&self) -> Result<(), rcp_server::ReadyError> {
+        self.last().map(drop).map_err(Into::into)
     }
 
     fn stats(&self) -> EngineStats {
@@ -312,7 +314,7 @@ impl Status for PgStatus {
 
 fn serve(cmd: ServeCmd) -> Result<(), String> {
     let runtime = cmd.serve.runtime().map_err(|e| format!("tokio runtime: {e}"))?;
-    let embedder = Arc::new(cmd.model.load(&mut say)?);
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
     let store = runtime.block_on(async {
         let db = if cmd.no_migrate {
             let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())
@@ -341,7 +343,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         max_k: cmd.max_k,
         batch_limit: cmd.batch_limit,
         ef_search: cmd.ef_search,
-        default_mode: cmd.default_mode,
+        default_mode: rcp_protocol::Mode::from(cmd.default_mode),
         ..PgOptions::default()
     };
     let status = PgStatus::start(store.clone(), &runtime);

@@ -16,7 +16,7 @@ use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::retrieve::{Citation, Usage, WireVector};
-use rcp_protocol::{Hit, RcpError, RequestId, RetrieveResult};
+use rcp_protocol::{Hit, Mode, RcpError, RequestId, RetrieveResult};
 use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 use serde_json::{Value, json};
 
@@ -25,7 +25,7 @@ use crate::db::DbError;
 use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
 
 /// The modes this engine serves (§7.7).
-pub const MODES: [&str; 3] = ["hybrid", "sparse", "dense"];
+pub const MODES: [Mode; 3] = [Mode::Hybrid, Mode::Sparse, Mode::Dense];
 /// The fusion methods served in `hybrid` mode (§16.3).
 pub const FUSION_METHODS: [&str; 3] = ["rrf", "weighted", "convex"];
 
@@ -43,7 +43,7 @@ pub struct PgOptions {
     /// `citation.source` of every hit.
     pub source: String,
     /// `retrieve.defaultMode`: the mode of a request that names none (one of [`MODES`]).
-    pub default_mode: String,
+    pub default_mode: Mode,
 }
 
 impl Default for PgOptions {
@@ -54,7 +54,7 @@ impl Default for PgOptions {
             encoder_batch: 16,
             ef_search: 64,
             source: "rcp-pg".to_owned(),
-            default_mode: "hybrid".to_owned(),
+            default_mode: Mode::Hybrid,
         }
     }
 }
@@ -94,7 +94,7 @@ impl Retrieve for PgEngine {
     fn capability(&self) -> RetrieveCapability {
         let mut cap = RetrieveCapability {
             max_k: Some(self.options.max_k),
-            modes: Some(MODES.iter().map(|m| (*m).to_owned()).collect()),
+            modes: Some(MODES.to_vec()),
             default_mode: Some(self.options.default_mode.clone()),
             fusion: Some(FUSION_METHODS.iter().map(|m| (*m).to_owned()).collect()),
             units: Some(vec!["document".into()]),
@@ -135,9 +135,9 @@ impl Retrieve for PgEngine {
         let started = Instant::now();
         let p = &req.params;
         let mode = p.mode.clone().unwrap_or_else(|| self.options.default_mode.clone());
-        let lists = match mode.as_str() {
-            "sparse" => Lists::Sparse,
-            "dense" => Lists::Dense,
+        let lists = match mode {
+            Mode::Sparse => Lists::Sparse,
+            Mode::Dense => Lists::Dense,
             _ => Lists::Both,
         };
         let print = fingerprint(p, &mode, req.k);
@@ -229,11 +229,11 @@ fn hybrid<'a>(
         list.iter().map(|f| Hit::new(f.id.as_str(), score(f).unwrap_or(0.0))).collect()
     };
     let lists = [
-        EngineList::new("sparse", as_hits(&ranked.sparse, |f| f.bm25))
-            .with_weight(weight("sparse"))
+        EngineList::new(Mode::Sparse.as_str(), as_hits(&ranked.sparse, |f| f.bm25))
+            .with_weight(weight(Mode::Sparse.as_str()))
             .with_score_floor(0.0),
-        EngineList::new("dense", as_hits(&ranked.dense, |f| f.cosine))
-            .with_weight(weight("dense"))
+        EngineList::new(Mode::Dense.as_str(), as_hits(&ranked.dense, |f| f.cosine))
+            .with_weight(weight(Mode::Dense.as_str()))
             .with_score_floor(-1.0),
     ];
     let total = ranked.sparse.len() + ranked.dense.len();
@@ -254,7 +254,7 @@ fn hybrid<'a>(
 }
 
 impl PgEngine {
-    fn hit(&self, found: &Found, score: f64, mode: &str, include_text: bool) -> Hit {
+    fn hit(&self, found: &Found, score: f64, mode: &Mode, include_text: bool) -> Hit {
         let mut hit = Hit::new(found.id.as_str(), score);
         if let Some(cos) = found.cosine {
             hit.confidence = Some(confidence(cos));
@@ -274,12 +274,12 @@ impl PgEngine {
         }
         let mut scores = BTreeMap::new();
         if let Some(s) = found.bm25 {
-            scores.insert("sparse".to_owned(), s);
+            scores.insert(Mode::Sparse.to_string(), s);
         }
         if let Some(c) = found.cosine {
-            scores.insert("dense".to_owned(), c);
+            scores.insert(Mode::Dense.to_string(), c);
         }
-        if mode == "hybrid" {
+        if *mode == Mode::Hybrid {
             scores.insert("fused".to_owned(), score);
         }
         hit.scores = Some(scores);

@@ -96,7 +96,7 @@ pub struct RetrieveCapability {
     pub max_k: Option<u64>,
     /// Retrieval modes (`dense`, `sparse`, `hybrid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modes: Option<Vec<String>>,
+    pub modes: Option<Vec<Mode>>,
     /// Accepted query modalities (default `["text"]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modalities: Option<Vec<String>>,
@@ -135,7 +135,7 @@ pub struct RetrieveCapability {
     pub score_floor: Option<f64>,
     /// Mode used when `mode` is absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_mode: Option<String>,
+    pub default_mode: Option<Mode>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Meta,
@@ -238,13 +238,13 @@ impl RetrieveCapability {
     }
 
     /// Retrieval modes offered; none when absent (§6.1).
-    pub fn modes(&self) -> &[String] {
+    pub fn modes(&self) -> &[Mode] {
         self.modes.as_deref().unwrap_or(&[])
     }
 
     /// The mode used when `mode` is absent: `defaultMode`, else the first of `modes` (§6.1).
-    pub fn default_mode(&self) -> Option<&str> {
-        self.default_mode.as_deref().or_else(|| self.modes().first().map(String::as_str))
+    pub fn default_mode(&self) -> Option<&Mode> {
+        self.default_mode.as_ref().or_else(|| self.modes().first())
     }
 
     /// Fusion strategies offered; none when absent (§6.1).

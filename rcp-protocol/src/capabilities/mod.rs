@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::Meta;
 use crate::filter::FilterCapability;
+use crate::retrieve::Mode;
 
 /// A capability whose presence is all it says (`streaming`, `pagination`, `feedback`, ...).
 ///
@@ -190,11 +191,6 @@ impl Capability {
             Self::Catalog => "catalog",
         }
     }
-
-    /// The capability with this wire key.
-    pub fn from_key(key: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.key() == key)
-    }
 }
 
 impl std::fmt::Display for Capability {
@@ -355,11 +351,6 @@ impl Capabilities {
         extra.sort();
         out.extend(extra);
         out
-    }
-
-    /// Whether any retrieval capability (`embed`, `rerank`, `retrieve`, `graph`) is present (§14.1).
-    pub fn has_retrieval(&self) -> bool {
-        self.embed.is_some() || self.rerank.is_some() || self.retrieve.is_some() || self.graph.is_some()
     }
 }
 

@@ -30,8 +30,8 @@ fn defaults_of_section_6_apply_when_absent() {
     assert!(rc.modes().is_empty() && rc.default_mode().is_none());
     let ec = EmbedCapability::default();
     assert_eq!(ec.encodings(), ["json"]);
-    let rc = RetrieveCapability { modes: Some(vec!["sparse".into()]), ..Default::default() };
-    assert_eq!(rc.default_mode(), Some("sparse"));
+    let rc = RetrieveCapability { modes: Some(vec![Mode::Sparse]), ..Default::default() };
+    assert_eq!(rc.default_mode(), Some(&Mode::Sparse));
 }
 
 #[test]

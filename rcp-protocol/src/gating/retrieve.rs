@@ -8,7 +8,7 @@ use super::{Finding, Gate, listed};
 use crate::capabilities::{Capabilities, RetrieveCapability, hit_encodings};
 use crate::content::QueryInput;
 use crate::filter::{self, FieldType, Filter};
-use crate::retrieve::{RerankOption, RewriteOption};
+use crate::retrieve::{Mode, RerankOption, RewriteOption};
 use crate::{RcpError, RetrieveParams};
 
 /// The `retrieve` capability the checks read: the advertised one, or the defaults of §6.1.
@@ -39,9 +39,13 @@ pub fn query_modality(gate: Gate, query: &QueryInput, advertised: &[String]) -> 
 
 /// `mode` (§6.1): falls back to `defaultMode` (or the first advertised mode).
 pub fn mode(rc: &RetrieveCapability, p: &RetrieveParams) -> Option<Finding> {
-    let m = p.mode.as_deref()?;
-    let fallback = format!("using '{}'", rc.default_mode().unwrap_or("the default"));
-    (!listed(m, rc.modes())).then(|| Finding::not_advertised(Gate::RetrieveMode, m, rc.modes(), Some(fallback)))
+    let m = p.mode.as_ref()?;
+    if rc.modes().contains(m) {
+        return None;
+    }
+    let fallback = format!("using '{}'", rc.default_mode().map_or("the default", Mode::as_str));
+    let advertised: Vec<String> = rc.modes().iter().map(|a| a.as_str().to_owned()).collect();
+    Some(Finding::not_advertised(Gate::RetrieveMode, m.as_str(), &advertised, Some(fallback)))
 }
 
 /// `fusion.method` (§6.1): falls back to the server's default fusion.

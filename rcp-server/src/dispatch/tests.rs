@@ -16,7 +16,7 @@ struct Engine;
 
 impl Retrieve for Engine {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -201,7 +201,7 @@ struct Counting {
 
 impl Retrieve for Counting {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec!["sparse".into()]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

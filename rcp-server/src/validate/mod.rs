@@ -67,13 +67,13 @@ pub(crate) fn settle(finding: Option<Finding>, strict: bool, notes: &mut Vec<Str
 pub(crate) fn query_shape(query: &QueryInput, field: &str) -> Result<(), RcpError> {
     match query {
         QueryInput::Text(t) if t.trim().is_empty() => Err(RcpError::invalid_params(field, "query must not be empty")),
-        QueryInput::Block(b) => b.check().map_err(|d| RcpError::invalid_params(field, d)),
+        QueryInput::Block(b) => b.check().map_err(|d| RcpError::invalid_params(field, d.to_string())),
         QueryInput::Blocks(bs) => {
             if bs.is_empty() {
                 return Err(RcpError::invalid_params(field, "query must not be empty"));
             }
             for (i, b) in bs.iter().enumerate() {
-                b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d))?;
+                b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d.to_string()))?;
             }
             Ok(())
         }
@@ -95,7 +95,7 @@ pub(crate) fn inputs(
     }
     for (i, item) in items.iter().enumerate() {
         if let InputItem::Block(b) = item {
-            b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d))?;
+            b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d.to_string()))?;
         }
         if let Some(f) = gating::input_modality(item, field, i, modalities) {
             return Err(f.error());

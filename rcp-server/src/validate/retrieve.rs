@@ -52,7 +52,7 @@ impl Check<'_> {
     /// `mode` (§6.1): absent or refused-with-fallback means the default mode.
     fn mode(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
         if p.mode.is_none() || self.settle(gating::mode(self.rc, p))? {
-            p.mode = self.rc.default_mode().map(str::to_owned);
+            p.mode = self.rc.default_mode().cloned();
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ fn unadvertised_mode_is_refused_or_falls_back_to_the_default() {
     assert_eq!(e.code, ErrorCode::OPTION_UNSUPPORTED);
     assert_eq!(e.option(), Some("mode"));
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "mode": "dense", "strict": false}));
-    assert_eq!(r.expect("fallback").params.mode.as_deref(), Some("sparse"));
+    assert_eq!(r.expect("fallback").params.mode, Some(rcp_protocol::Mode::Sparse));
     assert_eq!(notes, ["mode 'dense' not advertised; using 'sparse'"]);
 }
 

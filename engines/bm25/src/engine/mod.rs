@@ -176,8 +176,7 @@ impl Engine {
             )));
         }
         let (tantivy_schema, fields) = schema::build(&config);
-        let directory =
-            MmapDirectory::open(dir.join(schema::INDEX_DIR)).map_err(|e| EngineError::Config(e.to_string()))?;
+        let directory = MmapDirectory::open(dir.join(schema::INDEX_DIR))?;
         let index = Index::open(directory)?;
         if index.schema() != tantivy_schema {
             return Err(EngineError::Integrity(format!(
@@ -199,9 +198,8 @@ impl Engine {
         let config = Config::new(declared);
         let (tantivy_schema, fields) = schema::build(&config);
         let index_dir = dir.join(schema::INDEX_DIR);
-        std::fs::create_dir_all(&index_dir)
-            .map_err(|e| EngineError::Config(format!("{}: {e}", index_dir.display())))?;
-        let directory = MmapDirectory::open(&index_dir).map_err(|e| EngineError::Config(e.to_string()))?;
+        std::fs::create_dir_all(&index_dir).map_err(|e| EngineError::io(&index_dir, e))?;
+        let directory = MmapDirectory::open(&index_dir)?;
         // A directory classified as holding no index may still have an empty meta.json left by
         // an interrupted creation: reuse it rather than fail.
         let index = Index::open_or_create(directory, tantivy_schema)?;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use rcp_protocol::filter::{FieldType, Filter};
 use rcp_protocol::retrieve::{Citation, Trust};
-use rcp_protocol::{Hit, Meta};
+use rcp_protocol::{Hit, Meta, Mode};
 use serde_json::Value;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
@@ -330,7 +330,7 @@ impl Engine {
         let id = text_of(f.id).unwrap_or_default();
         let mut hit = Hit::new(id.as_str(), f64::from(score));
         hit.unit = Some("document".into());
-        hit.scores = Some([("sparse".to_owned(), f64::from(raw))].into_iter().collect());
+        hit.scores = Some([(Mode::Sparse.to_string(), f64::from(raw))].into_iter().collect());
         if include_text {
             hit.text = text_of(f.text_raw);
         }

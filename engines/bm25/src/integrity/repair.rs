@@ -116,8 +116,7 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
         .ok_or_else(|| EngineError::Integrity(format!("{}: rcp-bm25.json vanished", dir.display())))?;
     // Hold the writer lock through the repair: a running `serve` or `index` (say, one started
     // with --skip-verify) would keep writing into the directory being moved aside.
-    let _lock = MmapDirectory::open(dir.join(INDEX_DIR))
-        .map_err(|e| EngineError::Config(e.to_string()))?
+    let _lock = MmapDirectory::open(dir.join(INDEX_DIR))?
         .acquire_lock(&INDEX_WRITER_LOCK)
         .map_err(|_| {
             EngineError::Integrity(format!(
@@ -127,10 +126,10 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
         })?;
     let backup = sibling(dir, &format!("bak-{}", unix_secs()));
     let partial = sibling(dir, &format!("repair-{}", std::process::id()));
-    std::fs::rename(dir, &backup).map_err(|e| io(dir, e))?;
+    std::fs::rename(dir, &backup).map_err(|e| EngineError::io(dir, e))?;
     match rebuild(&backup, &partial, &config, &report) {
         Ok(mut rebuilt) => {
-            std::fs::rename(&partial, dir).map_err(|e| io(&partial, e))?;
+            std::fs::rename(&partial, dir).map_err(|e| EngineError::io(&partial, e))?;
             rebuilt.dir = dir.to_path_buf();
             rebuilt.backup = backup;
             Ok(Repair::Rebuilt(rebuilt))
@@ -146,7 +145,7 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
 /// Rebuilds the index of `original` into `target` from the segments `report` found whole.
 fn rebuild(original: &Path, target: &Path, config: &Config, report: &Report) -> Result<Rebuilt, EngineError> {
     let index_dir = original.join(INDEX_DIR);
-    let directory = MmapDirectory::open(&index_dir).map_err(|e| EngineError::Config(e.to_string()))?;
+    let directory = MmapDirectory::open(&index_dir)?;
     let index = Index::open(directory)?;
     let (_, fields) = schema::build(config);
     let engine = Engine::open(target, config.fields.clone(), EngineOptions::default())?;
@@ -185,7 +184,8 @@ fn rebuild(original: &Path, target: &Path, config: &Config, report: &Report) -> 
                 continue;
             }
         };
-        let store = reader.get_store_reader(64).map_err(|e| EngineError::Config(format!("segment {id}: {e}")))?;
+        let store =
+            reader.get_store_reader(64).map_err(|source| EngineError::Segment { segment: id.to_string(), source })?;
         let mut kept = 0u64;
         for doc_id in reader.doc_ids_alive() {
             let restored = store
@@ -248,8 +248,4 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
 
 fn unix_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn io(path: &Path, e: std::io::Error) -> EngineError {
-    EngineError::Config(format!("{}: {e}", path.display()))
 }

@@ -151,12 +151,12 @@ impl FromStr for Backend {
 #[non_exhaustive]
 pub enum AnnError {
     /// The backend library reported an error.
-    #[error("{backend}: {detail}")]
+    #[error("{backend}: {source}")]
     Backend {
         /// The backend.
         backend: Backend,
-        /// The library's message.
-        detail: String,
+        /// The library's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The backend cannot save or load its graph.
     #[error("{0}: the graph cannot be saved or loaded; it is rebuilt from the vectors")]

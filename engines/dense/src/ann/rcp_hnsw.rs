@@ -29,7 +29,7 @@ fn graph_params(p: HnswParams) -> rcp_hnsw::Params {
 fn error(e: rcp_hnsw::Error) -> AnnError {
     match e {
         rcp_hnsw::Error::Mismatch(why) => AnnError::Mismatch(why),
-        e => AnnError::Backend { backend: Backend::RcpHnsw, detail: e.to_string() },
+        e => AnnError::Backend { backend: Backend::RcpHnsw, source: Box::new(e) },
     }
 }
 

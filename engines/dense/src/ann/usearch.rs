@@ -77,8 +77,8 @@ fn scalar_kind(precision: Precision) -> ScalarKind {
     }
 }
 
-fn backend_error(e: impl std::fmt::Display) -> AnnError {
-    AnnError::Backend { backend: Backend::Usearch, detail: e.to_string() }
+fn backend_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> AnnError {
+    AnnError::Backend { backend: Backend::Usearch, source: e.into() }
 }
 
 impl UsearchIndex {

@@ -37,7 +37,7 @@ pub fn document(line: &str) -> Result<Document, String> {
     if rcp_shaped {
         return serde_json::from_value(v).map_err(|e| format!("not an RCP document: {e}"));
     }
-    CorpusDoc::from_json(v).map(|d| d.to_document())
+    CorpusDoc::from_json(v).map(|d| d.to_document()).map_err(|e| e.to_string())
 }
 
 /// Sends the documents of `path` in batches of `batch`; unreadable lines are reported on
