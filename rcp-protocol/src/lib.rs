@@ -23,6 +23,7 @@ pub mod memory;
 pub mod message;
 pub mod methods;
 pub mod mmr;
+pub mod ndjson;
 pub mod notifications;
 pub mod rerank;
 pub mod retrieve;
