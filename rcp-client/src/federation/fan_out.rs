@@ -164,7 +164,8 @@ impl FanOut {
     ) -> Result<RetrieveResult, ClientError> {
         let shares_deadline = params.meta.as_ref().is_some_and(|m| m.contains_key("deadlineMs"));
         let timed_out = ClientError::Timeout(self.timeout.as_millis() as u64);
-        match tokio::time::timeout(self.timeout, self.relay(client, params, id, done, total)).await {
+        let share = Share { id, done, total };
+        match tokio::time::timeout(self.timeout, self.relay(client, params, share)).await {
             // The engine was given this budget as its `deadlineMs`: whether its clock or ours
             // fired first, it is one outcome and is reported as one.
             Ok(Err(ClientError::Rpc(e))) if shares_deadline && e.code == ErrorCode::TIMEOUT => Err(timed_out),
@@ -179,10 +180,9 @@ impl FanOut {
         &self,
         client: &Client,
         params: RetrieveParams,
-        id: &str,
-        done: &AtomicUsize,
-        total: usize,
+        share: Share<'_>,
     ) -> Result<RetrieveResult, ClientError> {
+        let Share { id, done, total } = share;
         let Some(sink) = &self.progress else {
             return client.retrieve(params).await;
         };
@@ -202,4 +202,12 @@ impl FanOut {
             }
         }
     }
+}
+
+/// One engine's share of a fan-out's progress: its id, how many engines are done, of how many.
+#[derive(Clone, Copy)]
+struct Share<'a> {
+    id: &'a str,
+    done: &'a AtomicUsize,
+    total: usize,
 }
