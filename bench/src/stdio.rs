@@ -1,9 +1,12 @@
-//! A minimal blocking RCP client over a child's stdio, for measuring the full protocol path.
+//! A minimal blocking RCP client over a child's stdio, for measuring the full protocol path,
+//! on rcp-client's blocking NDJSON harness ([`rcp_client::ndjson::blocking`]).
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::io::BufWriter;
+use std::process::{ChildStdin, ChildStdout, Command};
 
+use rcp_client::ndjson::MAX_READ_LINE_BYTES;
+use rcp_client::ndjson::blocking::{BlockingChild, LineReader, write_line};
 use serde_json::{Value, json};
 
 /// A `--server` argument, `LABEL=COMMAND ARGS...` or just `COMMAND ARGS...` (then labelled
@@ -29,33 +32,28 @@ pub fn await_answers<T>(
 }
 
 /// Spawns `argv` (program, then arguments) with piped stdin and stdout and stderr discarded,
-/// as the benchmarks that drive a server by hand need it.
-pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> Result<Child, String> {
-    let (program, rest) = argv.split_first().ok_or("empty server command")?;
-    Command::new(program)
-        .args(rest)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn {}: {e}", program.as_ref().to_string_lossy()))
+/// as the benchmarks that drive a server by hand need it; the process is killed when the
+/// handle is dropped (it derefs to the [`std::process::Child`]).
+pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> Result<BlockingChild, String> {
+    let program = argv.first().map(|p| p.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+    BlockingChild::spawn_quiet(argv).map_err(|e| format!("spawn {program}: {e}"))
 }
 
 /// A spawned RCP server, initialised and ready for sequential calls.
 pub struct StdioServer {
-    child: Child,
+    child: BlockingChild,
     stdin: BufWriter<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdout: LineReader<ChildStdout>,
     next_id: u64,
 }
 
 impl StdioServer {
     /// Spawns `cmd` (stderr as the command sets it; inherited by default) and runs `initialize`.
-    pub fn spawn(mut cmd: Command) -> Result<Self, String> {
-        let mut child =
-            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().map_err(|e| format!("spawn {cmd:?}: {e}"))?;
+    pub fn spawn(cmd: Command) -> Result<Self, String> {
+        let described = format!("{cmd:?}");
+        let mut child = BlockingChild::spawn(cmd).map_err(|e| format!("spawn {described}: {e}"))?;
         let stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let stdout = LineReader::new(child.stdout.take().ok_or("no stdout")?, MAX_READ_LINE_BYTES);
         let mut s = Self { child, stdin, stdout, next_id: 0 };
         s.call("initialize", json!({"protocolVersion": 1, "client": {"name": "rcp-bench"}}))?;
         Ok(s)
@@ -67,13 +65,11 @@ impl StdioServer {
         self.next_id += 1;
         let id = self.next_id;
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{frame}").and_then(|_| self.stdin.flush()).map_err(|e| format!("write: {e}"))?;
-        let mut line = String::new();
+        write_line(&mut self.stdin, frame.to_string().as_bytes()).map_err(|e| format!("write: {e}"))?;
         loop {
-            line.clear();
-            if self.stdout.read_line(&mut line).map_err(|e| format!("read: {e}"))? == 0 {
+            let Some(line) = self.stdout.next_line().map_err(|e| format!("read: {e}"))? else {
                 return Err("server closed stdout".into());
-            }
+            };
             let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad frame ({e}): {line}"))?;
             if v.get("id").and_then(Value::as_u64) != Some(id) {
                 continue;
@@ -94,13 +90,6 @@ impl StdioServer {
     /// Sends `shutdown` and waits for the process to exit.
     pub fn shutdown(mut self) -> Result<(), String> {
         let _ = self.call("shutdown", json!({}));
-        self.child.wait().map_err(|e| e.to_string()).map(|_| ())
-    }
-}
-
-impl Drop for StdioServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.wait().map_err(|e| format!("wait: {e}")).map(|_| ())
     }
 }

@@ -153,17 +153,20 @@ fn default_id(registry: &std::path::Path) -> String {
     format!("gateway-{stem}")
 }
 
-async fn run_serve(args: ServeCmd) -> Result<(), String> {
-    let registry = GatewayRegistry::load(&args.registry).map_err(|e| e.to_string())?;
+/// A start-up failure, with its cause chain.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn run_serve(args: ServeCmd) -> Result<(), BoxError> {
+    let registry = GatewayRegistry::load(&args.registry)?;
     let options = args.federation.options(default_id(&args.registry))?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
     let server = args.serve.configure(gateway.builder()).build();
-    args.serve.serve(server).await.map_err(|e| e.to_string())
+    Ok(args.serve.serve(server).await?)
 }
 
-async fn run_mcp(args: McpCmd) -> Result<(), String> {
+async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
     let (registry, default) = match (&args.registry, &args.stdio, &args.http) {
-        (Some(path), _, _) => (GatewayRegistry::load(path).map_err(|e| e.to_string())?, default_id(path)),
+        (Some(path), _, _) => (GatewayRegistry::load(path)?, default_id(path)),
         (None, Some(cmd), _) => {
             let command: Vec<String> = cmd.split_whitespace().map(str::to_owned).collect();
             if command.is_empty() {
@@ -181,8 +184,8 @@ async fn run_mcp(args: McpCmd) -> Result<(), String> {
     };
     let options = args.federation.options(default)?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
-    let service = Bridge::new(gateway).serve(rmcp::transport::stdio()).await.map_err(|e| e.to_string())?;
-    service.waiting().await.map_err(|e| e.to_string())?;
+    let service = Bridge::new(gateway).serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
     Ok(())
 }
 

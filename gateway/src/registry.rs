@@ -1,5 +1,6 @@
-//! The gateway's registry: an `rcp.json` (§16.1) read by `rcp_client::Registry`, plus the keys
-//! only an aggregator needs, read from the same entries.
+//! The gateway's registry: an `rcp.json` (§16.1) read once by rcp-client's loader
+//! ([`rcp_client::registry::load_entries`]), which hands each entry to the gateway for the keys
+//! only an aggregator needs.
 //!
 //! Extra per-entry keys (all optional):
 //! - `collection`: the collection the entry is a shard of (default: its own `id`). Shards of
@@ -11,7 +12,7 @@
 
 use std::path::Path;
 
-use rcp_client::registry::{EngineSpec, Registry, RegistryError};
+use rcp_client::registry::{self, EngineSpec, RawEntry, RegistryError};
 use serde_json::Value;
 
 /// One engine of the gateway's registry.
@@ -33,35 +34,23 @@ pub struct GatewayRegistry {
 }
 
 impl GatewayRegistry {
-    /// Loads an `rcp.json`; relative program paths resolve against its directory.
+    /// Loads an `rcp.json` with rcp-client's loader, reading the gateway's keys of each entry
+    /// in the same pass; relative program paths resolve against its directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
-        let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })?;
-        Self::parse(&text, path.parent())
+        Ok(Self::from_entries(registry::load_entries(path, gateway_keys)?))
     }
 
     /// Parses registry JSON; `base` resolves relative program paths.
     pub fn parse(text: &str, base: Option<&Path>) -> Result<Self, RegistryError> {
-        let registry = Registry::parse(text, base)?;
-        let raw: Value = serde_json::from_str(text).map_err(|e| RegistryError::Format(format!("not JSON: {e}")))?;
-        let raw_entries = raw.get("engines").and_then(Value::as_array).cloned().unwrap_or_default();
-        let mut engines = Vec::with_capacity(registry.engines.len());
-        for (index, (spec, raw)) in registry.engines.into_iter().zip(raw_entries).enumerate() {
-            let bad = |detail: String| RegistryError::Entry { index, id: Some(spec.id.clone()), detail };
-            let collection = match raw.get("collection") {
-                None | Some(Value::Null) => spec.id.clone(),
-                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-                Some(other) => return Err(bad(format!("'collection' must be a non-empty string, got {other}"))),
-            };
-            let expose = match raw.get("expose") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => *b,
-                Some(other) => return Err(bad(format!("'expose' must be a boolean, got {other}"))),
-            };
-            engines.push(GatewayEntry { spec, collection, expose });
-        }
-        Ok(Self { engines })
+        Ok(Self::from_entries(registry::parse_entries(text, base, gateway_keys)?))
+    }
+
+    fn from_entries(entries: Vec<(EngineSpec, GatewayKeys)>) -> Self {
+        let engines = entries
+            .into_iter()
+            .map(|(spec, GatewayKeys { collection, expose })| GatewayEntry { spec, collection, expose })
+            .collect();
+        Self { engines }
     }
 
     /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
@@ -80,6 +69,27 @@ impl GatewayRegistry {
         }
         out
     }
+}
+
+/// The keys only the gateway reads from an entry.
+struct GatewayKeys {
+    collection: String,
+    expose: bool,
+}
+
+/// Reads `collection` and `expose` from one entry the client's loader has validated.
+fn gateway_keys(spec: &EngineSpec, raw: &RawEntry) -> Result<GatewayKeys, String> {
+    let collection = match raw.get("collection") {
+        None | Some(Value::Null) => spec.id.clone(),
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(other) => return Err(format!("'collection' must be a non-empty string, got {other}")),
+    };
+    let expose = match raw.get("expose") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("'expose' must be a boolean, got {other}")),
+    };
+    Ok(GatewayKeys { collection, expose })
 }
 
 #[cfg(test)]

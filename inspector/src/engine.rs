@@ -11,6 +11,7 @@ use bytes::Bytes;
 use rcp_client::{EngineSpec, Transport};
 use serde_json::{Value, json};
 
+use crate::error::HttpTargetError;
 use crate::http::HttpTarget;
 use crate::stdio::{InFlight, StdioSession, error_frame};
 use crate::wire::{Direction, WireLog};
@@ -45,12 +46,14 @@ impl Engine {
         let link = match &spec.transport {
             Transport::Stdio { command } => match StdioSession::spawn(&spec.id, command.clone(), wire).await {
                 Ok(s) => Link::Stdio(s),
-                Err((reason, stderr)) => Link::Failed { reason, stderr },
+                Err(e) => Link::Failed { stderr: e.stderr().to_vec(), reason: e.to_string() },
             },
-            Transport::Http { url } => match spec.http_headers().and_then(|h| HttpTarget::new(url, h)) {
-                Ok(t) => Link::Http(t),
-                Err(reason) => Link::Failed { reason, stderr: Vec::new() },
-            },
+            Transport::Http { url } => {
+                match spec.http_headers().map_err(HttpTargetError::from).and_then(|h| HttpTarget::new(url, h)) {
+                    Ok(t) => Link::Http(t),
+                    Err(e) => Link::Failed { reason: e.to_string(), stderr: Vec::new() },
+                }
+            }
         };
         Self { spec, link }
     }

@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::error::HttpTargetError;
 use crate::stdio::error_frame;
 use crate::wire::{Direction, WireLog};
 
@@ -27,11 +28,11 @@ pub struct HttpTarget {
 
 impl HttpTarget {
     /// A target at `base` (e.g. `http://127.0.0.1:8080/rcp`), sent `headers` on every request.
-    pub fn new(base: &str, headers: Vec<(String, String)>) -> Result<Self, String> {
+    pub fn new(base: &str, headers: Vec<(String, String)>) -> Result<Self, HttpTargetError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .build()
-            .map_err(|e| format!("HTTP client: {e}"))?;
+            .map_err(HttpTargetError::Client)?;
         Ok(Self { base: base.trim_end_matches('/').to_owned(), headers, http })
     }
 

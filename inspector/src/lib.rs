@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod engine;
+mod error;
 pub mod http;
 pub mod stdio;
 pub mod wire;
@@ -23,6 +24,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rcp_client::{EngineSpec, Registry, Transport};
+
+pub use error::{HttpTargetError, InspectorError, StartError};
 
 /// What to inspect.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,10 +47,10 @@ pub enum Target {
 
 impl Target {
     /// The engines the target names, and whether it is a registry.
-    pub fn registry(&self) -> Result<(Registry, bool), String> {
+    pub fn registry(&self) -> Result<(Registry, bool), InspectorError> {
         match self {
             Target::Stdio(command) => {
-                let program = command.first().ok_or("--stdio: the command is empty")?;
+                let program = command.first().ok_or(InspectorError::EmptyCommand)?;
                 let id = std::path::Path::new(program)
                     .file_name()
                     .and_then(|n| n.to_str())
@@ -59,14 +62,14 @@ impl Target {
             }
             Target::Http { url, headers, token_env } => {
                 if !url.starts_with("http://") && !url.starts_with("https://") {
-                    return Err(format!("--http {url}: expected a URL such as http://127.0.0.1:8080/rcp"));
+                    return Err(InspectorError::NotAUrl(url.clone()));
                 }
                 let mut spec = EngineSpec::new("engine", Transport::Http { url: url.clone() });
                 spec.headers = headers.clone();
                 spec.token_env = token_env.clone();
                 Ok((Registry { engines: vec![spec] }, false))
             }
-            Target::Registry(path) => Registry::load(path).map(|r| (r, true)).map_err(|e| e.to_string()),
+            Target::Registry(path) => Ok((Registry::load(path)?, true)),
         }
     }
 }
@@ -83,7 +86,7 @@ pub struct Inspector {
 impl Inspector {
     /// Starts every engine of `target` (concurrently) and binds `127.0.0.1:port` (0 picks a
     /// free port). An engine that fails to start is kept, with its error, for the page to show.
-    pub async fn start(target: &Target, port: u16, schema: Option<PathBuf>) -> Result<Self, String> {
+    pub async fn start(target: &Target, port: u16, schema: Option<PathBuf>) -> Result<Self, InspectorError> {
         let (registry, is_registry) = target.registry()?;
         let wire = Arc::new(wire::WireLog::default());
         let engines = futures::future::join_all(
@@ -92,8 +95,8 @@ impl Inspector {
         .await;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
-            .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| InspectorError::Listen { port, source })?;
+        let addr = listener.local_addr().map_err(|source| InspectorError::Listen { port, source })?;
         let app = Arc::new(app::App::new(engines, wire, is_registry, addr.port(), schema));
         Ok(Self { addr, app, listener })
     }

@@ -34,7 +34,7 @@ struct Args {
     schema: Option<PathBuf>,
 }
 
-fn target(args: &Args) -> Result<Target, String> {
+fn target(args: &Args) -> Result<Target, Box<dyn std::error::Error>> {
     if let Some(cmd) = &args.stdio {
         return Ok(Target::Stdio(cmd.split_whitespace().map(str::to_owned).collect()));
     }
@@ -61,11 +61,14 @@ async fn main() -> ExitCode {
     let args = Args::parse();
     let schema =
         args.schema.clone().or_else(|| std::env::var_os("RCP_SCHEMA").map(PathBuf::from)).filter(|p| p.is_file());
-    let started = match target(&args) {
-        Ok(t) => Inspector::start(&t, args.port, schema).await,
-        Err(e) => Err(e),
+    let target = match target(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rcp-inspect: {e}");
+            return ExitCode::FAILURE;
+        }
     };
-    let inspector = match started {
+    let inspector = match Inspector::start(&target, args.port, schema).await {
         Ok(i) => i,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");

@@ -7,16 +7,15 @@
 //! `_meta.progressToken` they echo (§9), and a request whose caller goes away before the answer
 //! is cancelled with `notifications/cancel` (§7.14).
 
-use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use rcp_client::ndjson::{ChildProcess, LineReader, LineWriter, MAX_READ_LINE_BYTES, Stderr, StderrHandle};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
 use tokio::sync::mpsc;
 
+use crate::error::StartError;
 use crate::wire::{Direction, WireLog};
 
 /// How many lines of the engine's stderr are kept to explain a failure.
@@ -74,15 +73,14 @@ impl Routes {
 struct Shared {
     engine: String,
     wire: Arc<WireLog>,
-    lines: mpsc::UnboundedSender<Vec<u8>>,
+    lines: LineWriter,
     routes: Mutex<Routes>,
-    stderr: Mutex<VecDeque<String>>,
-    exit: Mutex<Option<String>>,
+    stderr: Option<StderrHandle>,
 }
 
 impl Shared {
     fn stderr_tail(&self) -> Vec<String> {
-        self.stderr.lock().map(|s| s.iter().cloned().collect()).unwrap_or_default()
+        self.stderr.as_ref().map(StderrHandle::tail).unwrap_or_default()
     }
 
     fn send(&self, source: &str, frame: Value) {
@@ -164,98 +162,49 @@ impl Drop for InFlight {
     }
 }
 
-/// An engine spawned by the inspector, spoken to over its stdin/stdout.
+/// An engine spawned by the inspector, spoken to over its stdin/stdout; killed when the
+/// session is dropped.
 pub struct StdioSession {
     shared: Arc<Shared>,
     command: Vec<String>,
-    pid: Option<u32>,
+    child: ChildProcess,
     init: OnceLock<Value>,
 }
 
 impl StdioSession {
     /// Spawns `command` and performs the handshake. The error names what failed and carries
     /// the engine's last stderr lines.
-    pub async fn spawn(engine: &str, command: Vec<String>, wire: Arc<WireLog>) -> Result<Self, (String, Vec<String>)> {
-        let Some((program, args)) = command.split_first() else {
-            return Err(("the engine command is empty".into(), Vec::new()));
-        };
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| (format!("cannot start {program}: {e}"), Vec::new()))?;
-        let pid = child.id();
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(("the engine's stdio could not be piped".into(), Vec::new()));
-        };
-        let (lines, mut to_write) = mpsc::unbounded_channel::<Vec<u8>>();
+    pub async fn spawn(engine: &str, command: Vec<String>, wire: Arc<WireLog>) -> Result<Self, StartError> {
+        let mut child = ChildProcess::spawn(&command, Stderr::Tail { lines: STDERR_LINES, label: engine.into() })?;
+        let (stdin, stdout) = (child.take_stdin()?, child.take_stdout()?);
         let shared = Arc::new(Shared {
             engine: engine.into(),
             wire,
-            lines,
+            lines: LineWriter::spawn(stdin),
             routes: Mutex::new(Routes::default()),
-            stderr: Mutex::new(VecDeque::new()),
-            exit: Mutex::new(None),
-        });
-        tokio::spawn(async move {
-            while let Some(mut line) = to_write.recv().await {
-                line.push(b'\n');
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                    return;
-                }
-            }
+            stderr: child.stderr(),
         });
         let s = shared.clone();
+        let exit = child.exit();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
+            let mut lines = LineReader::new(stdout, MAX_READ_LINE_BYTES);
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut tail) = s.stderr.lock() {
-                    if tail.len() == STDERR_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
+                s.on_line(&line);
             }
-        });
-        let s = shared.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if !line.trim().is_empty() {
-                    s.on_line(&line);
-                }
-            }
-            // Give the waiter a moment to record the exit status for the message.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let exit = s.exit.lock().ok().and_then(|e| e.clone());
+            // Give the process a moment to be reaped, for the exit status in the message.
+            let exit = tokio::time::timeout(Duration::from_millis(100), exit.wait()).await.ok().flatten();
             s.close(exit.map_or_else(|| "closed its stdout".into(), |e| format!("exited ({e})")));
         });
-        let s = shared.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            let text = match status {
-                Ok(st) => st.to_string(),
-                Err(e) => e.to_string(),
-            };
-            if let Ok(mut exit) = s.exit.lock() {
-                *exit = Some(text);
-            }
-        });
 
-        let session = Self { shared, command, pid, init: OnceLock::new() };
+        let session = Self { shared, command, child, init: OnceLock::new() };
         let hello = json!({"jsonrpc": "2.0", "id": "inspector-initialize", "method": "initialize", "params": {
             "protocolVersion": rcp_protocol::PROTOCOL_VERSION,
             "client": {"name": "rcp-inspector", "version": env!("CARGO_PKG_VERSION")},
             "capabilities": {"streaming": {}},
         }});
-        let fail = |msg: String, s: &Self| (msg, s.shared.stderr_tail());
-        let mut flight =
-            session.request(hello, "inspector").map_err(|e| fail(e["error"]["message"].to_string(), &session))?;
+        let Ok(mut flight) = session.request(hello, "inspector") else {
+            return Err(StartError::Ended { stderr: session.shared.stderr_tail() });
+        };
         let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
             while let Some(f) = flight.frames.recv().await {
                 if f.get("id").is_some() {
@@ -267,9 +216,10 @@ impl StdioSession {
         .await;
         let answer = match answer {
             Err(_) => {
-                return Err(fail(format!("no initialize answer within {} s", HANDSHAKE_TIMEOUT.as_secs()), &session));
+                let secs = HANDSHAKE_TIMEOUT.as_secs();
+                return Err(StartError::HandshakeTimeout { secs, stderr: session.shared.stderr_tail() });
             }
-            Ok(None) => return Err(fail("the engine ended before answering initialize".into(), &session)),
+            Ok(None) => return Err(StartError::Ended { stderr: session.shared.stderr_tail() }),
             Ok(Some(a)) => a,
         };
         match answer.get("result") {
@@ -278,10 +228,12 @@ impl StdioSession {
                 Ok(session)
             }
             None => {
-                let msg = answer["error"]["message"].as_str().unwrap_or("initialize failed").to_owned();
+                let message = answer["error"]["message"].as_str().unwrap_or("initialize failed").to_owned();
                 // Let the stderr reader catch up so the reason is shown.
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                Err(fail(format!("initialize failed: {msg}"), &session))
+                if let Some(stderr) = &session.shared.stderr {
+                    stderr.closed(Duration::from_millis(200)).await;
+                }
+                Err(StartError::Refused { message, stderr: session.shared.stderr_tail() })
             }
         }
     }
@@ -338,11 +290,11 @@ impl StdioSession {
 
     /// The process state for the Server panel's health line.
     pub fn health(&self) -> Value {
-        let exit = self.shared.exit.lock().ok().and_then(|e| e.clone());
+        let exit = self.child.exit_status();
         json!({
             "transport": "stdio",
             "command": self.command,
-            "pid": self.pid,
+            "pid": self.child.pid(),
             "running": exit.is_none(),
             "exit": exit,
             "stderr": self.shared.stderr_tail(),

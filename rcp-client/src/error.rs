@@ -187,6 +187,15 @@ pub enum ConnectError {
     /// No `initialize` answer arrived within the connect timeout.
     #[error("no initialize answer within {0:?}")]
     HandshakeTimeout(std::time::Duration),
+    /// An engine's bearer token could not be read from its `tokenEnv` variable.
+    #[error("engine '{engine}': {source}")]
+    Token {
+        /// The registry id of the engine.
+        engine: String,
+        /// What is wrong with the variable.
+        #[source]
+        source: crate::registry::TokenError,
+    },
     /// No engine could be used (selection by a registry, a bad command line, ...).
     #[error("{0}")]
     Unavailable(String),

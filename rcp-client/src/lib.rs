@@ -7,6 +7,7 @@ mod error;
 pub mod eval;
 pub mod federation;
 mod gate;
+pub mod ndjson;
 pub mod registry;
 pub mod retry;
 pub mod selector;

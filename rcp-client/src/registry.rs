@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 /// How to reach an engine.
@@ -60,11 +59,11 @@ impl EngineSpec {
     /// The HTTP headers to send to this engine: `headers`, then the bearer token read from
     /// `token_env` (an unset or empty variable is an error naming it, rather than an
     /// unauthenticated request).
-    pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn http_headers(&self) -> Result<Vec<(String, String)>, TokenError> {
         self.http_headers_with(|var| std::env::var(var).ok())
     }
 
-    fn http_headers_with(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+    fn http_headers_with(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, TokenError> {
         let mut out = self.headers.clone();
         if let Some(var) = &self.token_env {
             out.push(bearer(var, lookup(var))?);
@@ -73,17 +72,29 @@ impl EngineSpec {
     }
 }
 
+/// Why a bearer token could not be read from its environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The variable is not set.
+    #[error("the token variable {0} is not set")]
+    Unset(String),
+    /// The variable is set but empty (or only whitespace).
+    #[error("the token variable {0} is empty")]
+    Empty(String),
+}
+
 /// The `Authorization: Bearer <token>` header for the token held in the environment variable
 /// `var`; an error naming the variable when it is unset or empty.
-pub fn bearer_from_env(var: &str) -> Result<(String, String), String> {
+pub fn bearer_from_env(var: &str) -> Result<(String, String), TokenError> {
     bearer(var, std::env::var(var).ok())
 }
 
-fn bearer(var: &str, value: Option<String>) -> Result<(String, String), String> {
+fn bearer(var: &str, value: Option<String>) -> Result<(String, String), TokenError> {
     match value {
         Some(token) if !token.trim().is_empty() => Ok(("Authorization".to_owned(), format!("Bearer {}", token.trim()))),
-        Some(_) => Err(format!("the token variable {var} is empty")),
-        None => Err(format!("the token variable {var} is not set")),
+        Some(_) => Err(TokenError::Empty(var.to_owned())),
+        None => Err(TokenError::Unset(var.to_owned())),
     }
 }
 
@@ -94,152 +105,83 @@ pub struct Registry {
     pub engines: Vec<EngineSpec>,
 }
 
-/// Why a registry could not be loaded; names the entry at fault.
+/// Why a registry could not be loaded. Every error names the file it came from (when it came
+/// from one) and the entry at fault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The error.
+        #[source]
         source: std::io::Error,
     },
-    /// The file is not JSON or lacks `engines`.
-    #[error("{0}")]
-    Format(String),
+    /// The text is not JSON.
+    #[error("{}not JSON: {source}", origin(path.as_deref()))]
+    Json {
+        /// The file, when the text came from one.
+        path: Option<PathBuf>,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The document has no `engines` array.
+    #[error("{}missing 'engines' array", origin(path.as_deref()))]
+    MissingEngines {
+        /// The file, when the text came from one.
+        path: Option<PathBuf>,
+    },
     /// An entry is invalid.
-    #[error("engines[{index}]{}: {detail}", id.as_ref().map(|i| format!(" ('{i}')")).unwrap_or_default())]
+    #[error("{}engines[{index}]{}: {detail}", origin(path.as_deref()), id.as_ref().map(|i| format!(" ('{i}')")).unwrap_or_default())]
     Entry {
+        /// The file, when the text came from one.
+        path: Option<PathBuf>,
         /// Position in `engines`.
         index: usize,
         /// The entry's id, when it has one.
         id: Option<String>,
-        /// What is wrong.
+        /// What is wrong, and what is allowed.
         detail: String,
     },
 }
 
-#[derive(Deserialize)]
-struct RawEntry {
-    id: Option<Value>,
-    transport: Option<String>,
-    command: Option<Value>,
-    url: Option<String>,
-    priority: Option<Value>,
-    weight: Option<Value>,
-    required: Option<Value>,
-    headers: Option<Value>,
-    #[serde(rename = "tokenEnv")]
-    token_env: Option<Value>,
+impl RegistryError {
+    /// The same error, naming `file` as where the registry came from.
+    fn in_file(mut self, file: &Path) -> Self {
+        match &mut self {
+            Self::Io { .. } => {}
+            Self::Json { path, .. } | Self::MissingEngines { path } | Self::Entry { path, .. } => {
+                *path = Some(file.to_path_buf());
+            }
+        }
+        self
+    }
 }
+
+/// `"<file>: "` for an error message, or nothing for a registry parsed from memory.
+fn origin(path: Option<&Path>) -> String {
+    path.map(|p| format!("{}: ", p.display())).unwrap_or_default()
+}
+
+/// One entry of `engines[]` as written, for the keys the client does not read itself (an
+/// aggregator's own, such as rcp-gateway's `collection`).
+pub type RawEntry = serde_json::Map<String, Value>;
 
 impl Registry {
     /// Loads and validates an `rcp.json`. Relative program paths in `command` (containing a
     /// `/`) are resolved against the file's directory; bare names are looked up on `PATH`.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
-        let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })?;
-        Self::parse(&text, path.parent())
+        let entries = load_entries(path, |_, _| Ok(()))?;
+        Ok(Self { engines: entries.into_iter().map(|(spec, ())| spec).collect() })
     }
 
     /// Parses registry JSON; `base` resolves relative program paths.
     pub fn parse(text: &str, base: Option<&Path>) -> Result<Self, RegistryError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| RegistryError::Format(format!("not JSON: {e}")))?;
-        let entries = v
-            .get("engines")
-            .and_then(Value::as_array)
-            .ok_or_else(|| RegistryError::Format("missing 'engines' array".into()))?;
-        let mut seen = HashSet::new();
-        let mut engines = Vec::with_capacity(entries.len());
-        for (index, raw) in entries.iter().enumerate() {
-            let id = raw.get("id").and_then(Value::as_str).map(str::to_owned);
-            let bad = |detail: String| RegistryError::Entry { index, id: id.clone(), detail };
-            let e: RawEntry = serde_json::from_value(raw.clone()).map_err(|e| bad(e.to_string()))?;
-            let id = match e.id {
-                Some(Value::String(s)) if !s.trim().is_empty() => s,
-                Some(other) => return Err(bad(format!("'id' must be a non-empty string, got {other}"))),
-                None => return Err(bad("missing 'id'".into())),
-            };
-            if !seen.insert(id.clone()) {
-                return Err(bad(format!("duplicate id '{id}'")));
-            }
-            let command = match e.command {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.split_whitespace().map(str::to_owned).collect::<Vec<_>>()),
-                Some(Value::Array(a)) => Some(
-                    a.iter()
-                        .map(|x| {
-                            x.as_str()
-                                .map(str::to_owned)
-                                .ok_or_else(|| bad(format!("'command' items must be strings, got {x}")))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                Some(other) => return Err(bad(format!("'command' must be an array of strings, got {other}"))),
-            };
-            let transport = match (e.transport.as_deref(), command, e.url) {
-                (Some("stdio") | None, Some(mut cmd), _) => {
-                    if cmd.is_empty() || cmd[0].is_empty() {
-                        return Err(bad("'command' is empty".into()));
-                    }
-                    if let Some(base) = base
-                        && cmd[0].contains('/')
-                        && Path::new(&cmd[0]).is_relative()
-                    {
-                        cmd[0] = base.join(&cmd[0]).to_string_lossy().into_owned();
-                    }
-                    Transport::Stdio { command: cmd }
-                }
-                (Some("http") | None, None, Some(url)) => {
-                    if !(url.starts_with("http://") || url.starts_with("https://")) {
-                        return Err(bad(format!("'url' must be an http(s) URL, got '{url}'")));
-                    }
-                    Transport::Http { url }
-                }
-                (Some("stdio"), None, _) => return Err(bad("transport 'stdio' needs 'command'".into())),
-                (Some("http"), _, None) => return Err(bad("transport 'http' needs 'url'".into())),
-                (Some(t), _, _) if t != "stdio" && t != "http" => {
-                    return Err(bad(format!("unknown transport '{t}'; expected stdio or http")));
-                }
-                _ => return Err(bad("needs either 'command' (stdio) or 'url' (http)".into())),
-            };
-            let priority = match e.priority {
-                None | Some(Value::Null) => 0,
-                Some(v) => v.as_i64().ok_or_else(|| bad(format!("'priority' must be an integer, got {v}")))?,
-            };
-            let weight = match e.weight {
-                None | Some(Value::Null) => 1.0,
-                Some(v) => match v.as_f64() {
-                    Some(w) if w.is_finite() && w >= 0.0 => w,
-                    _ => return Err(bad(format!("'weight' must be a number >= 0, got {v}"))),
-                },
-            };
-            let required = match e.required {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => b,
-                Some(v) => return Err(bad(format!("'required' must be a boolean, got {v}"))),
-            };
-            let headers = match e.headers {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Object(m)) => m
-                    .into_iter()
-                    .map(|(k, v)| match v {
-                        Value::String(s) => Ok((k, s)),
-                        other => Err(bad(format!("'headers.{k}' must be a string, got {other}"))),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                Some(other) => return Err(bad(format!("'headers' must be an object of strings, got {other}"))),
-            };
-            let token_env = match e.token_env {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
-                Some(other) => return Err(bad(format!("'tokenEnv' must be a variable name, got {other}"))),
-            };
-            engines.push(EngineSpec { id, transport, priority, weight, required, headers, token_env });
-        }
-        Ok(Self { engines })
+        let entries = parse_entries(text, base, |_, _| Ok(()))?;
+        Ok(Self { engines: entries.into_iter().map(|(spec, ())| spec).collect() })
     }
 
     /// The entry with this id.
@@ -253,6 +195,133 @@ impl Registry {
         v.sort_by_key(|e| std::cmp::Reverse(e.priority));
         v
     }
+}
+
+/// The one registry loader: reads and validates an `rcp.json` as [`Registry::load`] does, and
+/// hands every entry, once validated, with its raw object to `extend`, which reads the keys a
+/// tool adds to the format (an `Err` is what is wrong with them, reported naming the file and
+/// the entry). Relative program paths resolve against the file's directory.
+pub fn load_entries<X>(
+    path: impl AsRef<Path>,
+    extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
+) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
+    let path = path.as_ref();
+    let text =
+        std::fs::read_to_string(path).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })?;
+    parse_entries(&text, path.parent(), extend).map_err(|e| e.in_file(path))
+}
+
+/// [`load_entries`] over registry JSON already in memory; `base` resolves relative program
+/// paths.
+pub fn parse_entries<X>(
+    text: &str,
+    base: Option<&Path>,
+    mut extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
+) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
+    let v: Value = serde_json::from_str(text).map_err(|source| RegistryError::Json { path: None, source })?;
+    let entries = v.get("engines").and_then(Value::as_array).ok_or(RegistryError::MissingEngines { path: None })?;
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for (index, raw) in entries.iter().enumerate() {
+        let id = raw.get("id").and_then(Value::as_str).map(str::to_owned);
+        let bad = |detail: String| RegistryError::Entry { path: None, index, id: id.clone(), detail };
+        let Value::Object(raw) = raw else {
+            return Err(bad(format!("an entry must be an object, got {raw}")));
+        };
+        let spec = engine_spec(raw, base).map_err(bad)?;
+        if !seen.insert(spec.id.clone()) {
+            return Err(bad(format!("duplicate id '{}'", spec.id)));
+        }
+        let extra = extend(&spec, raw).map_err(bad)?;
+        out.push((spec, extra));
+    }
+    Ok(out)
+}
+
+/// The client's view of one entry, or what is wrong with it.
+fn engine_spec(raw: &RawEntry, base: Option<&Path>) -> Result<EngineSpec, String> {
+    let present = |key: &str| raw.get(key).filter(|v| !v.is_null());
+    let id = match present("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(other) => return Err(format!("'id' must be a non-empty string, got {other}")),
+        None => return Err("missing 'id'".into()),
+    };
+    let command = match present("command") {
+        None => None,
+        Some(Value::String(s)) => Some(s.split_whitespace().map(str::to_owned).collect::<Vec<_>>()),
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|x| {
+                    x.as_str().map(str::to_owned).ok_or_else(|| format!("'command' items must be strings, got {x}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(other) => return Err(format!("'command' must be an array of strings, got {other}")),
+    };
+    let string = |key: &str| match present(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+    };
+    let transport = match (string("transport")?.as_deref(), command, string("url")?) {
+        (Some("stdio") | None, Some(mut cmd), _) => {
+            if cmd.is_empty() || cmd[0].is_empty() {
+                return Err("'command' is empty".into());
+            }
+            if let Some(base) = base
+                && cmd[0].contains('/')
+                && Path::new(&cmd[0]).is_relative()
+            {
+                cmd[0] = base.join(&cmd[0]).to_string_lossy().into_owned();
+            }
+            Transport::Stdio { command: cmd }
+        }
+        (Some("http") | None, None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("'url' must be an http(s) URL, got '{url}'"));
+            }
+            Transport::Http { url }
+        }
+        (Some("stdio"), None, _) => return Err("transport 'stdio' needs 'command'".into()),
+        (Some("http"), _, None) => return Err("transport 'http' needs 'url'".into()),
+        (Some(t), _, _) if t != "stdio" && t != "http" => {
+            return Err(format!("unknown transport '{t}'; expected stdio or http"));
+        }
+        _ => return Err("needs either 'command' (stdio) or 'url' (http)".into()),
+    };
+    let priority = match present("priority") {
+        None => 0,
+        Some(v) => v.as_i64().ok_or_else(|| format!("'priority' must be an integer, got {v}"))?,
+    };
+    let weight = match present("weight") {
+        None => 1.0,
+        Some(v) => match v.as_f64() {
+            Some(w) if w.is_finite() && w >= 0.0 => w,
+            _ => return Err(format!("'weight' must be a number >= 0, got {v}")),
+        },
+    };
+    let required = match present("required") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(format!("'required' must be a boolean, got {v}")),
+    };
+    let headers = match present("headers") {
+        None => Vec::new(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                other => Err(format!("'headers.{k}' must be a string, got {other}")),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => return Err(format!("'headers' must be an object of strings, got {other}")),
+    };
+    let token_env = match present("tokenEnv") {
+        None => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(other) => return Err(format!("'tokenEnv' must be a variable name, got {other}")),
+    };
+    Ok(EngineSpec { id, transport, priority, weight, required, headers, token_env })
 }
 
 #[cfg(test)]
@@ -286,8 +355,8 @@ mod tests {
         .unwrap();
         let a = &r.engines[0];
         assert_eq!(a.headers, vec![("X-Team".to_owned(), "ir".to_owned())]);
-        assert!(a.http_headers_with(|_| None).unwrap_err().contains("RCP_TEST_REG_TOKEN is not set"));
-        assert!(a.http_headers_with(|_| Some(" ".into())).unwrap_err().contains("is empty"));
+        assert!(a.http_headers_with(|_| None).unwrap_err().to_string().contains("RCP_TEST_REG_TOKEN is not set"));
+        assert!(a.http_headers_with(|_| Some(" ".into())).unwrap_err().to_string().contains("is empty"));
         let got = a.http_headers_with(|v| (v == "RCP_TEST_REG_TOKEN").then(|| "s3cret".to_owned())).unwrap();
         assert_eq!(got[1], ("Authorization".to_owned(), "Bearer s3cret".to_owned()));
     }
@@ -309,5 +378,30 @@ mod tests {
             let e = Registry::parse(text, None).unwrap_err().to_string();
             assert!(e.contains(expected), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_file_and_keep_their_cause() {
+        use std::error::Error as _;
+        let dir = std::env::temp_dir().join(format!("rcp-registry-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad_entry = dir.join("bad-entry.json");
+        std::fs::write(&bad_entry, r#"{"engines":[{"id":"a","command":["x"],"weight":"heavy"}]}"#).unwrap();
+        let e = Registry::load(&bad_entry).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: engines[0] ('a'): 'weight'", bad_entry.display())), "{e}");
+        let not_json = dir.join("not-json.json");
+        std::fs::write(&not_json, "{").unwrap();
+        let e = Registry::load(&not_json).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("{}: not JSON", not_json.display())), "{e}");
+        assert!(e.source().is_some_and(|s| s.is::<serde_json::Error>()));
+        let extra = load_entries(&bad_entry, |_, raw| Ok(raw.contains_key("weight")));
+        assert!(extra.is_err(), "the client's own checks run before the extension");
+        std::fs::write(&bad_entry, r#"{"engines":[{"id":"a","command":["x"],"shard":3}]}"#).unwrap();
+        let extra = load_entries(&bad_entry, |_, raw| match raw.get("shard") {
+            Some(v) if v.is_u64() => Ok(v.as_u64()),
+            other => Err(format!("'shard' must be an integer, got {other:?}")),
+        });
+        assert_eq!(extra.unwrap()[0].1, Some(3));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,11 +15,13 @@ use crate::client::{Client, ClientOptions};
 use crate::error::{ClientError, ConnectError};
 use crate::registry::{EngineSpec, Registry, Transport};
 
+/// How long a cached or new connection has to answer the liveness probe (`ping`).
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
 /// Picks engines from a registry.
 pub struct Selector {
     registry: Registry,
     options: ClientOptions,
-    probe_timeout: Duration,
     clients: Mutex<HashMap<String, Client>>,
     connects: AtomicUsize,
 }
@@ -27,19 +29,7 @@ pub struct Selector {
 impl Selector {
     /// A selector over `registry`; no connection is made yet.
     pub fn new(registry: Registry, options: ClientOptions) -> Self {
-        Self {
-            registry,
-            options,
-            probe_timeout: Duration::from_millis(1500),
-            clients: Mutex::new(HashMap::new()),
-            connects: AtomicUsize::new(0),
-        }
-    }
-
-    /// Sets the liveness-probe (`ping`) timeout.
-    pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = timeout;
-        self
+        Self { registry, options, clients: Mutex::new(HashMap::new()), connects: AtomicUsize::new(0) }
     }
 
     /// How many connections this selector has opened (spawns, for stdio engines).
@@ -87,7 +77,7 @@ impl Selector {
     async fn live(&self, spec: &EngineSpec) -> Result<Client, ClientError> {
         let mut clients = self.clients.lock().await;
         if let Some(c) = clients.get(&spec.id) {
-            if c.ping(self.probe_timeout).await.is_ok() {
+            if c.ping(PROBE_TIMEOUT).await.is_ok() {
                 return Ok(c.clone());
             }
             clients.remove(&spec.id);
@@ -95,7 +85,7 @@ impl Selector {
         let c = connect(spec, &self.options).await;
         self.connects.fetch_add(1, Ordering::Relaxed);
         let c = c?;
-        c.ping(self.probe_timeout).await?;
+        c.ping(PROBE_TIMEOUT).await?;
         clients.insert(spec.id.clone(), c.clone());
         Ok(c)
     }
@@ -109,8 +99,7 @@ pub async fn connect(spec: &EngineSpec, options: &ClientOptions) -> Result<Clien
     match &spec.transport {
         Transport::Stdio { command } => Client::connect_stdio(command, options).await,
         Transport::Http { url } => {
-            let own =
-                spec.http_headers().map_err(|e| ConnectError::Unavailable(format!("engine '{}': {e}", spec.id)))?;
+            let own = spec.http_headers().map_err(|source| ConnectError::Token { engine: spec.id.clone(), source })?;
             options.http_headers.extend(own);
             Client::connect_http(url, options).await
         }

@@ -24,6 +24,7 @@ pub mod message;
 pub mod methods;
 pub mod mmr;
 mod mode;
+pub mod ndjson;
 pub mod notifications;
 pub mod rerank;
 pub mod retrieve;

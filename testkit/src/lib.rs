@@ -1,9 +1,8 @@
 //! Test harness for RCP servers: spawn an engine binary, talk NDJSON over real pipes, and validate every
 //! frame the server writes against the normative JSON Schema.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -13,6 +12,8 @@ mod sample;
 
 pub use sample::PeakSampler;
 
+use rcp_client::ndjson::MAX_READ_LINE_BYTES;
+use rcp_client::ndjson::blocking::{BlockingChild, LineReader, write_line};
 use rcp_conformance::Schemas;
 use serde_json::{Value, json};
 
@@ -82,9 +83,10 @@ pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
     bin
 }
 
-/// A running engine process.
+/// A running engine process, spoken to over rcp-client's blocking NDJSON harness; killed
+/// when dropped.
 pub struct Engine {
-    child: Child,
+    child: BlockingChild,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     /// Notifications received while waiting for responses, in arrival order.
@@ -101,18 +103,16 @@ impl Engine {
         Self::from_command(cmd)
     }
 
-    /// Spawns a prepared command with piped stdin/stdout (stderr inherited).
+    /// Spawns a prepared command with piped stdin/stdout (stderr inherited). Lines are read
+    /// verbatim, so a blank or malformed line the server writes fails [`Self::recv`].
     pub fn from_command(mut cmd: Command) -> Self {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        cmd.stderr(Stdio::inherit());
+        let described = format!("{cmd:?}");
+        let mut child = BlockingChild::spawn(cmd).unwrap_or_else(|e| panic!("spawn {described}: {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
+            for line in LineReader::verbatim(stdout, MAX_READ_LINE_BYTES) {
                 let Ok(line) = line else { return };
                 if tx.send(line).is_err() {
                     return;
@@ -138,9 +138,7 @@ impl Engine {
     /// Writes one raw line (a `\n` is appended).
     pub fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).expect("write");
-        stdin.write_all(b"\n").expect("write");
-        stdin.flush().expect("flush");
+        write_line(stdin, line.as_bytes()).expect("write");
     }
 
     /// Writes one JSON message.
@@ -257,13 +255,6 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The error code of an error object.
 pub fn code(err: &Value) -> i64 {
     err["code"].as_i64().unwrap_or_else(|| panic!("no code in {err}"))
@@ -271,6 +262,5 @@ pub fn code(err: &Value) -> i64 {
 
 /// Kills the engine with SIGKILL (no chance to flush or clean up) and reaps it.
 pub fn kill9(engine: &mut Engine) {
-    let _ = engine.child.kill();
-    let _ = engine.child.wait();
+    engine.child.kill_now();
 }

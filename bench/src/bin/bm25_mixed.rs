@@ -15,13 +15,14 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir, sibling};
+use rcp_bench::stdio::spawn_quiet;
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -132,15 +133,7 @@ fn main() -> Result<(), String> {
 
 /// Serves `data` with `bin` and drives the pipelined mix; returns the latencies.
 fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -> Result<Outcome, String> {
-    let mut child = Command::new(bin)
-        .arg("serve")
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+    let mut child = spawn_quiet(&[bin.as_os_str(), "serve".as_ref(), "--data-dir".as_ref(), data.as_os_str()])?;
     let mut stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
     let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});

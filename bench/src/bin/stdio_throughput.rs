@@ -32,7 +32,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use memchr::{memchr, memmem};
+use memchr::memmem;
+use rcp_client::ndjson::{LineRef, LineSplitter, MAX_READ_LINE_BYTES};
 use serde_json::{Value, json};
 
 /// Command-line arguments.
@@ -341,34 +342,24 @@ impl Tally {
     }
 }
 
-/// Reads the server's stdout to EOF, splitting lines.
+/// Reads the server's stdout to EOF, cut into lines by the NDJSON splitter every peer uses.
 fn read_responses(mut out: ChildStdout, mut tally: Tally) -> (Tally, Instant) {
     let mut buf = vec![0u8; 256 * 1024];
-    let mut carry = Vec::new();
+    let mut lines = LineSplitter::new(MAX_READ_LINE_BYTES);
+    let mut take = |line: LineRef<'_>| match line {
+        LineRef::Frame(line) => tally.line(line),
+        LineRef::TooLong(_) => tally.other_lines += 1,
+    };
     loop {
-        let n = match out.read(&mut buf) {
+        match out.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(n) => lines.push_each(&buf[..n], &mut take),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
-        };
-        let mut data = &buf[..n];
-        while let Some(pos) = memchr(b'\n', data) {
-            if carry.is_empty() {
-                tally.line(&data[..pos]);
-            } else {
-                carry.extend_from_slice(&data[..pos]);
-                tally.line(&carry);
-                carry.clear();
-            }
-            data = &data[pos + 1..];
         }
-        carry.extend_from_slice(data);
     }
     let eof = Instant::now();
-    if !carry.is_empty() {
-        tally.line(&carry);
-    }
+    lines.finish_each(&mut take);
     (tally, eof)
 }
 

@@ -1,6 +1,9 @@
 //! [`Federation`]: fan one `retrieve` out to every engine of a registry and fuse the ranked
 //! lists (§16.2, §16.3).
 //!
+//! The fan-out itself ([`FanOut`]) and the per-engine params ([`engine_params`]) are shared
+//! with aggregators such as rcp-gateway.
+//!
 //! Engines that do not advertise `retrieve` (or cannot honour the request's filter) are
 //! skipped, not failed. Each engine gets its own client-side deadline, so a slow non-required
 //! engine is dropped; a `required` engine's failure fails the whole query with its error; if
@@ -14,7 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rcp_protocol::capabilities::{Capability, RetrieveCapability};
+use rcp_protocol::capabilities::Capability;
 use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
@@ -24,6 +27,12 @@ use crate::client::{Client, ClientOptions};
 use crate::error::ClientError;
 use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
+
+mod fan_out;
+mod params;
+
+pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
+pub use params::{engine_params, fusion_method};
 
 /// Options of a federation.
 #[derive(Debug, Clone)]
@@ -209,96 +218,68 @@ impl Federation {
     pub async fn retrieve(&self, params: RetrieveParams) -> Result<FederatedResult, ClientError> {
         let started = Instant::now();
         let k = params.k.max(1);
-        let engines = self.connected().await;
-        let mut notes = Vec::new();
-        let mut outcomes: Vec<(String, EngineOutcome)> = Vec::new();
-        let mut calls = Vec::new();
-        for (id, client) in engines {
-            let spec = self.registry.get(&id).cloned();
-            let client = match client {
-                Ok(c) => c,
-                Err(e) => {
-                    if spec.as_ref().is_some_and(|s| s.required) {
-                        return Err(e);
-                    }
-                    notes.push(format!("engine '{id}' unavailable: {e}"));
-                    outcomes.push((id, EngineOutcome::Failed(e)));
-                    continue;
+        let targets = self
+            .connected()
+            .await
+            .into_iter()
+            .map(|(id, client)| {
+                let required = self.registry.get(&id).is_some_and(|s| s.required);
+                Target { key: id.clone(), id, required, client }
+            })
+            .collect();
+        let gathered = FanOut::new(self.options.engine_timeout)
+            .run(targets, |_, client| {
+                if !client.supports(Capability::Retrieve) {
+                    return Err("does not advertise retrieve".into());
                 }
-            };
-            if !client.supports(Capability::Retrieve) {
-                notes.push(format!("engine '{id}' skipped: does not advertise retrieve"));
-                outcomes.push((id, EngineOutcome::Skipped("does not advertise retrieve".into())));
-                continue;
-            }
-            if params.filter.is_some() && !client.supports(Capability::Filter) {
-                notes.push(format!("engine '{id}' skipped: cannot apply the filter"));
-                outcomes.push((id, EngineOutcome::Skipped("does not advertise filter".into())));
-                continue;
-            }
-            let p = self.engine_params(&client, &params, k);
-            let timeout = self.options.engine_timeout;
-            calls.push(async move {
-                let t = Instant::now();
-                let r = tokio::time::timeout(timeout, client.retrieve(p))
-                    .await
-                    .unwrap_or(Err(ClientError::Timeout(timeout.as_millis() as u64)));
-                (id, client, r, t.elapsed())
-            });
-        }
-        if calls.is_empty() && outcomes.iter().all(|(_, o)| matches!(o, EngineOutcome::Skipped(_))) {
+                if params.filter.is_some() && !client.supports(Capability::Filter) {
+                    return Err("cannot apply the filter".into());
+                }
+                Ok(self.engine_params(client, &params, k))
+            })
+            .await
+            .map_err(|failed| failed.error)?;
+        if gathered.asked == 0 && gathered.replies.iter().all(|(_, r)| matches!(r, Reply::Skipped(_))) {
             return Err(ClientError::CapabilityMissing {
                 method: "retrieve".into(),
                 capability: "retrieve (no engine advertises it)".into(),
             });
         }
+        let clients: HashMap<String, Client> = gathered.clients.into_iter().collect();
+        let mut notes = Vec::new();
+        let mut outcomes: Vec<(String, EngineOutcome)> = Vec::new();
         let mut lists = Vec::new();
         let mut candidates = 0u64;
-        for (id, client, r, latency) in futures::future::join_all(calls).await {
-            let spec = self.registry.get(&id);
-            match r {
-                Ok(res) => {
-                    candidates += res.usage.as_ref().and_then(|u| u.candidates).unwrap_or(res.hits.len() as u64);
-                    let mut list =
-                        EngineList::new(id.clone(), res.hits.clone()).with_weight(spec.map_or(1.0, |s| s.weight));
-                    if let Some(floor) = client.capabilities().retrieve.and_then(|r| r.score_floor) {
+        for (id, reply) in gathered.replies {
+            let outcome = match reply {
+                Reply::Answered { result, latency } => {
+                    candidates += result.usage.as_ref().and_then(|u| u.candidates).unwrap_or(result.hits.len() as u64);
+                    let weight = self.registry.get(&id).map_or(1.0, |s| s.weight);
+                    let mut list = EngineList::new(id.clone(), result.hits.clone()).with_weight(weight);
+                    let floor = clients.get(&id).and_then(|c| c.capabilities().retrieve).and_then(|r| r.score_floor);
+                    if let Some(floor) = floor {
                         list = list.with_score_floor(floor);
                     }
                     lists.push(list);
-                    outcomes.push((id, EngineOutcome::Answered { hits: res.hits, latency }));
+                    EngineOutcome::Answered { hits: result.hits, latency }
                 }
-                Err(e) => {
-                    if spec.is_some_and(|s| s.required) {
-                        return Err(e);
-                    }
-                    notes.push(format!("engine '{id}' failed: {e}"));
-                    outcomes.push((id, EngineOutcome::Failed(e)));
+                Reply::Skipped(why) => {
+                    notes.push(format!("engine '{id}' skipped: {why}"));
+                    EngineOutcome::Skipped(why)
                 }
-            }
+                Reply::Failed(e) => {
+                    let verb = if clients.contains_key(&id) { "failed" } else { "unavailable" };
+                    notes.push(format!("engine '{id}' {verb}: {e}"));
+                    EngineOutcome::Failed(e)
+                }
+            };
+            outcomes.push((id, outcome));
         }
         if lists.is_empty() {
             let detail = notes.join("; ");
             return Err(ClientError::Rpc(RcpError::backend_unavailable(format!("every engine failed: {detail}"))));
         }
-        // Registry order, whatever the arrival order: fusion is order-independent, and so is
-        // everything reported here.
-        let order: HashMap<&str, usize> =
-            self.registry.engines.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
-        outcomes.sort_by_key(|(id, _)| order.get(id.as_str()).copied().unwrap_or(usize::MAX));
-        lists.sort_by_key(|l| order.get(l.engine.as_str()).copied().unwrap_or(usize::MAX));
-        let method = match (&self.options.fusion, params.fusion.as_ref().and_then(|f| f.method.as_deref())) {
-            (_, Some(name)) => FusionMethod::from_name(name).unwrap_or_default(),
-            (m, None) => m.clone(),
-        };
-        let method = match (method, params.fusion.as_ref()) {
-            (FusionMethod::Rrf { .. }, Some(f)) if f.rrf_k.is_some() => {
-                FusionMethod::Rrf { rrf_k: f64::from(f.rrf_k.unwrap_or(60)) }
-            }
-            (FusionMethod::Convex { alpha_engine, .. }, Some(f)) if f.alpha.is_some() => {
-                FusionMethod::Convex { alpha: f.alpha.unwrap_or(0.5), alpha_engine }
-            }
-            (m, _) => m,
-        };
+        let method = fusion_method(&self.options.fusion, &params);
         let fused = fusion::fuse_or_fallback(&lists, &method, usize::try_from(k).unwrap_or(usize::MAX))
             .map_err(|e| ClientError::Rpc(e.into()))?;
         notes.extend(fused.note.clone());
@@ -330,32 +311,4 @@ impl Federation {
         meta.insert("federation".into(), json!({"depth": self.options.depth, "path": Value::Array(Vec::new())}));
         p
     }
-}
-
-/// The params one engine of a fan-out receives, for [`Federation`] and for aggregators such as
-/// rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the engine's
-/// `maxK`, never below `k` within it), `candidateK` kept at or above it, no `cursor` or
-/// `fusion` (both belong to the fused answer), and only the options the engine advertises
-/// (`mode`, `mmr`, built-in `rerank`), keeping the funnel `candidateK >= topN >= k` intact.
-/// `_meta` is the caller's to set.
-pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, multiplier: u64) -> RetrieveParams {
-    let max_k = rc.max_k.unwrap_or(u64::MAX);
-    let mut p = params.clone();
-    p.k = k.saturating_mul(multiplier.max(1)).min(max_k).max(k.min(max_k));
-    p.candidate_k = p.candidate_k.map(|c| c.max(p.k).min(max_k));
-    p.fusion = None;
-    p.cursor = None;
-    if p.mode.as_ref().is_some_and(|m| !rc.modes.as_ref().is_some_and(|ms| ms.contains(m))) {
-        p.mode = None;
-    }
-    if p.mmr.is_some() && rc.mmr != Some(true) {
-        p.mmr = None;
-    }
-    if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
-        p.rerank = None;
-    }
-    if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
-        stage.top_n = stage.top_n.map(|n| n.max(p.k));
-    }
-    p
 }

@@ -1,0 +1,55 @@
+//! `catalog/list` (§7.13): each engine's own identity and capabilities, the endpoints the
+//! registry exposes, the engines that are unavailable and the collections' shards.
+
+use rcp_client::registry::Transport;
+use rcp_protocol::Meta;
+use rcp_protocol::capabilities::CatalogCapability;
+use rcp_protocol::catalog::{CatalogEntry, CatalogListResult, Endpoint};
+use rcp_server::{Catalog, HandlerResult, RequestContext};
+use serde_json::{Value, json};
+
+use super::startup::Gateway;
+
+impl Catalog for Gateway {
+    fn capability(&self) -> CatalogCapability {
+        CatalogCapability { engines: Some(self.pool.entries().len() as u64), ..Default::default() }
+    }
+
+    async fn list(&self, _ctx: RequestContext) -> HandlerResult<CatalogListResult> {
+        let clients = self.pool.connect_all().await;
+        let mut engines = Vec::new();
+        let mut unavailable = Vec::new();
+        for (entry, client) in self.pool.entries().iter().zip(clients) {
+            match client.ok().and_then(|c| c.server_info().cloned()) {
+                Some(info) => engines.push(CatalogEntry {
+                    id: entry.spec.id.clone(),
+                    server: info.server,
+                    capabilities: info.capabilities,
+                    endpoint: entry.expose.then(|| endpoint(&entry.spec.transport)),
+                }),
+                None => unavailable.push(entry.spec.id.clone()),
+            }
+        }
+        let mut meta = Meta::new();
+        meta.insert("unavailable".into(), json!(unavailable));
+        let collections: Meta = self
+            .collections
+            .iter()
+            .map(|c| {
+                let ids: Vec<&str> = c.shards.iter().map(|i| self.pool.entries()[*i].spec.id.as_str()).collect();
+                (c.name.clone(), json!(ids))
+            })
+            .collect();
+        meta.insert("collections".into(), Value::Object(collections));
+        Ok(CatalogListResult { engines, meta: Some(meta) })
+    }
+}
+
+fn endpoint(transport: &Transport) -> Endpoint {
+    match transport {
+        Transport::Stdio { command } => {
+            Endpoint { transport: "stdio".into(), url: None, command: Some(command.clone()) }
+        }
+        Transport::Http { url } => Endpoint { transport: "http".into(), url: Some(url.clone()), command: None },
+    }
+}

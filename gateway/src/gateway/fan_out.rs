@@ -1,0 +1,181 @@
+//! A federated `retrieve` (§16.2): loop detection and the hop budget, which collections are
+//! asked, what each engine is sent (its plan), and the fan-out itself — rcp-client's
+//! [`FanOut`], under the request's deadline and cancellation, relaying progress.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rcp_client::Client;
+use rcp_client::federation::{FanOut, Gathered, ProgressSink, RequiredFailed, Target};
+use rcp_protocol::capabilities::RetrieveCapability;
+use rcp_protocol::filter::FilterCapability;
+use rcp_protocol::{Meta, RcpError, RetrieveParams, RetrieveResult};
+use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
+use serde_json::{Value, json};
+
+use super::fusion::empty_result;
+use super::startup::{Gateway, META_COLLECTIONS};
+use crate::hop::Hop;
+
+impl Gateway {
+    /// Serves one federated `retrieve` (§16.2): loop detection, fan-out with per-engine
+    /// deadlines, shard merge, fusion of collections.
+    pub async fn federated_retrieve(
+        &self,
+        req: RetrieveRequest,
+        ctx: &RequestContext,
+    ) -> HandlerResult<RetrieveResult> {
+        let started = Instant::now();
+        let params = req.params;
+        let k = req.k.max(1);
+        let hop = Hop::from_meta(params.meta.as_ref(), self.options.depth);
+        let mut notes: Vec<String> = Vec::new();
+        if hop.visited(&self.options.identity) {
+            notes.push(format!(
+                "gateway '{}' is already on the federation path {:?}: not forwarded (cycle)",
+                self.options.identity, hop.path
+            ));
+            return Ok(empty_result(notes, &[], started));
+        }
+        let Some(next) = hop.forward(&self.options.identity) else {
+            notes.push(format!("federation depth exhausted at gateway '{}': not forwarded", self.options.identity));
+            return Ok(empty_result(notes, &[], started));
+        };
+        let wanted: Option<Vec<String>> = params
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(META_COLLECTIONS))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+        if let Some(w) = &wanted
+            && let Some(unknown) = w.iter().find(|n| !self.collections.iter().any(|c| &c.name == *n))
+        {
+            return Err(RcpError::invalid_params(
+                format!("_meta.{META_COLLECTIONS}"),
+                format!("unknown collection '{unknown}'; the gateway has: {}", self.collections().join(", ")),
+            ));
+        }
+        let remaining = ctx.remaining();
+        let reserve = (remaining / 10).max(Duration::from_millis(5));
+        let budget = self.options.engine_timeout.min(remaining.saturating_sub(reserve)).max(Duration::from_millis(1));
+
+        let targets: Vec<usize> = self
+            .collections
+            .iter()
+            .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.name)))
+            .flat_map(|c| c.shards.iter().copied())
+            .collect();
+        // Connect concurrently first: a dead engine costs one connect timeout, not one each.
+        let clients = futures::future::join_all(targets.iter().map(|i| self.pool.client(*i))).await;
+        let targets = targets
+            .into_iter()
+            .zip(clients)
+            .map(|(index, client)| {
+                let spec = &self.pool.entries()[index].spec;
+                Target { key: index, id: spec.id.clone(), required: spec.required, client }
+            })
+            .collect();
+        let progress = ctx.wants_progress().then(|| {
+            let ctx = ctx.clone();
+            Arc::new(move |fraction: f64, stage: &str, message: String| ctx.progress(fraction, stage, message))
+                as ProgressSink
+        });
+        let fan_out = FanOut { timeout: budget, progress };
+        let gathered = fan_out.run(targets, |_, client| match self.skip_reason(client, &params, &next) {
+            Some(reason) => Err(reason),
+            None => Ok(self.engine_params(client, &params, k as u64, &next, budget)),
+        });
+        // Dropping the pending calls (cancellation, or this future being dropped by the
+        // framework) drops their client futures, which cancels them downstream (§7.14).
+        let cancelled = ctx.cancellation().clone();
+        let gathered: Gathered<usize> = tokio::select! {
+            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
+            g = gathered => g.map_err(|RequiredFailed { id, error, .. }| {
+                let mut err = error.to_rcp();
+                err.message = format!("required engine '{id}' failed: {}", err.message);
+                err
+            })?,
+        };
+        self.fuse(gathered, notes, started, &params, k)
+    }
+
+    /// Why `client` is not asked: it lacks `retrieve`, the requested mode or `filter`, or it is
+    /// an aggregator already on the federation path.
+    fn skip_reason(&self, client: &Client, params: &RetrieveParams, next: &Hop) -> Option<String> {
+        let caps = client.capabilities();
+        let name = client.server_info().map(|i| i.server.name.clone()).unwrap_or_default();
+        if next.visited(&name) {
+            return Some(format!("'{name}' is already on the federation path (cycle)"));
+        }
+        let Some(rc) = caps.retrieve.as_ref() else {
+            return Some("does not advertise retrieve".into());
+        };
+        if let Some(mode) = &params.mode
+            && !offers_mode(rc, mode)
+            && !self.is_default_mode(mode)
+        {
+            return Some(format!("does not offer mode '{mode}'"));
+        }
+        if params.filter.is_some() && caps.filter.is_none() {
+            return Some("cannot apply the filter".into());
+        }
+        None
+    }
+
+    /// Whether `mode` is the gateway's default mode. The framework fills an absent `mode` with
+    /// it before the handler runs, so a request carrying it may not have asked for any mode:
+    /// engines without it run their own default instead of being skipped.
+    fn is_default_mode(&self, mode: &rcp_protocol::Mode) -> bool {
+        let rc = self.federated.as_ref().map(|f| &f.retrieve);
+        let default = rc.and_then(|r| r.default_mode());
+        default == Some(mode)
+    }
+
+    /// The params one engine receives: `k` raised for fusion headroom (within its `maxK`), the
+    /// forwarded hop budget, a strictly smaller deadline, and only the options it advertises.
+    fn engine_params(
+        &self,
+        client: &Client,
+        params: &RetrieveParams,
+        k: u64,
+        next: &Hop,
+        budget: Duration,
+    ) -> RetrieveParams {
+        let rc = client.capabilities().retrieve.clone().unwrap_or_default();
+        let mut p = rcp_client::federation::engine_params(params, &rc, k, self.options.k_multiplier);
+        // `minScore` is on the gateway's (fused) scale, applied after fusion.
+        p.min_score = None;
+        let mut meta = Meta::new();
+        for (key, v) in params.meta.iter().flatten() {
+            if !matches!(key.as_str(), "federation" | "deadlineMs" | "progressToken" | META_COLLECTIONS) {
+                meta.insert(key.clone(), v.clone());
+            }
+        }
+        meta.insert("federation".into(), next.to_value());
+        meta.insert("deadlineMs".into(), json!(budget.as_millis() as u64));
+        p.meta = Some(meta);
+        p
+    }
+}
+
+fn offers_mode(rc: &RetrieveCapability, mode: &rcp_protocol::Mode) -> bool {
+    rc.modes().contains(mode)
+}
+
+impl Retrieve for Gateway {
+    fn capability(&self) -> RetrieveCapability {
+        self.federated.as_ref().map(|f| f.retrieve.clone()).unwrap_or_default()
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        self.federated.as_ref().and_then(|f| f.filter.clone())
+    }
+
+    fn citations(&self) -> bool {
+        self.federated.as_ref().is_some_and(|f| f.citations)
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        self.federated_retrieve(req, &ctx).await
+    }
+}

@@ -1,0 +1,164 @@
+//! The answers of a fan-out made into one ranking (§16.3): the shards of a collection merged
+//! (by score when their scores are comparable: one engine kind, one `scoreScale`; by RRF
+//! otherwise), then the collections fused with the request's fusion.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rcp_client::Client;
+use rcp_client::federation::{Gathered, Reply, fusion_method};
+use rcp_protocol::fusion::{self, EngineList, FusionMethod};
+use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
+use rcp_server::HandlerResult;
+use serde_json::{Value, json};
+
+use super::startup::{Collection, Gateway};
+use crate::shard;
+
+impl Gateway {
+    /// Merges the shards of each collection and fuses the collections (§16.3).
+    pub(super) fn fuse(
+        &self,
+        gathered: Gathered<usize>,
+        mut notes: Vec<String>,
+        started: Instant,
+        params: &RetrieveParams,
+        k: usize,
+    ) -> HandlerResult<RetrieveResult> {
+        let Gathered { mut replies, clients, asked } = gathered;
+        // Registry order, whatever order the collections were asked in.
+        replies.sort_by_key(|(index, _)| *index);
+        let clients: BTreeMap<usize, Client> = clients.into_iter().collect();
+        let clients = &clients;
+        let mut degraded: Vec<String> = Vec::new();
+        let mut answers: BTreeMap<usize, RetrieveResult> = BTreeMap::new();
+        let mut latencies = Meta::new();
+        let mut failures = Vec::new();
+        for (index, reply) in replies {
+            let id = self.pool.entries()[index].spec.id.clone();
+            match reply {
+                Reply::Answered { result: r, latency } => {
+                    latencies.insert(id.clone(), json!(latency.as_micros() as u64));
+                    for n in r.usage.iter().flat_map(|u| u.notes.iter()) {
+                        notes.push(format!("engine '{id}': {n}"));
+                    }
+                    answers.insert(index, r);
+                }
+                Reply::Skipped(why) => {
+                    notes.push(format!("engine '{id}' skipped: {why}"));
+                    degraded.push(id);
+                }
+                Reply::Failed(e) => {
+                    notes.push(format!("engine '{id}' failed: {e}"));
+                    failures.push(id.clone());
+                    degraded.push(id);
+                }
+            }
+        }
+        if answers.is_empty() {
+            if !failures.is_empty() || asked > 0 {
+                return Err(RcpError::backend_unavailable(format!("every engine failed: {}", notes.join("; "))));
+            }
+            return Ok(empty_result(notes, &degraded, started));
+        }
+        let mut lists = Vec::new();
+        let mut candidates = 0u64;
+        for c in &self.collections {
+            let shard_answers: Vec<(String, Vec<Hit>)> = c
+                .shards
+                .iter()
+                .filter_map(|i| answers.get(i).map(|r| (self.pool.entries()[*i].spec.id.clone(), r.hits.clone())))
+                .collect();
+            if shard_answers.is_empty() {
+                continue;
+            }
+            candidates += c
+                .shards
+                .iter()
+                .filter_map(|i| answers.get(i))
+                .map(|r| r.usage.as_ref().and_then(|u| u.candidates).unwrap_or(r.hits.len() as u64))
+                .sum::<u64>();
+            let weight = self.pool.entries()[c.shards[0]].spec.weight;
+            let hits = if c.shards.len() == 1 {
+                shard_answers.into_iter().flat_map(|(_, h)| h).collect()
+            } else if comparable_scores(c, clients) {
+                shard::merge_by_score(shard_answers, k.saturating_mul(self.options.k_multiplier.max(1) as usize))
+            } else {
+                notes.push(format!(
+                    "collection '{}': shards differ in engine or scoreScale; merged by RRF instead of score",
+                    c.name
+                ));
+                let shard_lists: Vec<EngineList> =
+                    shard_answers.into_iter().map(|(id, h)| EngineList::new(id, h)).collect();
+                fusion::fuse(&shard_lists, &FusionMethod::rrf(), k.saturating_mul(2)).map_err(RcpError::from)?
+            };
+            let mut list = EngineList::new(c.name.clone(), hits).with_weight(weight);
+            if let Some(floor) = common_floor(c, clients) {
+                list = list.with_score_floor(floor);
+            }
+            lists.push(list);
+        }
+        let method = fusion_method(&self.options.fusion, params);
+        let mut fused = fusion::fuse_or_fallback(&lists, &method, k).map_err(RcpError::from)?;
+        notes.extend(fused.note.clone());
+        if let Some(min) = params.min_score {
+            fused.hits.retain(|h| h.score >= min);
+        }
+        let mut meta = Meta::new();
+        meta.insert("degraded".into(), json!(degraded));
+        meta.insert("fusion".into(), json!(fused.method.name()));
+        meta.insert("gateway".into(), json!(self.options.identity));
+        meta.insert("engineLatencyUs".into(), Value::Object(latencies));
+        let usage = Usage {
+            candidates: Some(candidates),
+            latency_ms: Some(started.elapsed().as_millis() as u64),
+            notes,
+            ..Usage::default()
+        };
+        Ok(RetrieveResult { hits: fused.hits, usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() })
+    }
+}
+
+/// Whether the connected shards of `c` run one engine kind with one `scoreScale`.
+fn comparable_scores(c: &Collection, clients: &BTreeMap<usize, Client>) -> bool {
+    let mut seen: Option<(String, Option<String>)> = None;
+    for i in &c.shards {
+        let Some(client) = clients.get(i) else { continue };
+        let kind = (
+            client.server_info().map(|s| s.server.name.clone()).unwrap_or_default(),
+            client.capabilities().retrieve.and_then(|r| r.score_scale),
+        );
+        match &seen {
+            None => seen = Some(kind),
+            Some(k) if *k == kind => {}
+            Some(_) => return false,
+        }
+    }
+    true
+}
+
+/// The `scoreFloor` all connected shards of `c` share, if any (enables convex fusion).
+fn common_floor(c: &Collection, clients: &BTreeMap<usize, Client>) -> Option<f64> {
+    let floors: Vec<Option<f64>> = c
+        .shards
+        .iter()
+        .filter_map(|i| clients.get(i))
+        .map(|cl| cl.capabilities().retrieve.and_then(|r| r.score_floor))
+        .collect();
+    let first = (*floors.first()?)?;
+    floors.iter().all(|f| *f == Some(first)).then_some(first)
+}
+
+/// A successful answer with no hits: what a request that is not forwarded (cycle, depth
+/// exhausted) or reaches no engine gets, with the notes saying why.
+pub(super) fn empty_result(notes: Vec<String>, degraded: &[String], started: Instant) -> RetrieveResult {
+    let mut meta = Meta::new();
+    meta.insert("degraded".into(), json!(degraded));
+    let usage = Usage {
+        candidates: Some(0),
+        latency_ms: Some(started.elapsed().as_millis() as u64),
+        notes,
+        ..Usage::default()
+    };
+    RetrieveResult { hits: Vec::new(), usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() }
+}

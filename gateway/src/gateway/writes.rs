@@ -1,0 +1,133 @@
+//! Shard write routing: `index/add` and `index/delete` go to the shard that owns each id
+//! (a stable hash of the id, [`crate::shard::owner`]), one call per shard, concurrently, in
+//! the collection named by `_meta.collection` or the first indexable one.
+
+use rcp_client::Client;
+use rcp_protocol::capabilities::IndexCapability;
+use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_protocol::{Meta, RcpError};
+use rcp_server::{HandlerResult, Index, RequestContext};
+use serde_json::{Value, json};
+
+use super::startup::{Collection, Gateway, META_COLLECTION};
+use crate::shard;
+
+impl Gateway {
+    /// The collection an `index/*` call writes to: `_meta.collection`, or the first indexable
+    /// collection in registry order.
+    fn write_target(&self, meta: Option<&Meta>) -> HandlerResult<&Collection> {
+        let field = format!("_meta.{META_COLLECTION}");
+        let name = match meta.and_then(|m| m.get(META_COLLECTION)) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(RcpError::invalid_params(field, format!("must be a collection name, got {other}")));
+            }
+            None => {
+                self.indexable.first().cloned().ok_or_else(|| RcpError::capability_missing("index/add", "index"))?
+            }
+        };
+        if !self.indexable.contains(&name) {
+            return Err(RcpError::invalid_params(
+                field,
+                format!(
+                    "collection '{name}' is not indexable on every shard; indexable: {}",
+                    self.indexable.join(", ")
+                ),
+            ));
+        }
+        self.collections.iter().find(|c| c.name == name).ok_or_else(|| {
+            RcpError::invalid_params(format!("_meta.{META_COLLECTION}"), format!("unknown collection '{name}'"))
+        })
+    }
+
+    async fn shard_client(&self, index: usize) -> HandlerResult<Client> {
+        self.pool.client(index).await.map_err(|e| {
+            let id = &self.pool.entries()[index].spec.id;
+            RcpError::backend_unavailable(format!("shard '{id}' unavailable: {e}"))
+        })
+    }
+}
+
+impl Index for Gateway {
+    fn capability(&self) -> IndexCapability {
+        IndexCapability { writable: self.writable, ..Default::default() }
+    }
+
+    /// Routes each document to the shard owning its id (a gateway-minted id when it has
+    /// none), one `index/add` per shard, concurrently; ids come back in request order.
+    async fn add(&self, params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        let target = self.write_target(params.meta.as_ref())?;
+        let n = target.shards.len();
+        let mut per_shard: Vec<(Vec<usize>, IndexAddParams)> =
+            (0..n).map(|_| (Vec::new(), IndexAddParams { documents: Vec::new(), ..params.clone() })).collect();
+        let key = params.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
+        for (pos, mut doc) in params.documents.into_iter().enumerate() {
+            let id = doc.id.get_or_insert_with(|| format!("gw-{}", uuid::Uuid::new_v4())).clone();
+            let s = shard::owner(&id, n);
+            per_shard[s].0.push(pos);
+            per_shard[s].1.documents.push(doc);
+        }
+        let total: usize = per_shard.iter().map(|(p, _)| p.len()).sum();
+        let calls =
+            per_shard.into_iter().enumerate().filter(|(_, (p, _))| !p.is_empty()).map(|(s, (positions, mut p))| {
+                let index = target.shards[s];
+                let mut meta = Meta::new();
+                if let Some(k) = &key {
+                    meta.insert("idempotencyKey".into(), json!(format!("{k}/{}", self.pool.entries()[index].spec.id)));
+                }
+                p.meta = Some(meta);
+                async move {
+                    let client = self.shard_client(index).await?;
+                    let id = &self.pool.entries()[index].spec.id;
+                    let r = client.index_add(p).await.map_err(|e| {
+                        let mut err = e.to_rcp();
+                        err.message = format!("shard '{id}': {}", err.message);
+                        err
+                    })?;
+                    Ok::<_, RcpError>((positions, r))
+                }
+            });
+        let results = futures::future::join_all(calls).await;
+        let mut ids = vec![String::new(); total];
+        let mut chunks = None::<u64>;
+        for r in results {
+            let (positions, r) = r?;
+            if r.ids.len() != positions.len() {
+                return Err(RcpError::internal(format!(
+                    "a shard returned {} ids for {} documents",
+                    r.ids.len(),
+                    positions.len()
+                )));
+            }
+            for (pos, id) in positions.into_iter().zip(r.ids) {
+                ids[pos] = id;
+            }
+            if let Some(c) = r.chunks {
+                chunks = Some(chunks.unwrap_or(0) + c);
+            }
+        }
+        Ok(IndexAddResult { ids, chunks, meta: None })
+    }
+
+    /// Deletes each id on the shard that owns it.
+    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let target = self.write_target(params.meta.as_ref())?;
+        let n = target.shards.len();
+        let mut per_shard: Vec<Vec<String>> = vec![Vec::new(); n];
+        for id in params.ids {
+            per_shard[shard::owner(&id, n)].push(id);
+        }
+        let calls = per_shard.into_iter().enumerate().filter(|(_, ids)| !ids.is_empty()).map(|(s, ids)| {
+            let index = target.shards[s];
+            async move {
+                let client = self.shard_client(index).await?;
+                client.index_delete(IndexDeleteParams { ids, meta: None }).await.map_err(|e| e.to_rcp())
+            }
+        });
+        let mut deleted = 0;
+        for r in futures::future::join_all(calls).await {
+            deleted += r?.deleted;
+        }
+        Ok(IndexDeleteResult { deleted, meta: None })
+    }
+}

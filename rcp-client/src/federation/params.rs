@@ -1,0 +1,53 @@
+//! What each engine of a fan-out is asked, and which fusion answers the caller (§16.2, §16.3):
+//! the rules [`super::Federation`] and rcp-gateway's aggregator share.
+
+use rcp_protocol::RetrieveParams;
+use rcp_protocol::capabilities::RetrieveCapability;
+use rcp_protocol::fusion::FusionMethod;
+
+/// The params one engine of a fan-out receives, for [`super::Federation`] and for aggregators
+/// such as rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the
+/// engine's `maxK`, never below `k` within it), `candidateK` kept at or above it, no `cursor`
+/// or `fusion` (both belong to the fused answer), and only the options the engine advertises
+/// (`mode`, `mmr`, built-in `rerank`), keeping the funnel `candidateK >= topN >= k` intact.
+/// `_meta` is the caller's to set.
+pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, multiplier: u64) -> RetrieveParams {
+    let max_k = rc.max_k.unwrap_or(u64::MAX);
+    let mut p = params.clone();
+    p.k = k.saturating_mul(multiplier.max(1)).min(max_k).max(k.min(max_k));
+    p.candidate_k = p.candidate_k.map(|c| c.max(p.k).min(max_k));
+    p.fusion = None;
+    p.cursor = None;
+    if p.mode.as_ref().is_some_and(|m| !rc.modes.as_ref().is_some_and(|ms| ms.contains(m))) {
+        p.mode = None;
+    }
+    if p.mmr.is_some() && rc.mmr != Some(true) {
+        p.mmr = None;
+    }
+    if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
+        p.rerank = None;
+    }
+    if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
+        stage.top_n = stage.top_n.map(|n| n.max(p.k));
+    }
+    p
+}
+
+/// The fusion a request asks for (§16.3): its `fusion.method` (an unknown name is RRF), else
+/// `default`, with the request's `rrfK` or `alpha` applied to the method that takes it.
+pub fn fusion_method(default: &FusionMethod, params: &RetrieveParams) -> FusionMethod {
+    let f = params.fusion.as_ref();
+    let method = match f.and_then(|f| f.method.as_deref()) {
+        Some(name) => FusionMethod::from_name(name).unwrap_or_default(),
+        None => default.clone(),
+    };
+    match (method, f) {
+        (FusionMethod::Rrf { .. }, Some(f)) if f.rrf_k.is_some() => {
+            FusionMethod::Rrf { rrf_k: f64::from(f.rrf_k.unwrap_or(60)) }
+        }
+        (FusionMethod::Convex { alpha_engine, .. }, Some(f)) if f.alpha.is_some() => {
+            FusionMethod::Convex { alpha: f.alpha.unwrap_or(0.5), alpha_engine }
+        }
+        (m, _) => m,
+    }
+}
