@@ -3,6 +3,9 @@
 
 use memchr::memchr;
 
+/// Bytes a stream transport reads at once.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+
 /// One unit read from the stream.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Line {
