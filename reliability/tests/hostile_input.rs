@@ -1,8 +1,6 @@
 //! Hostile but well-formed input, through the real dispatcher: the server answers precisely
 //! and never amplifies what it was sent.
 
-use std::sync::Arc;
-
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};

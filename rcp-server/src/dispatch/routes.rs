@@ -24,8 +24,11 @@ pub(crate) type Call = BoxFuture<Result<Body, RcpError>>;
 /// returns the handler call.
 pub(crate) type Family<S> = fn(&S, Option<&RawValue>, RequestContext) -> Result<Call, RcpError>;
 
+/// A family bound to what serves it: params and context in, the handler call out.
+type Bound = Box<dyn Fn(Option<&RawValue>, RequestContext) -> Result<Call, RcpError> + Send + Sync>;
+
 /// One method family bound to what serves it.
-pub(crate) struct Route(Box<dyn Fn(Option<&RawValue>, RequestContext) -> Result<Call, RcpError> + Send + Sync>);
+pub(crate) struct Route(Bound);
 
 impl Route {
     /// `family`, serving with `state` (the registered handler).

@@ -3,6 +3,7 @@
 //! its deadline passes (`-32014`, §13.1; the cancellation token then fires too, so work off the
 //! async runtime stops early).
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
@@ -12,11 +13,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::deadline::Deadline;
 use super::frame::Body;
-use crate::dispatch::routes::Call;
 
 /// Runs `call`, a handler call to `method`, under its request's cancellation and deadline.
 pub(crate) async fn run(
-    call: Call,
+    call: impl Future<Output = Result<Body, RcpError>>,
     method: Method,
     cancel: &CancellationToken,
     deadline: Deadline,
@@ -60,7 +60,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_finished_call_is_its_result() {
-        let done: Call = Box::pin(async { Ok(body(1)) });
+        let done = async { Ok(body(1)) };
         assert!(run(done, Method::Retrieve, &CancellationToken::new(), within(1_000)).await.is_ok());
     }
 
@@ -68,22 +68,25 @@ mod tests {
     async fn a_cancelled_call_answers_cancelled() {
         let cancel = CancellationToken::new();
         cancel.cancel();
-        let never: Call = Box::pin(std::future::pending());
+        let never = std::future::pending();
         assert_eq!(code(run(never, Method::Retrieve, &cancel, within(1_000)).await), Some(ErrorCode::CANCELLED));
     }
 
     #[tokio::test]
     async fn a_late_call_times_out_and_fires_its_token() {
         let cancel = CancellationToken::new();
-        let never: Call = Box::pin(std::future::pending());
+        let never = std::future::pending();
         assert_eq!(code(run(never, Method::Retrieve, &cancel, within(10)).await), Some(ErrorCode::TIMEOUT));
         assert!(cancel.is_cancelled(), "work off the runtime is told to stop");
     }
 
+    async fn panicking() -> Result<Body, RcpError> {
+        panic!("boom")
+    }
+
     #[tokio::test]
     async fn a_panic_is_an_internal_error() {
-        let panics: Call = Box::pin(async { panic!("boom") });
-        let r = run(panics, Method::Retrieve, &CancellationToken::new(), within(1_000)).await;
+        let r = run(panicking(), Method::Retrieve, &CancellationToken::new(), within(1_000)).await;
         let e = r.err();
         assert_eq!(e.as_ref().map(|e| e.code), Some(ErrorCode::INTERNAL_ERROR));
         assert!(e.is_some_and(|e| serde_json::to_string(&e).is_ok_and(|s| s.contains("boom"))));
