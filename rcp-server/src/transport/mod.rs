@@ -4,7 +4,7 @@
 //! that converts into a [`Transport`] — a `(reader, writer)` pair of async byte streams (a
 //! socket's halves, a child's pipes, `tokio::io::duplex` in tests), or this process's own
 //! stdin/stdout ([`Transport::stdio`]). Both frame NDJSON (§5.1) through one session pipeline
-//! ([`pipeline`]); stdio adds its own reader and writer threads, so a sequential client is
+//! (`pipeline`); stdio adds its own reader and writer threads, so a sequential client is
 //! answered with one `read` and one `write`. A transport that carries whole messages instead
 //! of a byte stream drives a [`Connection`] frame by frame. HTTP (§5.2) is `crate::http`.
 
