@@ -128,7 +128,7 @@ async fn main() {
     let (client, inner) = tokio::io::duplex(1 << 20);
     let (inner_r, inner_w) = tokio::io::split(inner);
     let srv = server(&mode);
-    tokio::spawn(async move { srv.serve(inner_r, inner_w).await });
+    tokio::spawn(async move { srv.serve((inner_r, inner_w)).await });
     let (from_server, mut to_server) = tokio::io::split(client);
 
     // One writer owns stdout.

@@ -14,7 +14,7 @@ use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Citation;
 use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
-use rcp_server::transport::http::{HttpOptions, SessionMode};
+use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
 use serde_json::json;
 
@@ -130,11 +130,10 @@ async fn start(opts: HttpOptions) -> (String, tokio::sync::oneshot::Sender<()>) 
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
-        let _ = server
-            .serve_http_on(listener, opts, async move {
-                let _ = stopped.await;
-            })
-            .await;
+        let _ = rcp_server::http::serve_on(&server, listener, opts, async move {
+            let _ = stopped.await;
+        })
+        .await;
     });
     (format!("http://{addr}/rcp"), stop)
 }

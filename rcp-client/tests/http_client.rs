@@ -5,7 +5,7 @@ use std::time::Duration;
 use rcp_client::{Client, ClientError, ClientOptions};
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveParams, RetrieveResult};
-use rcp_server::transport::http::{HttpOptions, SessionMode};
+use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 
 struct Steps;
@@ -28,7 +28,7 @@ async fn serve(opts: HttpOptions) -> String {
     let server = Server::builder("steps", "0").retrieve(Steps).streaming().build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { server.serve_http_on(listener, opts, std::future::pending()).await });
+    tokio::spawn(async move { rcp_server::http::serve_on(&server, listener, opts, std::future::pending()).await });
     format!("http://{addr}/rcp")
 }
 

@@ -37,7 +37,7 @@ async fn connect() -> (Client, JoinHandle<()>) {
     let server = Server::builder("echo", "0").retrieve(Echo).build();
     let (server_read, server_write) = tokio::io::split(server_end);
     tokio::spawn(async move {
-        let _ = server.serve(server_read, server_write).await;
+        let _ = server.serve((server_read, server_write)).await;
     });
     let relay = tokio::spawn(async move {
         let _ = tokio::io::copy_bidirectional(&mut relay_client, &mut relay_server).await;

@@ -128,7 +128,9 @@ impl Method {
         })
     }
 
-    /// Whether the method may be called before a successful `initialize` (§13).
+    /// Whether the method may be called before a successful `initialize` (§13): the four
+    /// REQUIRED lifecycle methods, which a server answers itself and never gates. This is the
+    /// one lifecycle table; servers route on it.
     pub fn callable_before_initialize(self) -> bool {
         matches!(self, Self::Info | Self::Ping | Self::Shutdown | Self::Initialize)
     }

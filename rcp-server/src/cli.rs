@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::logging::LogFormat;
-use crate::transport::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::{Server, ServerBuilder};
 
 /// The tokens `--tokens-env VAR` names, split on commas and trimmed (§15.6).
@@ -226,7 +226,7 @@ impl ServeArgs {
     /// (HTTP, after draining in-flight requests).
     pub async fn serve(&self, server: Server) -> std::io::Result<()> {
         match self.http {
-            Some(addr) => server.serve_http(addr, self.http_options()?).await,
+            Some(addr) => crate::http::serve(&server, addr, self.http_options()?).await,
             None => server.serve_stdio().await,
         }
     }
@@ -292,9 +292,9 @@ mod tests {
     #[test]
     fn cpu_executor_flags_reach_the_server() {
         let server = parse(&[]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 0, queue: 256, nice: 0 });
+        assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 0, queue: 256, nice: 0 });
         let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::ExecOptions { threads: 3, queue: 7, nice: 0 });
+        assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 3, queue: 7, nice: 0 });
         assert_eq!(server.executor().threads(), 3);
     }
 

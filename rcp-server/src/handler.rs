@@ -251,64 +251,6 @@ pub trait Memory: Send + Sync + 'static {
     ) -> impl Future<Output = HandlerResult<MemoryRecallResult>> + Send;
 }
 
-// ---- type erasure: each trait gets an object-safe twin with boxed futures ----
-
-macro_rules! erase {
-    ($dyn_trait:ident for $trait:ident { $( fn $name:ident($req:ty) -> $out:ty; )* }) => {
-        pub(crate) trait $dyn_trait: Send + Sync + 'static {
-            $( fn $name(self: Arc<Self>, req: $req, ctx: RequestContext) -> BoxFuture<HandlerResult<$out>>; )*
-        }
-        impl<T: $trait> $dyn_trait for T {
-            $( fn $name(self: Arc<Self>, req: $req, ctx: RequestContext) -> BoxFuture<HandlerResult<$out>> {
-                Box::pin(async move { <T as $trait>::$name(&self, req, ctx).await })
-            } )*
-        }
-    };
-}
-
-erase!(DynRetrieve for Retrieve { fn retrieve(RetrieveRequest) -> RetrieveResult; });
-erase!(DynEmbed for Embed { fn embed(EmbedRequest) -> Vec<Vec<f32>>; });
-erase!(DynSparseEmbed for SparseEmbed { fn embed_sparse(EmbedRequest) -> Vec<SparseVector>; });
-erase!(DynMultiVector for MultiVector { fn embed_multi(EmbedRequest) -> Vec<Vec<Vec<f32>>>; });
-erase!(DynRerank for Rerank { fn rerank(RerankRequest) -> Vec<f64>; });
-erase!(DynTransform for Transform { fn transform(TransformParams) -> TransformResult; });
-erase!(DynGraph for Graph { fn graph(GraphParams) -> GraphResult; });
-erase!(DynIndex for Index {
-    fn add(IndexAddParams) -> IndexAddResult;
-    fn delete(IndexDeleteParams) -> IndexDeleteResult;
-});
-erase!(DynFeedback for Feedback { fn feedback(FeedbackParams) -> FeedbackResult; });
-erase!(DynMemory for Memory {
-    fn build(MemoryBuildParams) -> MemoryBuildResult;
-    fn recall(MemoryRecallParams) -> MemoryRecallResult;
-});
-
-pub(crate) trait DynCatalog: Send + Sync + 'static {
-    fn list(self: Arc<Self>, ctx: RequestContext) -> BoxFuture<HandlerResult<CatalogListResult>>;
-}
-
-impl<T: Catalog> DynCatalog for T {
-    fn list(self: Arc<Self>, ctx: RequestContext) -> BoxFuture<HandlerResult<CatalogListResult>> {
-        Box::pin(async move { <T as Catalog>::list(&self, ctx).await })
-    }
-}
-
-/// The registered handlers of a server; each present field is one advertised capability.
-#[derive(Default, Clone)]
-pub(crate) struct Handlers {
-    pub retrieve: Option<Arc<dyn DynRetrieve>>,
-    pub embed: Option<Arc<dyn DynEmbed>>,
-    pub sparse_embed: Option<Arc<dyn DynSparseEmbed>>,
-    pub multi_vector: Option<Arc<dyn DynMultiVector>>,
-    pub rerank: Option<Arc<dyn DynRerank>>,
-    pub transform: Option<Arc<dyn DynTransform>>,
-    pub graph: Option<Arc<dyn DynGraph>>,
-    pub index: Option<Arc<dyn DynIndex>>,
-    pub catalog: Option<Arc<dyn DynCatalog>>,
-    pub feedback: Option<Arc<dyn DynFeedback>>,
-    pub memory: Option<Arc<dyn DynMemory>>,
-}
-
 // ---- `Arc<T>` forwards every trait, so one engine can be registered for several capabilities ----
 
 impl<T: Retrieve> Retrieve for Arc<T> {

@@ -10,9 +10,15 @@
 //! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
 //!
 //! Cargo features, all on by default: `http` (the HTTP transport of §5.2 on axum, in
-//! `transport::http`, with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
+//! [`http`], with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
 //! (the clap `ServeArgs` of `cli` and `init_logging`; implies `http`) and `metrics` (the
-//! Prometheus recorder of `observe`). Without them the crate serves NDJSON over stdio or any async byte stream (§5.1).
+//! Prometheus recorder behind `/metrics`). Without them the crate serves NDJSON over stdio or
+//! any async byte stream (§5.1).
+//!
+//! The public surface: for an engine author, [`Server`] and [`ServerBuilder`], the capability
+//! traits, [`RequestContext`], [`HandlerResult`] and the request types; for a transport author,
+//! [`transport`] ([`transport::IntoTransport`], [`transport::Connection`]) and [`http`]; the
+//! CPU executor in [`exec`].
 //!
 //! ```no_run
 //! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
@@ -46,9 +52,12 @@ mod context;
 mod dispatch;
 pub mod exec;
 mod handler;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "cli")]
 mod logging;
-pub mod observe;
+mod observe;
+mod options;
 mod outbound;
 mod panic;
 mod profile;
@@ -59,17 +68,15 @@ pub mod transport;
 mod validate;
 
 pub use context::RequestContext;
-pub use dispatch::Processed;
-pub use exec::{ExecOptions, Executor, Lane};
+pub use exec::Lane;
 pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
 pub use logging::{LogFormat, init_logging, init_tracing};
-pub use outbound::Outbound;
-pub use profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
+pub use options::ServerOptions;
+pub use profile::Profile;
 pub use rcp_protocol as protocol;
-pub use server::{Server, ServerBuilder, ServerOptions};
-pub use session::Session;
+pub use server::{Server, ServerBuilder};
 pub use status::{EngineStats, NotReady, ReadyError, Status};

@@ -8,21 +8,22 @@ use std::sync::Arc;
 /// Transports own the other end: the stdio transport writes each frame as one NDJSON line;
 /// the HTTP transport turns progress frames into SSE events of the request they belong to.
 #[derive(Clone)]
-pub struct Outbound(Arc<dyn Fn(Vec<u8>) + Send + Sync>);
+pub(crate) struct Outbound(Arc<dyn Fn(Vec<u8>) + Send + Sync>);
 
 impl Outbound {
     /// An outbound sink calling `f` for every frame.
-    pub fn new(f: impl Fn(Vec<u8>) + Send + Sync + 'static) -> Self {
+    pub(crate) fn new(f: impl Fn(Vec<u8>) + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
     /// A sink that drops every frame.
-    pub fn discard() -> Self {
+    #[cfg(any(test, feature = "http"))]
+    pub(crate) fn discard() -> Self {
         Self::new(|_| {})
     }
 
     /// Sends one frame.
-    pub fn send(&self, frame: Vec<u8>) {
+    pub(crate) fn send(&self, frame: Vec<u8>) {
         (self.0)(frame)
     }
 }

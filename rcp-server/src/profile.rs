@@ -8,9 +8,9 @@ use rcp_protocol::capabilities::{Capabilities, Capability};
 use rcp_protocol::methods::Method;
 
 /// The lowest protocol version this framework speaks.
-pub const MIN_PROTOCOL_VERSION: u32 = 1;
+pub(crate) const MIN_PROTOCOL_VERSION: u32 = 1;
 /// The highest protocol version this framework speaks.
-pub const MAX_PROTOCOL_VERSION: u32 = rcp_protocol::PROTOCOL_VERSION;
+pub(crate) const MAX_PROTOCOL_VERSION: u32 = rcp_protocol::PROTOCOL_VERSION;
 
 /// What one protocol revision permits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

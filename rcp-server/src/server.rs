@@ -1,93 +1,39 @@
-//! [`Server`] and its builder: capabilities are derived from the registered handlers.
+//! [`Server`]: an assembly of parts — the dispatcher every request goes through (identity,
+//! registered methods, options, CPU executor) and the engine's health — put together by
+//! [`ServerBuilder`] from the registered handlers, and served over any transport.
+//!
+//! Capabilities are derived from the registered handlers: registering one is the only way its
+//! capability key appears in `initialize`.
 
-use std::collections::{HashMap, VecDeque};
+use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rcp_protocol::Meta;
 use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability, SessionCapability};
-use rcp_protocol::index::IndexAddResult;
-use rcp_protocol::lifecycle::{ConformanceLevel, InitializeResult, PeerInfo};
+use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use serde_json::Value;
 
-use crate::exec::{ExecOptions, Executor};
+use crate::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
+use crate::exec::Executor;
 use crate::handler::{
-    Catalog, Embed, Feedback, Graph, Handlers, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
+    Catalog, Embed, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
+use crate::options::ServerOptions;
+use crate::outbound::Outbound;
 use crate::profile::Profile;
+use crate::session::Session;
 use crate::status::{EngineStats, Health, NotReady, Status};
-
-/// Tunable limits and defaults of a server.
-#[derive(Debug, Clone)]
-pub struct ServerOptions {
-    /// Deadline applied to every request except writes; `_meta.deadlineMs` may only shorten
-    /// it (§13.1).
-    pub request_deadline: Duration,
-    /// Deadline of `index/add`, `index/delete` and `memory/build`, which may embed or index
-    /// large batches; `_meta.deadlineMs` may only shorten it.
-    pub write_deadline: Duration,
-    /// Longest accepted stdio line; longer lines are answered with `-32013` and skipped.
-    pub max_line_bytes: usize,
-    /// Largest accepted JSON-RPC batch (§11); larger batches are answered with `-32013`.
-    pub max_batch: usize,
-    /// How many `_meta.idempotencyKey` results of `index/add` are remembered (§7.10).
-    pub idempotency_cache: usize,
-    /// Most requests served at once on one stdio session; up to four times as many more wait
-    /// for a slot while the transport keeps reading (pings and cancels stay live). Past that it
-    /// stops reading until one finishes, so a flood of slow requests pushes back on the sender
-    /// instead of growing memory without bound.
-    pub max_in_flight: usize,
-    /// Bytes of finished answers a stream session (stdio, [`Server::serve`]) holds while the
-    /// client has not read them yet. Past it, finished requests wait for the client to read
-    /// (and, once the waiting places are full, the transport stops reading), so a slow reader
-    /// gets backpressure instead of an ever-growing queue. One answer larger than this still
-    /// passes, alone.
-    pub max_queued_output: usize,
-    /// The CPU executor handlers run blocking work on ([`crate::RequestContext::run_cpu`]):
-    /// worker threads (default one per core) and the bound of each lane's queue.
-    pub cpu: ExecOptions,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        Self {
-            request_deadline: Duration::from_secs(60),
-            write_deadline: Duration::from_secs(3600),
-            max_line_bytes: 16 * 1024 * 1024,
-            max_batch: 1024,
-            idempotency_cache: 4096,
-            max_in_flight: 4096,
-            max_queued_output: 4 * 1024 * 1024,
-            cpu: ExecOptions::default(),
-        }
-    }
-}
+use crate::transport::{self, Connection, IntoTransport, Transport};
 
 /// An RCP server: handlers, the capabilities they imply, identity and options.
 ///
-/// Cheap to clone. Serve it with [`Server::serve_stdio`] or [`Server::serve`]
-/// (any async byte stream).
+/// Cheap to clone. Serve it over stdio with [`Server::serve_stdio`], over any transport with
+/// [`Server::serve`] (a pair of async byte streams, for one), over HTTP with
+/// [`crate::http::serve`]; drive it frame by frame with [`Server::connect`].
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) shared: Arc<Shared>,
-}
-
-pub(crate) struct Shared {
-    pub info: PeerInfo,
-    pub handlers: Handlers,
-    /// Everything the server enables, before any profile narrows it.
-    pub enabled: Capabilities,
-    pub conformance: ConformanceLevel,
-    pub options: ServerOptions,
-    /// `info` result before `initialize` (the latest profile's set).
-    pub default_info: Arc<[u8]>,
-    /// The latest profile's capability set (what stateless sessions are served at).
-    pub default_caps: Arc<Capabilities>,
-    pub idempotency: Mutex<IdempotencyCache>,
-    /// The engine's readiness and figures (if it registered them) and the draining flag.
-    pub health: Health,
-    /// The bounded pool CPU-bound handler work runs on.
-    pub executor: Executor,
+    dispatcher: Arc<Dispatcher>,
+    health: Arc<Health>,
 }
 
 impl Server {
@@ -96,58 +42,111 @@ impl Server {
         ServerBuilder::new(name, version)
     }
 
+    /// A server from its parts.
+    fn assemble(dispatcher: Dispatcher, status: Option<Arc<dyn Status>>) -> Self {
+        Self { dispatcher: Arc::new(dispatcher), health: Arc::new(Health::new(status)) }
+    }
+
     /// The capabilities the server enables (what `info` reports before `initialize`).
     pub fn capabilities(&self) -> Capabilities {
-        Profile::latest().apply(&self.shared.enabled)
+        Profile::latest().apply(&self.dispatcher.identity.enabled)
     }
 
     /// The server's identity.
     pub fn info(&self) -> &PeerInfo {
-        &self.shared.info
+        &self.dispatcher.identity.info
     }
 
     /// The options in force.
     pub fn options(&self) -> &ServerOptions {
-        &self.shared.options
+        &self.dispatcher.options
     }
 
     /// The CPU executor handlers run blocking work on.
     pub fn executor(&self) -> &Executor {
-        &self.shared.executor
+        &self.dispatcher.executor
     }
 
-    pub(crate) fn info_result(&self, profile: Profile, caps: &Capabilities, session: Option<&str>) -> Vec<u8> {
-        let mut meta = Meta::new();
-        meta.insert("conformance".into(), Value::from(self.shared.conformance.as_str()));
-        if let Some(id) = session {
-            meta.insert("session".into(), Value::from(id));
+    /// Whether the server should receive new work: not draining, and the engine's
+    /// [`Status::ready`] (if one is registered) says it can serve.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        self.health.readiness()
+    }
+
+    /// Marks the server as draining: from now on [`Server::readiness`] fails (`/readyz` is
+    /// `503`) while requests still in flight are finished. The HTTP transport calls this when
+    /// its shutdown signal fires.
+    pub fn begin_drain(&self) {
+        if self.health.begin_drain() {
+            tracing::info!(target: "rcp_server", engine = %self.info().name, "draining: readiness now fails");
         }
-        let result = InitializeResult {
-            protocol_version: profile.version(),
-            server: self.shared.info.clone(),
-            capabilities: caps.clone(),
-            meta: Some(meta),
-        };
-        serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec())
     }
-}
 
-impl Server {
-    /// A session that is already initialised at the advertised capabilities, for transports
-    /// that serve each request on its own (stateless HTTP, §5.2).
-    pub fn stateless_session(&self) -> crate::Session {
-        crate::Session::stateless(crate::session::Negotiated {
-            profile: Profile::latest(),
-            capabilities: Arc::clone(&self.shared.default_caps),
-            info: Arc::clone(&self.shared.default_info),
-            client_log: None,
-        })
+    /// The engine's figures, or all-`None` when it registered no [`Status`].
+    pub fn engine_stats(&self) -> EngineStats {
+        self.health.stats()
+    }
+
+    /// Serves one session over `transport` until EOF or `shutdown`: a `(reader, writer)` pair of
+    /// async byte streams (a socket's halves, a child's pipes, `tokio::io::duplex` in tests),
+    /// or [`Transport::stdio`].
+    ///
+    /// In-flight requests are drained and every answer flushed before this returns (§5.1,
+    /// §13.1).
+    pub async fn serve(&self, transport: impl IntoTransport) -> io::Result<()> {
+        let carrier = transport.into_transport();
+        if carrier.is_stdio() {
+            self.log_startup("stdio", None);
+        }
+        transport::serve(Arc::clone(&self.dispatcher), carrier).await
+    }
+
+    /// Serves one session over this process's stdin/stdout until EOF or `shutdown`:
+    /// [`Server::serve`] over [`Transport::stdio`].
+    ///
+    /// A `main` that returns afterwards exits 0 with nothing lost. stdout carries protocol
+    /// frames only; diagnostics belong on stderr (see `init_tracing`).
+    pub async fn serve_stdio(&self) -> io::Result<()> {
+        self.serve(Transport::stdio()).await
+    }
+
+    /// A new session on this server, driven frame by frame: for transports that carry whole
+    /// messages (a WebSocket, a message queue) rather than a byte stream, and for tests.
+    /// `notify` receives the progress and log frames requests send while they run.
+    pub fn connect(&self, notify: impl Fn(Vec<u8>) + Send + Sync + 'static) -> Connection {
+        Connection::new(Arc::clone(&self.dispatcher), Arc::new(Session::new()), Outbound::new(notify))
+    }
+
+    /// The dispatcher, for the HTTP transport (and the dispatcher's tests).
+    #[cfg(any(test, feature = "http"))]
+    pub(crate) fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// Logs the one start-up line at `info`: engine, version, transport, address (HTTP), data
+    /// directory and document count when the engine reports them.
+    pub(crate) fn log_startup(&self, transport: &'static str, addr: Option<std::net::SocketAddr>) {
+        let stats = self.engine_stats();
+        let data_dir = stats.data_dir.as_ref().map_or_else(|| "(in memory)".to_owned(), |d| d.display().to_string());
+        let info = self.info();
+        tracing::info!(
+            target: "rcp_server",
+            engine = %info.name,
+            version = info.version.as_deref().unwrap_or(""),
+            transport,
+            addr = addr.map(|a| a.to_string()),
+            data_dir = %data_dir,
+            documents = stats.documents,
+            index_version = stats.index_version,
+            "serving"
+        );
     }
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("info", &self.shared.info).field("capabilities", &self.shared.enabled).finish()
+        let identity = &self.dispatcher.identity;
+        f.debug_struct("Server").field("info", &identity.info).field("capabilities", &identity.enabled).finish()
     }
 }
 
@@ -158,11 +157,19 @@ impl std::fmt::Debug for Server {
 /// `Arc<Engine>` (every capability trait is implemented for `Arc<T>`).
 pub struct ServerBuilder {
     info: PeerInfo,
-    handlers: Handlers,
+    routes: Routes,
     caps: Capabilities,
     conformance: ConformanceLevel,
     options: ServerOptions,
     status: Option<Arc<dyn Status>>,
+    /// The `index/add` route's results by idempotency key, sized at [`ServerBuilder::build`].
+    idempotency: Arc<Mutex<IdempotencyCache>>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder").field("info", &self.info).field("routes", &self.routes).finish_non_exhaustive()
+    }
 }
 
 impl ServerBuilder {
@@ -170,11 +177,12 @@ impl ServerBuilder {
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             info: PeerInfo::new(name, version),
-            handlers: Handlers::default(),
+            routes: Routes::default(),
             caps: Capabilities::default(),
             conformance: ConformanceLevel::L0,
             options: ServerOptions::default(),
             status: None,
+            idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
         }
     }
 
@@ -186,7 +194,7 @@ impl ServerBuilder {
         self.caps.filter = h.filter();
         self.caps.pagination = h.pagination().then(Flag::default);
         self.caps.citations = h.citations().then(Flag::default);
-        self.handlers.retrieve = Some(h);
+        self.routes.retrieve = Some(Route::new(h, methods::retrieve));
         self
     }
 
@@ -200,7 +208,7 @@ impl ServerBuilder {
             enc.insert(0, "json".into());
         }
         self.caps.embed = Some(cap);
-        self.handlers.embed = Some(h);
+        self.routes.embed = Some(Route::new(h, methods::embed));
         self
     }
 
@@ -208,7 +216,7 @@ impl ServerBuilder {
     pub fn sparse_embed<T: SparseEmbed>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.sparse_embed = Some(h.capability());
-        self.handlers.sparse_embed = Some(h);
+        self.routes.embed_sparse = Some(Route::new(h, methods::embed_sparse));
         self
     }
 
@@ -216,7 +224,7 @@ impl ServerBuilder {
     pub fn multi_vector<T: MultiVector>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.multi_vector = Some(h.capability());
-        self.handlers.multi_vector = Some(h);
+        self.routes.embed_multi = Some(Route::new(h, methods::embed_multi));
         self
     }
 
@@ -224,7 +232,7 @@ impl ServerBuilder {
     pub fn rerank<T: Rerank>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.rerank = Some(h.capability());
-        self.handlers.rerank = Some(h);
+        self.routes.rerank = Some(Route::new(h, methods::rerank));
         self
     }
 
@@ -232,7 +240,7 @@ impl ServerBuilder {
     pub fn transform<T: Transform>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.transform = Some(h.capability());
-        self.handlers.transform = Some(h);
+        self.routes.query_transform = Some(Route::new(h, methods::transform));
         self
     }
 
@@ -240,7 +248,7 @@ impl ServerBuilder {
     pub fn graph<T: Graph>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.graph = Some(h.capability());
-        self.handlers.graph = Some(h);
+        self.routes.graph = Some(Route::new(h, methods::graph));
         self
     }
 
@@ -248,7 +256,8 @@ impl ServerBuilder {
     pub fn index<T: Index>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.index = Some(h.capability());
-        self.handlers.index = Some(h);
+        self.routes.index_delete = Some(Route::new(Arc::clone(&h), methods::index_delete));
+        self.routes.index_add = Some(Route::new((h, Arc::clone(&self.idempotency)), methods::index_add));
         self
     }
 
@@ -256,7 +265,7 @@ impl ServerBuilder {
     pub fn catalog<T: Catalog>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.catalog = Some(h.capability());
-        self.handlers.catalog = Some(h);
+        self.routes.catalog_list = Some(Route::new(h, methods::catalog_list));
         self
     }
 
@@ -264,7 +273,7 @@ impl ServerBuilder {
     pub fn feedback<T: Feedback>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.feedback = Some(h.capability());
-        self.handlers.feedback = Some(h);
+        self.routes.feedback = Some(Route::new(h, methods::feedback));
         self
     }
 
@@ -272,7 +281,8 @@ impl ServerBuilder {
     pub fn memory<T: Memory>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.memory = Some(h.capability());
-        self.handlers.memory = Some(h);
+        self.routes.memory_recall = Some(Route::new(Arc::clone(&h), methods::memory_recall));
+        self.routes.memory_build = Some(Route::new(h, methods::memory_build));
         self
     }
 
@@ -346,7 +356,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets the niceness of the CPU worker threads (0-19; see [`ExecOptions::nice`]).
+    /// Sets the niceness of the CPU worker threads (0-19; see [`crate::exec::ExecOptions::nice`]).
     pub fn cpu_nice(mut self, nice: u8) -> Self {
         self.options.cpu.nice = nice.min(19);
         self
@@ -364,100 +374,24 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the hook run first thing on each I/O thread the server spawns itself (see
+    /// [`ServerOptions::io_thread_start`]).
+    pub fn on_io_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.options.io_thread_start = Some(Arc::new(f));
+        self
+    }
+
     /// Finishes the server.
     pub fn build(self) -> Server {
-        let profile = Profile::latest();
-        let caps = profile.apply(&self.caps);
-        let mut server = Server {
-            shared: Arc::new(Shared {
-                info: self.info,
-                handlers: self.handlers,
-                enabled: self.caps,
-                conformance: self.conformance,
-                idempotency: Mutex::new(IdempotencyCache::new(self.options.idempotency_cache)),
-                executor: Executor::new(self.options.cpu),
-                options: self.options,
-                default_info: Arc::from(Vec::new()),
-                default_caps: Arc::new(caps.clone()),
-                health: Health::new(self.status),
-            }),
+        if let Ok(mut cache) = self.idempotency.lock() {
+            *cache = IdempotencyCache::new(self.options.idempotency_cache);
+        }
+        let dispatcher = Dispatcher {
+            identity: Identity::new(self.info, self.conformance, self.caps),
+            routes: self.routes,
+            executor: Executor::new(self.options.cpu),
+            options: self.options,
         };
-        let info = Arc::from(server.info_result(profile, &caps, None));
-        if let Some(shared) = Arc::get_mut(&mut server.shared) {
-            shared.default_info = info;
-        }
-        server
-    }
-}
-
-/// `index/add` results by `_meta.idempotencyKey`, oldest evicted first. Each key owns a cell
-/// that the first write fills; repeats (concurrent or later) read it instead of writing again.
-pub(crate) struct IdempotencyCache {
-    cap: usize,
-    order: VecDeque<String>,
-    map: HashMap<String, Arc<tokio::sync::OnceCell<IndexAddResult>>>,
-}
-
-impl IdempotencyCache {
-    fn new(cap: usize) -> Self {
-        Self { cap, order: VecDeque::new(), map: HashMap::new() }
-    }
-
-    /// The cell of `key`, created if absent.
-    pub fn cell(&mut self, key: String) -> Arc<tokio::sync::OnceCell<IndexAddResult>> {
-        if let Some(c) = self.map.get(&key) {
-            return Arc::clone(c);
-        }
-        let cell = Arc::new(tokio::sync::OnceCell::new());
-        if self.cap > 0 {
-            self.map.insert(key.clone(), Arc::clone(&cell));
-            self.order.push_back(key);
-            while self.order.len() > self.cap {
-                if let Some(old) = self.order.pop_front() {
-                    self.map.remove(&old);
-                }
-            }
-        }
-        cell
-    }
-}
-
-impl Server {
-    /// Whether the server should receive new work: not draining, and the engine's
-    /// [`Status::ready`] (if one is registered) says it can serve.
-    pub fn readiness(&self) -> Result<(), NotReady> {
-        self.shared.health.readiness()
-    }
-
-    /// Marks the server as draining: from now on [`Server::readiness`] fails (`/readyz` is
-    /// `503`) while requests still in flight are finished. The HTTP transport calls this when
-    /// its shutdown signal fires.
-    pub fn begin_drain(&self) {
-        if self.shared.health.begin_drain() {
-            tracing::info!(target: "rcp_server", engine = %self.shared.info.name, "draining: readiness now fails");
-        }
-    }
-
-    /// The engine's figures, or all-`None` when it registered no [`Status`].
-    pub fn engine_stats(&self) -> EngineStats {
-        self.shared.health.stats()
-    }
-
-    /// Logs the one start-up line at `info`: engine, version, transport, address (HTTP), data
-    /// directory and document count when the engine reports them.
-    pub(crate) fn log_startup(&self, transport: &'static str, addr: Option<std::net::SocketAddr>) {
-        let stats = self.engine_stats();
-        let data_dir = stats.data_dir.as_ref().map_or_else(|| "(in memory)".to_owned(), |d| d.display().to_string());
-        tracing::info!(
-            target: "rcp_server",
-            engine = %self.shared.info.name,
-            version = self.shared.info.version.as_deref().unwrap_or(""),
-            transport,
-            addr = addr.map(|a| a.to_string()),
-            data_dir = %data_dir,
-            documents = stats.documents,
-            index_version = stats.index_version,
-            "serving"
-        );
+        Server::assemble(dispatcher, self.status)
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct Negotiated {
 /// One client's session: over stdio the whole connection, over HTTP one stateful session
 /// (or a fresh implicitly-initialised one per request in stateless mode).
 #[derive(Debug, Default)]
-pub struct Session {
+pub(crate) struct Session {
     negotiated: OnceLock<Negotiated>,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     shutdown: AtomicBool,
@@ -36,17 +36,19 @@ pub struct Session {
 
 impl Session {
     /// A new, uninitialised session.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// A new session carrying a transport-level session id (HTTP stateful mode).
-    pub fn with_id(id: impl Into<String>) -> Self {
+    #[cfg(feature = "http")]
+    pub(crate) fn with_id(id: impl Into<String>) -> Self {
         Self { id: Some(id.into()), ..Self::default() }
     }
 
     /// A stateless session (HTTP): already initialised at the server's advertised
     /// capabilities, where `initialize` answers idempotently instead of locking (§5.2).
+    #[cfg(feature = "http")]
     pub(crate) fn stateless(n: Negotiated) -> Self {
         let s = Self { stateless: true, ..Self::default() };
         let _ = s.negotiated.set(n);
@@ -54,22 +56,22 @@ impl Session {
     }
 
     /// Whether this is a stateless (implicitly initialised) session.
-    pub fn is_stateless(&self) -> bool {
+    pub(crate) fn is_stateless(&self) -> bool {
         self.stateless
     }
 
     /// The transport session id, if any.
-    pub fn id(&self) -> Option<&str> {
+    pub(crate) fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
 
     /// Whether a successful `initialize` happened.
-    pub fn is_initialized(&self) -> bool {
+    pub(crate) fn is_initialized(&self) -> bool {
         self.negotiated.get().is_some()
     }
 
     /// Whether `shutdown` was received.
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
     }
 
@@ -108,19 +110,6 @@ impl Session {
             None => false,
         }
     }
-
-    /// Number of requests in flight.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.lock().map(|m| m.len()).unwrap_or(0)
-    }
-
-    /// Cancels every request in flight (transport death).
-    pub fn cancel_all(&self) {
-        let map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        for token in map.values() {
-            token.cancel();
-        }
-    }
 }
 
 /// A registered in-flight request; unregisters itself when dropped.
@@ -128,13 +117,13 @@ impl Session {
 pub(crate) struct InFlight {
     session: Arc<Session>,
     id: RequestId,
-    pub token: CancellationToken,
+    pub(crate) token: CancellationToken,
     answered: bool,
 }
 
 impl InFlight {
     /// Marks the request answered; dropping it then only unregisters it.
-    pub fn answered(mut self) {
+    pub(crate) fn answered(mut self) {
         self.answered = true;
     }
 }

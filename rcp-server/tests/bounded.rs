@@ -55,7 +55,7 @@ async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
     let server = Server::builder("slow", "0").retrieve(Slow).cpu_threads(CPU_THREADS).cpu_queue(CPU_QUEUE).build();
     let (client, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     let mut next = async |timeout: Duration| -> Option<Value> {

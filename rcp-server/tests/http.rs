@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RcpError, RetrieveResult};
-use rcp_server::transport::http::{HttpOptions, RateLimit, SessionMode};
+use rcp_server::http::{HttpOptions, RateLimit, SessionMode};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 use rcp_testkit::assert_valid_frame;
 use reqwest::StatusCode;
@@ -63,11 +63,10 @@ async fn start(opts: HttpOptions) -> Running {
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
-        let _ = server
-            .serve_http_on(listener, opts, async move {
-                let _ = stopped.await;
-            })
-            .await;
+        let _ = rcp_server::http::serve_on(&server, listener, opts, async move {
+            let _ = stopped.await;
+        })
+        .await;
     });
     Running { base: format!("http://{addr}/rcp"), client: reqwest::Client::new(), slow, _stop: stop }
 }

@@ -40,7 +40,7 @@ fn session(options: ServerOptions) -> (WriteHalf<DuplexStream>, Out) {
     let server = Server::builder("one", "0").retrieve(One).options(options).build();
     let (client, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, write) = tokio::io::split(client);
     (write, BufReader::new(read).lines())
 }
@@ -138,7 +138,7 @@ async fn embed_encodings_limits_and_rerank_order_are_handled_by_the_framework() 
     assert_eq!(server.capabilities().embed.as_ref().and_then(|e| e.encodings.clone()).unwrap(), ["json", "f32-base64"]);
     let (client, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     send(&mut w, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})).await;
@@ -219,7 +219,7 @@ async fn concurrent_repeats_of_an_idempotency_key_write_once() {
     let server = Server::builder("idem", "0").index(std::sync::Arc::clone(&index)).build();
     let (client, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     send(&mut w, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})).await;

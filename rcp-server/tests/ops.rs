@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
-use rcp_server::transport::http::{HttpOptions, OpsPaths};
+use rcp_server::http::{HttpOptions, OpsPaths};
 use rcp_server::{EngineStats, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, Status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -60,11 +60,10 @@ async fn start(name: &str, opts: HttpOptions) -> Running {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = server.clone();
     let done = tokio::spawn(async move {
-        let _ = serving
-            .serve_http_on(listener, opts, async move {
-                let _ = stopped.await;
-            })
-            .await;
+        let _ = rcp_server::http::serve_on(&serving, listener, opts, async move {
+            let _ = stopped.await;
+        })
+        .await;
     });
     Running { root: format!("http://{addr}"), client: reqwest::Client::new(), server, engine, stop: Some(stop), done }
 }
@@ -163,7 +162,7 @@ async fn counters_move_with_traffic_on_http_and_stdio() {
     let (client, server_end) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_end);
     let stdio = s.server.clone();
-    tokio::spawn(async move { stdio.serve(server_read, server_write).await });
+    tokio::spawn(async move { stdio.serve((server_read, server_write)).await });
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
     client_write.write_all(b"{not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.expect("write");

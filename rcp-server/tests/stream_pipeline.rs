@@ -69,7 +69,7 @@ async fn a_client_that_stops_reading_gets_backpressure_and_loses_nothing() {
     let server = Server::builder("big", "0").retrieve(Big(&CALLS)).options(options).build();
     let (client, server_side) = tokio::io::duplex(ANSWER);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
 
@@ -116,7 +116,7 @@ async fn handlers_that_work_inline_stop_holding_up_the_reader() {
     let server = Server::builder("spins", "0").retrieve(Spins(30)).build();
     let (client, server_side) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     let mut next = async || -> Value {
@@ -174,7 +174,7 @@ type Lines = tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStr
 async fn session(server: Server) -> (tokio::io::WriteHalf<tokio::io::DuplexStream>, Lines) {
     let (client, server_side) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve(server_read, server_write).await });
+    tokio::spawn(async move { server.serve((server_read, server_write)).await });
     let (read, mut w) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     w.write_all(INITIALIZE).await.expect("write");

@@ -22,9 +22,9 @@ use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RerankCapabil
 use rcp_protocol::filter::{FieldType, FilterCapability};
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::{Hit, RetrieveResult};
+use rcp_server::transport::Reply;
 use rcp_server::{
-    Embed, EmbedRequest, HandlerResult, Index, Outbound, Processed, RequestContext, Rerank, RerankRequest, Retrieve,
-    RetrieveRequest, Server, Session,
+    Embed, EmbedRequest, HandlerResult, Index, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Server,
 };
 use serde_json::{Map, Value, json};
 
@@ -326,17 +326,16 @@ impl Harness {
     /// Processes `frame` on a fresh session (initialised first when `init`) and checks every
     /// frame that comes out.
     fn check(&self, frame: &[u8], init: bool) -> Result<(), TestCaseError> {
-        let session = Arc::new(Session::new());
         let emitted: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
         let sink = Arc::clone(&emitted);
-        let out = Outbound::new(move |f| sink.lock().expect("sink").push(f));
+        let connection = self.server.connect(move |f| sink.lock().expect("sink").push(f));
         let _guard = self.rt.enter();
         if init {
             let hello = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"capabilities":{"log":{}}}}"#;
-            let answer = self.run(self.server.process(&session, hello, &out))?;
+            let answer = self.run(connection.handle(hello))?;
             prop_assert!(answer.is_some_and(|a| a.windows(8).any(|w| w == b"\"result\"")), "initialize failed");
         }
-        let answer = self.run(self.server.process(&session, frame, &out))?;
+        let answer = self.run(connection.handle(frame))?;
         let expected = expectation(frame);
         match (&answer, &expected) {
             (None, Expect::Answer(_)) => {
@@ -370,15 +369,10 @@ impl Harness {
         Ok(())
     }
 
-    fn run(&self, p: Processed) -> Result<Option<Vec<u8>>, TestCaseError> {
-        Ok(match p {
-            Processed::Nothing => None,
-            Processed::Ready(b) | Processed::Shutdown(b) => Some(b),
-            Processed::Pending(f) => self
-                .rt
-                .block_on(tokio::time::timeout(Duration::from_secs(10), f))
-                .map_err(|_| TestCaseError::fail("no answer within 10 s"))?,
-        })
+    fn run(&self, reply: Reply) -> Result<Option<Vec<u8>>, TestCaseError> {
+        self.rt
+            .block_on(tokio::time::timeout(Duration::from_secs(10), reply))
+            .map_err(|_| TestCaseError::fail("no answer within 10 s"))
     }
 }
 

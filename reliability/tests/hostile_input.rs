@@ -1,11 +1,9 @@
 //! Hostile but well-formed input, through the real dispatcher: the server answers precisely
 //! and never amplifies what it was sent.
 
-use std::sync::Arc;
-
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
-use rcp_server::{HandlerResult, Outbound, Processed, RequestContext, Retrieve, RetrieveRequest, Server, Session};
+use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 use serde_json::{Value, json};
 
 struct Echo;
@@ -25,16 +23,10 @@ fn answer(frame: &Value) -> (Value, usize) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let _g = rt.enter();
     let server = Server::builder("echo", "0").retrieve(Echo).build();
-    let session = Arc::new(Session::new());
-    let out = Outbound::discard();
+    let connection = server.connect(|_| {});
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
-    let run = |p: Processed| match p {
-        Processed::Ready(b) | Processed::Shutdown(b) => Some(b),
-        Processed::Pending(f) => rt.block_on(f),
-        Processed::Nothing => None,
-    };
-    run(server.process(&session, hello.to_string().as_bytes(), &out)).expect("initialized");
-    let bytes = run(server.process(&session, frame.to_string().as_bytes(), &out)).expect("an answer");
+    rt.block_on(connection.handle(hello.to_string().as_bytes())).expect("initialized");
+    let bytes = rt.block_on(connection.handle(frame.to_string().as_bytes())).expect("an answer");
     (serde_json::from_slice(&bytes).expect("json"), bytes.len())
 }
 

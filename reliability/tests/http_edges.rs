@@ -11,7 +11,7 @@ use clap::Parser;
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::cli::ServeArgs;
-use rcp_server::transport::http::HttpOptions;
+use rcp_server::http::HttpOptions;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,11 +43,10 @@ async fn start(opts: HttpOptions) -> (SocketAddr, oneshot::Sender<()>) {
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
-        let _ = server
-            .serve_http_on(listener, opts, async move {
-                let _ = stopped.await;
-            })
-            .await;
+        let _ = rcp_server::http::serve_on(&server, listener, opts, async move {
+            let _ = stopped.await;
+        })
+        .await;
     });
     (addr, stop)
 }

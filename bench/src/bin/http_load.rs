@@ -15,7 +15,7 @@ use clap::Parser;
 use rcp_bench::quality::percentile;
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
-use rcp_server::transport::http::HttpOptions;
+use rcp_server::http::HttpOptions;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 
 /// Command-line options.
@@ -59,7 +59,7 @@ fn start_in_process(threads: usize) -> String {
             let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else { return };
             let Ok(addr) = listener.local_addr() else { return };
             let _ = tx.send(format!("http://{addr}/rcp"));
-            let _ = server.serve_http_on(listener, HttpOptions::default(), std::future::pending()).await;
+            let _ = rcp_server::http::serve_on(&server, listener, HttpOptions::default(), std::future::pending()).await;
         });
     });
     rx.recv().unwrap_or_default()

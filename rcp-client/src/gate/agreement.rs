@@ -296,7 +296,7 @@ async fn server(caps: &Capabilities, method: &str, params: &Value) -> Value {
     let server = b.build();
     let (near, far) = tokio::io::duplex(1 << 16);
     let (far_read, far_write) = tokio::io::split(far);
-    let task = tokio::spawn(async move { server.serve(far_read, far_write).await });
+    let task = tokio::spawn(async move { server.serve((far_read, far_write)).await });
     let (read, mut write) = tokio::io::split(near);
     let mut lines = BufReader::new(read).lines();
     let frames = [

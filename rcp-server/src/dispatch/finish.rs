@@ -11,65 +11,14 @@ use rcp_protocol::{Meta, RcpError, RetrieveResult};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::exec::Executor;
-
-/// A finished result, serialised once, straight into its response frame (no intermediate
-/// buffer, no copy into an envelope), into a buffer sized from `hint` up front.
-pub(crate) struct Body {
-    write: WriteBody,
-    hint: usize,
-}
-
-/// Serialises the result it holds into the buffer.
-type WriteBody = Box<dyn FnOnce(&mut Vec<u8>) -> serde_json::Result<()> + Send>;
-
-/// The body of `v`, expected to serialise to about `hint` bytes.
-pub(super) fn body_sized<T: serde::Serialize + Send + 'static>(v: T, hint: usize) -> Body {
-    Body { write: Box::new(move |buf| serde_json::to_writer(buf, &v)), hint }
-}
-
-/// The body of a small result.
-pub(super) fn body<T: serde::Serialize + Send + 'static>(v: T) -> Body {
-    body_sized(v, 256)
-}
-
-/// Bodies expected to serialise to at least this many bytes are framed on the CPU executor's
-/// finishing queue rather than on the async runtime's threads, which also read requests,
-/// answer pings and write answers: a `retrieve` with k=100 full texts is ~100 KB of escaping.
-const FRAME_ON_EXECUTOR: usize = 32 * 1024;
-
-impl Body {
-    /// `{"jsonrpc":"2.0","id":<id>,"result":<body>}`; a serialisation failure is the engine's
-    /// fault (`-32603`).
-    pub(super) fn frame(self, id: &str) -> Result<Vec<u8>, RcpError> {
-        let mut out = Vec::with_capacity(32 + id.len() + self.hint);
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.extend_from_slice(id.as_bytes());
-        out.extend_from_slice(b",\"result\":");
-        (self.write)(&mut out).map_err(|e| RcpError::internal(format!("could not serialise the result: {e}")))?;
-        out.push(b'}');
-        Ok(out)
-    }
-}
-
-/// The response frame of `body`: large bodies are serialised on `executor`'s finishing queue
-/// (ahead of queued searches, never refused), small ones right here.
-pub(super) async fn frame_on(executor: &Executor, body: Body, id: &str) -> Result<Vec<u8>, RcpError> {
-    if body.hint < FRAME_ON_EXECUTOR {
-        return body.frame(id);
-    }
-    let id = id.to_owned();
-    executor.finish(move || body.frame(&id)).await?
-}
-
 /// About how many bytes a `retrieve` result serialises to: its texts plus a few hundred bytes
 /// of fields per hit.
-pub(super) fn retrieve_size(res: &RetrieveResult) -> usize {
+pub(crate) fn retrieve_size(res: &RetrieveResult) -> usize {
     res.hits.iter().map(|h| h.text.as_ref().map_or(0, String::len) + 320).sum::<usize>() + 256
 }
 
 /// Maps NaN and infinities to the nearest finite value, so every score is valid JSON.
-pub(super) fn finite(x: f64) -> f64 {
+pub(crate) fn finite(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {
         f64::MIN
     } else if x == f64::INFINITY {
@@ -80,7 +29,7 @@ pub(super) fn finite(x: f64) -> f64 {
 }
 
 /// `_meta.notes` for results without a `usage` object, or `None` when there is nothing to say.
-pub(super) fn notes_meta(notes: Vec<String>) -> Option<Meta> {
+pub(crate) fn notes_meta(notes: Vec<String>) -> Option<Meta> {
     if notes.is_empty() {
         return None;
     }
@@ -90,7 +39,7 @@ pub(super) fn notes_meta(notes: Vec<String>) -> Option<Meta> {
 }
 
 /// Fails with `-32603` unless the engine answered `expected` items (`what`: "scores", ...).
-pub(super) fn check_count(got: usize, expected: usize, what: &str, per: &str) -> Result<(), RcpError> {
+pub(crate) fn check_count(got: usize, expected: usize, what: &str, per: &str) -> Result<(), RcpError> {
     if got == expected {
         return Ok(());
     }
@@ -98,7 +47,7 @@ pub(super) fn check_count(got: usize, expected: usize, what: &str, per: &str) ->
 }
 
 /// Checks count, dimension and finiteness, then applies the encoding (§7.3.1).
-pub(super) fn encode_vectors(
+pub(crate) fn encode_vectors(
     vectors: Vec<Vec<f32>>,
     expected: usize,
     dimension: usize,
@@ -124,7 +73,7 @@ pub(super) fn encode_vectors(
 
 /// Enforces what every `retrieve` result must satisfy: at most `k` hits, unique ids, finite
 /// numbers, `confidence` in `[0,1]`, notes and latency (§7.7).
-pub(super) fn finish_retrieve(res: &mut RetrieveResult, k: usize, notes: Vec<String>, started: Instant) {
+pub(crate) fn finish_retrieve(res: &mut RetrieveResult, k: usize, notes: Vec<String>, started: Instant) {
     let mut seen = HashSet::new();
     res.hits.retain(|h| seen.insert(h.key()));
     res.hits.truncate(k);
@@ -151,7 +100,7 @@ pub(super) fn finish_retrieve(res: &mut RetrieveResult, k: usize, notes: Vec<Str
 
 /// Builds a `rerank` result from per-passage scores: finite scores in input order, `order` and
 /// `results` by descending score (ties by input position), cut to `topN` (§7.6).
-pub(super) fn finish_rerank(
+pub(crate) fn finish_rerank(
     scores: Vec<f64>,
     top_n: Option<usize>,
     notes: Vec<String>,
@@ -182,47 +131,6 @@ mod tests {
     use rcp_protocol::Hit;
 
     use super::*;
-
-    #[test]
-    fn bodies_are_written_into_their_frame() {
-        let frame = body(serde_json::json!({"a": [1, 2]})).frame("\"x\"").expect("frame");
-        assert_eq!(String::from_utf8_lossy(&frame), r#"{"jsonrpc":"2.0","id":"x","result":{"a":[1,2]}}"#);
-        let res = RetrieveResult::from_hits(vec![Hit::new("a", 1.0)]);
-        let size = retrieve_size(&res);
-        let frame = body_sized(res, size).frame("7").expect("frame");
-        assert!(frame.len() <= size + 40, "the size hint covers the frame: {} > {size}", frame.len());
-        // A map with non-string keys cannot be JSON: the engine's fault.
-        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
-        assert_eq!(body(bad).frame("1").map_err(|e| e.code.0), Err(-32603));
-    }
-
-    /// Serialises to a string of `len` bytes naming the thread it was serialised on.
-    struct ThreadName(usize);
-
-    impl serde::Serialize for ThreadName {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let name = std::thread::current().name().unwrap_or("?").to_owned();
-            s.serialize_str(&format!("{name:-<width$}", width = self.0))
-        }
-    }
-
-    #[tokio::test]
-    async fn large_bodies_are_framed_on_the_executor() {
-        let exec = Executor::new(crate::ExecOptions { threads: 1, queue: 0, nice: 0 });
-        let on = |frame: Vec<u8>| {
-            let v: Value = serde_json::from_slice(&frame).unwrap_or_default();
-            v["result"].as_str().unwrap_or_default().trim_end_matches('-').to_owned()
-        };
-        let small = frame_on(&exec, body_sized(ThreadName(10), 10), "1").await.expect("frame");
-        assert_ne!(on(small), "rcp-cpu", "a small body is framed where it was finished");
-        let n = FRAME_ON_EXECUTOR;
-        let large = frame_on(&exec, body_sized(ThreadName(n), n), "2").await.expect("frame");
-        assert!(large.len() > n);
-        assert_eq!(on(large), "rcp-cpu");
-        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
-        let err = frame_on(&exec, body_sized(bad, n), "3").await.map_err(|e| e.code.0);
-        assert_eq!(err, Err(-32603), "a failure on the executor is still the engine's fault");
-    }
 
     #[test]
     fn scores_become_finite() {

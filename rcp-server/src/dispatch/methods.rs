@@ -1,76 +1,47 @@
-//! One function per method family: validate the params against the session's capabilities
-//! (with `crate::validate`), then return the handler call, whose result is finished and
-//! serialised by [`super::finish`]. Gating has already happened in [`super::request`].
+//! One family function per method: validate the params against the session's capabilities
+//! (with `crate::validate`), call the engine's handler, and finish its result (with
+//! [`super::finish`]). Each is generic over the engine's handler type, so the call into the
+//! engine is plain code; [`super::routes`] binds them to the registered handlers. Gating has
+//! already happened (see [`super::rules::gate`]).
 
 use std::sync::{Arc, Mutex};
 
-use rcp_protocol::capabilities::{Capability, default_modalities};
+use rcp_protocol::capabilities::default_modalities;
 use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
 use rcp_protocol::feedback::FeedbackParams;
 use rcp_protocol::graph::GraphParams;
 use rcp_protocol::index::{IndexAddParams, IndexDeleteParams};
 use rcp_protocol::memory::{MemoryBuildParams, MemoryRecallParams};
-use rcp_protocol::methods::Method;
 use rcp_protocol::transform::TransformParams;
 use rcp_protocol::{RcpError, RetrieveParams};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::finish::{
-    Body, body, body_sized, check_count, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size,
-};
+use super::finish::{check_count, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size};
+use super::idempotency::IdempotencyCache;
+use super::routes::Call;
+use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
 use crate::handler::{
-    BoxFuture, DynCatalog, DynEmbed, DynFeedback, DynGraph, DynIndex, DynMemory, DynMultiVector, DynRerank,
-    DynRetrieve, DynSparseEmbed, DynTransform, EmbedRequest,
+    Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
-use crate::server::{IdempotencyCache, Shared};
 use crate::validate;
 
-/// A handler call in flight; it yields the finished result, which the dispatcher serialises
-/// into the response frame.
-pub(super) type Call = BoxFuture<Result<Body, RcpError>>;
+/// An `index/add` handler and the results of its idempotent writes (§7.10).
+pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
 
-/// Routes a gated method to its family: the handler registered for it, validated params.
-pub(super) fn call(
-    shared: &Shared,
-    m: Method,
+/// `retrieve` (§7.7): funnel, options and filter validated; hits finished.
+pub(crate) fn retrieve<T: Retrieve>(
+    handler: &Arc<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
-    let h = &shared.handlers;
-    match m {
-        Method::Retrieve => retrieve(registered(&h.retrieve, m)?, params, ctx),
-        Method::Embed => embed(registered(&h.embed, m)?, params, ctx),
-        Method::EmbedMulti => embed_multi(registered(&h.multi_vector, m)?, params, ctx),
-        Method::EmbedSparse => embed_sparse(registered(&h.sparse_embed, m)?, params, ctx),
-        Method::Rerank => rerank(registered(&h.rerank, m)?, params, ctx),
-        Method::QueryTransform => transform(registered(&h.transform, m)?, params, ctx),
-        Method::Graph => graph(registered(&h.graph, m)?, params, ctx),
-        Method::IndexAdd => index_add(registered(&h.index, m)?, &shared.idempotency, params, ctx),
-        Method::IndexDelete => index_delete(registered(&h.index, m)?, params, ctx),
-        Method::CatalogList => catalog_list(registered(&h.catalog, m)?, ctx),
-        Method::Feedback => feedback(registered(&h.feedback, m)?, params, ctx),
-        Method::MemoryBuild => memory_build(registered(&h.memory, m)?, params, ctx),
-        Method::MemoryRecall => memory_recall(registered(&h.memory, m)?, params, ctx),
-        Method::Initialize | Method::Info | Method::Ping | Method::Shutdown => {
-            Err(RcpError::internal("lifecycle method routed to a handler"))
-        }
-    }
-}
-
-/// The handler registered for `m`; absent only if a profile advertised what nobody registered.
-fn registered<T: ?Sized>(handler: &Option<Arc<T>>, m: Method) -> Result<Arc<T>, RcpError> {
-    handler.clone().ok_or_else(|| RcpError::capability_missing(m.name(), m.capability().map_or("?", Capability::key)))
-}
-
-/// `retrieve` (§7.7): funnel, options and filter validated; hits finished.
-fn retrieve(handler: Arc<dyn DynRetrieve>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
     let p: RetrieveParams = validate::parse(params)?;
     let req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let started = Instant::now();
         let mut res = handler.retrieve(req, ctx.clone()).await?;
@@ -82,12 +53,17 @@ fn retrieve(handler: Arc<dyn DynRetrieve>, params: Option<&RawValue>, ctx: Reque
 }
 
 /// `embed` (§7.3): batch limit, modalities and encoding validated; vectors checked and encoded.
-fn embed(handler: Arc<dyn DynEmbed>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn embed<T: Embed>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
     let cap = ctx.capabilities().embed.clone().unwrap_or_default();
     let (req, encoding) =
         validate::embed(validate::parse(params)?, cap.batch_limit, cap.modalities(), cap.encodings(), &mut notes)?;
     let n = req.inputs.len();
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let vectors = if n == 0 { Vec::new() } else { handler.embed(req, ctx.clone()).await? };
         notes.extend(ctx.take_notes());
@@ -98,8 +74,8 @@ fn embed(handler: Arc<dyn DynEmbed>, params: Option<&RawValue>, ctx: RequestCont
 }
 
 /// `embed/multi` (§7.5): like `embed`, one matrix per input.
-fn embed_multi(
-    handler: Arc<dyn DynMultiVector>,
+pub(crate) fn embed_multi<T: MultiVector>(
+    handler: &Arc<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
@@ -108,6 +84,7 @@ fn embed_multi(
     let (req, encoding) =
         validate::embed(validate::parse(params)?, None, cap.modalities(), cap.encodings(), &mut notes)?;
     let n = req.inputs.len();
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let matrices = if n == 0 { Vec::new() } else { handler.embed_multi(req, ctx.clone()).await? };
         notes.extend(ctx.take_notes());
@@ -132,8 +109,8 @@ fn embed_multi(
 }
 
 /// `embed/sparse` (§7.4): text inputs only; every sparse vector well formed.
-fn embed_sparse(
-    handler: Arc<dyn DynSparseEmbed>,
+pub(crate) fn embed_sparse<T: SparseEmbed>(
+    handler: &Arc<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
@@ -144,6 +121,7 @@ fn embed_sparse(
     validate::inputs(p.items(), "texts", None, default_modalities())?;
     let req = EmbedRequest { inputs: p.items().to_vec(), kind: p.kind, meta: p.meta };
     let n = req.inputs.len();
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let sparse = if n == 0 { Vec::new() } else { handler.embed_sparse(req, ctx.clone()).await? };
         check_count(sparse.len(), n, "sparse vectors", "inputs")?;
@@ -159,10 +137,15 @@ fn embed_sparse(
 }
 
 /// `rerank` (§7.6): one score per passage, ordered and cut to `topN` by the framework.
-fn rerank(handler: Arc<dyn DynRerank>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn rerank<T: Rerank>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
     let (req, top_n) = validate::rerank(validate::parse(params)?, ctx.capabilities(), &mut notes)?;
     let n = req.passages.len();
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let started = Instant::now();
         let scores = if n == 0 { Vec::new() } else { handler.rerank(req, ctx.clone()).await? };
@@ -173,28 +156,37 @@ fn rerank(handler: Arc<dyn DynRerank>, params: Option<&RawValue>, ctx: RequestCo
 }
 
 /// `query/transform` (§7.8): an advertised method, `n >= 1`.
-fn transform(handler: Arc<dyn DynTransform>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn transform<T: Transform>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let p: TransformParams = validate::parse(params)?;
     let methods = ctx.capabilities().transform.as_ref().map(|t| t.methods.as_slice()).unwrap_or_default();
     validate::one_of("method", &p.method, methods)?;
     validate::at_least_one("n", p.n)?;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.transform(p, ctx).await?)) }))
 }
 
 /// `graph` (§7.9): an advertised op, `k >= 1`, `hops >= 1`.
-fn graph(handler: Arc<dyn DynGraph>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn graph<T: Graph>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let p: GraphParams = validate::parse(params)?;
     let ops = ctx.capabilities().graph.as_ref().map(|g| g.ops.as_slice()).unwrap_or_default();
     validate::one_of("op", &p.op, ops)?;
     validate::at_least_one("k", p.k)?;
     validate::at_least_one("hops", p.hops)?;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.graph(p, ctx).await?)) }))
 }
 
 /// `index/add` (§7.10): advertised options, unique non-empty ids, one write per idempotency key.
-fn index_add(
-    handler: Arc<dyn DynIndex>,
-    idempotency: &Mutex<IdempotencyCache>,
+pub(crate) fn index_add<T: Index>(
+    (handler, idempotency): &IdempotentIndex<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
@@ -202,6 +194,7 @@ fn index_add(
     validate::index_add(&p, ctx.capabilities())?;
     let key = p.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
     let expected: Vec<Option<String>> = p.documents.iter().map(|d| d.id.clone()).collect();
+    let handler = Arc::clone(handler);
     let add = async move {
         let res = handler.add(p, ctx).await?;
         check_count(res.ids.len(), expected.len(), "ids", "documents")?;
@@ -222,40 +215,61 @@ fn index_add(
 }
 
 /// `index/delete` (§7.11).
-fn index_delete(handler: Arc<dyn DynIndex>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn index_delete<T: Index>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let p: IndexDeleteParams = validate::parse(params)?;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.delete(p, ctx).await?)) }))
 }
 
-/// `catalog/list` (§7.13): no params.
-fn catalog_list(handler: Arc<dyn DynCatalog>, ctx: RequestContext) -> Result<Call, RcpError> {
+/// `catalog/list` (§7.13): no params (any sent are ignored).
+pub(crate) fn catalog_list<T: Catalog>(
+    handler: &Arc<T>,
+    _params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.list(ctx).await?)) }))
 }
 
 /// `feedback` (§7.16): every reward in `[-1,1]`.
-fn feedback(handler: Arc<dyn DynFeedback>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn feedback<T: Feedback>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let p: FeedbackParams = validate::parse(params)?;
     validate::rewards(&p.signals)?;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.feedback(p, ctx).await?)) }))
 }
 
 /// `memory/build` (§7.17): an advertised scope.
-fn memory_build(handler: Arc<dyn DynMemory>, params: Option<&RawValue>, ctx: RequestContext) -> Result<Call, RcpError> {
+pub(crate) fn memory_build<T: Memory>(
+    handler: &Arc<T>,
+    params: Option<&RawValue>,
+    ctx: RequestContext,
+) -> Result<Call, RcpError> {
     let p: MemoryBuildParams = validate::parse(params)?;
     if let Some(scope) = &p.scope {
         let scopes = ctx.capabilities().memory.as_ref().map(|m| m.scopes.as_slice()).unwrap_or_default();
         validate::one_of("scope", scope, scopes)?;
     }
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.build(p, ctx).await?)) }))
 }
 
 /// `memory/recall` (§7.17): `n >= 1`.
-fn memory_recall(
-    handler: Arc<dyn DynMemory>,
+pub(crate) fn memory_recall<T: Memory>(
+    handler: &Arc<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
     let p: MemoryRecallParams = validate::parse(params)?;
     validate::at_least_one("n", p.n)?;
+    let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.recall(p, ctx).await?)) }))
 }

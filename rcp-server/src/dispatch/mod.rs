@@ -1,22 +1,25 @@
 //! The dispatcher: one place where every rule of the protocol is applied, whatever the
 //! transport. It turns one inbound frame (a request, a notification or a batch) into at most
-//! one outbound frame, enforcing lifecycle (§7.1, §13), gating (§7, §12), params validation and
-//! the `strict` rule, cancellation (§7.14), deadlines (§13.1) and panics-as-errors.
+//! one outbound frame.
 //!
-//! - [`frame`]: envelope decoding, the id check and the frames written back;
-//! - [`lifecycle`]: `initialize`, `info`, `ping`, `shutdown`;
-//! - [`request`]: gating, request context, deadline, cancellation;
-//! - [`methods`]: one validating function per method family;
-//! - [`finish`]: what the framework guarantees about every result.
+//! - [`envelope`]: the JSON-RPC envelope decoded, and the frames written back;
+//! - [`request`]: one request with an id, through the [`rules`] in order: lifecycle, gating,
+//!   `_meta`, deadline, duplicate ids, notifications, then the call under its guards, framed;
+//! - [`routes`]: the registered method families, [`methods`] the families themselves (params
+//!   validated, the handler called) and [`finish`] what every result is made to satisfy;
+//! - [`dispatcher`]: the parts a request is served from.
 //!
 //! Every request and every invalid frame is counted here, once, by method and outcome
 //! (`crate::observe`), so stdio and HTTP report the same figures.
 
+mod dispatcher;
+mod envelope;
 mod finish;
-mod frame;
-mod lifecycle;
-mod methods;
+mod idempotency;
+pub(crate) mod methods;
 mod request;
+mod routes;
+mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -26,23 +29,27 @@ use rcp_protocol::notifications::{self, CancelParams};
 use rcp_protocol::{ErrorCode, RcpError};
 use serde_json::value::RawValue;
 
-pub(crate) use frame::error_frame;
-use frame::{Inbound, decode, duplicate_id_frame, join_batch};
+pub(crate) use dispatcher::Dispatcher;
+pub(crate) use envelope::error_frame;
+use envelope::{Inbound, decode, join_batch};
 #[cfg(feature = "http")]
-pub(crate) use frame::{Shape, shape};
-#[cfg(feature = "http")]
-pub(crate) use lifecycle::answered_at_once;
+pub(crate) use envelope::{Shape, shape};
+pub(crate) use idempotency::IdempotencyCache;
 use rcp_protocol::methods::Method;
 use request::{Refusal, Started};
+pub(crate) use routes::{Route, Routes};
+use rules::lifecycle::Answer;
+pub(crate) use rules::lifecycle::Identity;
+#[cfg(feature = "http")]
+pub(crate) use rules::lifecycle::answered_at_once;
 
 use crate::handler::BoxFuture;
 use crate::observe::{self, Observed, Outcome, Rejection};
 use crate::outbound::Outbound;
-use crate::server::Server;
 use crate::session::Session;
 
 /// The outcome of processing one inbound frame.
-pub enum Processed {
+pub(crate) enum Processed {
     /// Nothing to send (notifications, all-notification batches, stray responses).
     Nothing,
     /// The answer is ready.
@@ -64,108 +71,111 @@ impl std::fmt::Debug for Processed {
     }
 }
 
-impl Server {
-    /// Processes one inbound frame (a single message or a batch) for `session`.
-    ///
-    /// `out` receives notifications the request emits while it runs (progress, logs); the
-    /// answer itself is returned. This is the entry point transports use.
-    pub fn process(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
-        let first = frame.iter().find(|b| !b.is_ascii_whitespace());
-        if first == Some(&b'[') {
-            return self.process_batch(session, frame, out);
-        }
-        self.process_one(session, frame, out)
+/// Processes one inbound frame (a single message or a batch) for `session`.
+///
+/// `out` receives notifications the request emits while it runs (progress, logs); the answer
+/// itself is returned. This is the entry point transports use.
+pub(crate) fn process(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+    let first = frame.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return process_batch(dispatcher, session, frame, out);
     }
+    process_one(dispatcher, session, frame, out)
+}
 
-    /// A batch (§11): every member processed, the answers joined into one array frame.
-    fn process_batch(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
-        let members: Vec<&RawValue> = match serde_json::from_slice(frame) {
-            Ok(m) => m,
-            Err(e) => return Processed::Ready(error_frame(None, &RcpError::parse_error(e.to_string()))),
-        };
-        if members.is_empty() {
-            return Processed::Ready(error_frame(None, &RcpError::invalid_request("empty batch")));
-        }
-        if members.len() > self.shared.options.max_batch {
-            observe::reject(Rejection::Size);
-            let e = RcpError::payload_too_large(format!(
-                "batch of {} requests exceeds the limit of {}",
-                members.len(),
-                self.shared.options.max_batch
-            ));
-            return Processed::Ready(error_frame(None, &e));
-        }
-        let mut ready = Vec::new();
-        let mut pending = Vec::new();
-        for m in members {
-            match self.process_one(session, m.get().as_bytes(), out) {
-                Processed::Nothing => {}
-                Processed::Ready(b) | Processed::Shutdown(b) => ready.push(b),
-                Processed::Pending(f) => pending.push(f),
-            }
-        }
-        if ready.is_empty() && pending.is_empty() {
-            return Processed::Nothing;
-        }
-        if pending.is_empty() {
-            return Processed::Ready(join_batch(ready));
-        }
-        Processed::Pending(Box::pin(async move {
-            let rest = futures::future::join_all(pending).await;
-            ready.extend(rest.into_iter().flatten());
-            Some(join_batch(ready))
-        }))
+/// A batch (§11): every member processed, the answers joined into one array frame.
+fn process_batch(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+    let members: Vec<&RawValue> = match serde_json::from_slice(frame) {
+        Ok(m) => m,
+        Err(e) => return Processed::Ready(error_frame(None, &RcpError::parse_error(e.to_string()))),
+    };
+    if members.is_empty() {
+        return Processed::Ready(error_frame(None, &RcpError::invalid_request("empty batch")));
     }
+    if members.len() > dispatcher.options.max_batch {
+        observe::reject(Rejection::Size);
+        let e = RcpError::payload_too_large(format!(
+            "batch of {} requests exceeds the limit of {}",
+            members.len(),
+            dispatcher.options.max_batch
+        ));
+        return Processed::Ready(error_frame(None, &e));
+    }
+    let mut ready = Vec::new();
+    let mut pending = Vec::new();
+    for m in members {
+        match process_one(dispatcher, session, m.get().as_bytes(), out) {
+            Processed::Nothing => {}
+            Processed::Ready(b) | Processed::Shutdown(b) => ready.push(b),
+            Processed::Pending(f) => pending.push(f),
+        }
+    }
+    if ready.is_empty() && pending.is_empty() {
+        return Processed::Nothing;
+    }
+    if pending.is_empty() {
+        return Processed::Ready(join_batch(ready));
+    }
+    Processed::Pending(Box::pin(async move {
+        let rest = futures::future::join_all(pending).await;
+        ready.extend(rest.into_iter().flatten());
+        Some(join_batch(ready))
+    }))
+}
 
-    fn process_one(&self, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
-        match decode(frame) {
-            Inbound::Invalid(answer) => {
-                // Counted too, under `invalid`, with the code of the error frame just built.
-                Observed::start("invalid").finish(Outcome::Error(frame::error_code(&answer).unwrap_or(0)));
-                Processed::Ready(answer)
-            }
-            Inbound::Response => Processed::Nothing,
-            Inbound::Notification { method, params } => {
-                self.notification(session, &method, params);
-                Processed::Nothing
-            }
-            Inbound::Request { id, method, params } => {
-                // Every request is counted here, whatever the transport and however it ends.
-                let observed = Observed::start(Method::from_name(&method).map_or("unknown", Method::name));
-                match self.request(session, id, &method, params, out) {
-                    Ok(Started::Answered(p)) => {
-                        observed.finish(Outcome::Ok);
-                        p
+/// One message: a request is run through [`request::start`] and counted; a notification is
+/// applied; anything else is answered or ignored as JSON-RPC says.
+fn process_one(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
+    match decode(frame) {
+        Inbound::Invalid(answer) => {
+            // Counted too, under `invalid`, with the code of the error frame just built.
+            Observed::start("invalid").finish(Outcome::Error(envelope::error_code(&answer).unwrap_or(0)));
+            Processed::Ready(answer)
+        }
+        Inbound::Response => Processed::Nothing,
+        Inbound::Notification { method, params } => {
+            notification(session, &method, params);
+            Processed::Nothing
+        }
+        Inbound::Request { id, method, params } => {
+            // Every request is counted here, whatever the transport and however it ends.
+            let observed = Observed::start(Method::from_name(&method).map_or("unknown", Method::name));
+            match request::start(dispatcher, session, id, &method, params, out) {
+                Ok(Started::Answered(answer)) => {
+                    observed.finish(Outcome::Ok);
+                    match answer {
+                        Answer::Frame(frame) => Processed::Ready(frame),
+                        Answer::Shutdown(frame) => Processed::Shutdown(frame),
                     }
-                    Ok(Started::Running(run)) => Processed::Pending(Box::pin(async move {
-                        let (frame, outcome) = run.await;
-                        observed.finish(outcome);
-                        Some(frame)
-                    })),
-                    Err(Refusal::Error(e)) => {
-                        observed.finish(Outcome::Error(e.code.0));
-                        Processed::Ready(error_frame(Some(id), &e))
-                    }
-                    Err(Refusal::DuplicateId(dup)) => {
-                        observed.finish(Outcome::Error(ErrorCode::INVALID_REQUEST.0));
-                        Processed::Ready(duplicate_id_frame(&dup))
-                    }
+                }
+                Ok(Started::Running(run)) => Processed::Pending(Box::pin(async move {
+                    let (frame, outcome) = run.await;
+                    observed.finish(outcome);
+                    Some(frame)
+                })),
+                Err(Refusal::Error(e)) => {
+                    observed.finish(Outcome::Error(e.code.0));
+                    Processed::Ready(error_frame(Some(id), &e))
+                }
+                Err(Refusal::DuplicateId(dup)) => {
+                    observed.finish(Outcome::Error(ErrorCode::INVALID_REQUEST.0));
+                    Processed::Ready(dup.frame())
                 }
             }
         }
     }
+}
 
-    /// A notification (§4.5): `notifications/cancel` cancels an in-flight request (§7.14);
-    /// every other notification, known or not, is ignored and never answered.
-    fn notification(&self, session: &Session, method: &str, params: Option<&RawValue>) {
-        if method == notifications::CANCEL {
-            match params.map(|p| serde_json::from_str::<CancelParams>(p.get())) {
-                Some(Ok(c)) => {
-                    let found = session.cancel(&c.id);
-                    tracing::debug!(id = %c.id, found, "cancel");
-                }
-                _ => tracing::debug!("ignoring a malformed notifications/cancel"),
+/// A notification (§4.5): `notifications/cancel` cancels an in-flight request (§7.14); every
+/// other notification, known or not, is ignored and never answered.
+fn notification(session: &Session, method: &str, params: Option<&RawValue>) {
+    if method == notifications::CANCEL {
+        match params.map(|p| serde_json::from_str::<CancelParams>(p.get())) {
+            Some(Ok(c)) => {
+                let found = session.cancel(&c.id);
+                tracing::debug!(id = %c.id, found, "cancel");
             }
+            _ => tracing::debug!("ignoring a malformed notifications/cancel"),
         }
     }
 }

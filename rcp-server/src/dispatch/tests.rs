@@ -1,4 +1,4 @@
-//! The dispatcher in process: frames in, frames out, over [`Server::process`].
+//! The dispatcher in process: frames in, frames out, over [`super::process`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,8 +7,12 @@ use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{ErrorCode, Hit, RetrieveResult};
 use serde_json::{Value, json};
 
-use super::Processed;
-use crate::{HandlerResult, Outbound, RequestContext, Retrieve, RetrieveRequest, Server, Session};
+use super::{Processed, process};
+use crate::context::RequestContext;
+use crate::handler::{HandlerResult, Retrieve, RetrieveRequest};
+use crate::outbound::Outbound;
+use crate::server::Server;
+use crate::session::Session;
 
 /// Answers `"slow"` queries only when cancelled; every other query with more hits than asked,
 /// a duplicate id and a NaN score, for the framework to fix.
@@ -33,7 +37,7 @@ fn server() -> Server {
 }
 
 fn send(server: &Server, session: &Arc<Session>, frame: Value) -> Processed {
-    server.process(session, frame.to_string().as_bytes(), &Outbound::discard())
+    process(server.dispatcher(), session, frame.to_string().as_bytes(), &Outbound::discard())
 }
 
 fn parse(bytes: &[u8]) -> Value {
@@ -170,11 +174,13 @@ async fn batches_answer_every_request_in_one_frame() {
 async fn malformed_frames_and_stray_responses() {
     let s = server();
     let session = Arc::new(Session::new());
-    let Processed::Ready(b) = s.process(&session, b"{\"jsonrpc\":", &Outbound::discard()) else {
+    let Processed::Ready(b) = process(s.dispatcher(), &session, b"{\"jsonrpc\":", &Outbound::discard()) else {
         panic!("a parse error is answered")
     };
     assert_eq!(code(&parse(&b)), ErrorCode::PARSE_ERROR.0);
-    let Processed::Ready(b) = s.process(&session, b"42", &Outbound::discard()) else { panic!("not an object") };
+    let Processed::Ready(b) = process(s.dispatcher(), &session, b"42", &Outbound::discard()) else {
+        panic!("not an object")
+    };
     assert_eq!(code(&parse(&b)), ErrorCode::INVALID_REQUEST.0);
     let response = send(&s, &session, json!({"jsonrpc":"2.0","id":1,"result":{}}));
     assert!(matches!(response, Processed::Nothing));

@@ -6,24 +6,32 @@
 //! `metrics` feature off every function here compiles to nothing. `handle` installs the
 //! Prometheus recorder that `/metrics` renders.
 
+// Only `/metrics` (the HTTP transport) installs the recorder: without `http` nothing renders.
 #[cfg(feature = "metrics")]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod prometheus;
 
-#[cfg(feature = "metrics")]
-pub use prometheus::{handle, render};
+#[cfg(all(feature = "metrics", feature = "http"))]
+pub(crate) use prometheus::{handle, render};
 
 /// Requests answered, by `method` and `outcome` (`ok` or the error code, e.g. `-32602`).
-pub const REQUESTS: &str = "rcp_requests_total";
+#[cfg(feature = "metrics")]
+pub(crate) const REQUESTS: &str = "rcp_requests_total";
 /// Time from dispatch to answer, by `method`, in seconds.
-pub const LATENCY: &str = "rcp_request_duration_seconds";
+#[cfg(feature = "metrics")]
+pub(crate) const LATENCY: &str = "rcp_request_duration_seconds";
 /// Requests dispatched and not yet answered.
-pub const IN_FLIGHT: &str = "rcp_requests_in_flight";
+#[cfg(feature = "metrics")]
+pub(crate) const IN_FLIGHT: &str = "rcp_requests_in_flight";
 /// Requests refused before dispatch, by `reason` (see [`Rejection`]).
-pub const REJECTIONS: &str = "rcp_rejections_total";
+#[cfg(feature = "metrics")]
+pub(crate) const REJECTIONS: &str = "rcp_rejections_total";
 
 /// Why a request was refused before the dispatcher saw it.
+// Without the HTTP transport only `Size` (stdio lines and batches) is ever counted.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// Missing or wrong bearer token (§15.6), including on `/metrics`.
     Auth,
     /// Over the per-client request rate (HTTP `429`).
@@ -40,7 +48,8 @@ pub enum Rejection {
 
 impl Rejection {
     /// The `reason` label value.
-    pub fn as_str(self) -> &'static str {
+    #[cfg(feature = "metrics")]
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Auth => "auth",
             Self::Rate => "rate",
@@ -53,7 +62,7 @@ impl Rejection {
 }
 
 /// Counts one rejection.
-pub fn reject(reason: Rejection) {
+pub(crate) fn reject(reason: Rejection) {
     #[cfg(feature = "metrics")]
     if prometheus::installed() {
         metrics::counter!(REJECTIONS, "reason" => reason.as_str()).increment(1);
@@ -64,7 +73,7 @@ pub fn reject(reason: Rejection) {
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A `result` was sent.
     Ok,
     /// An `error` with this code was sent.
@@ -76,7 +85,7 @@ pub enum Outcome {
 /// One request being counted. Until `/metrics` installs the recorder (an HTTP server with
 /// the operations surface on), nothing is recorded: a stdio server pays one atomic load.
 #[derive(Debug)]
-pub struct Observed {
+pub(crate) struct Observed {
     #[cfg(feature = "metrics")]
     counted: Option<(&'static str, std::time::Instant)>,
 }
@@ -84,7 +93,7 @@ pub struct Observed {
 impl Observed {
     /// Starts observing a request to `method` (a spec method name, or `unknown`: the label
     /// set stays bounded whatever clients send).
-    pub fn start(method: &'static str) -> Self {
+    pub(crate) fn start(method: &'static str) -> Self {
         #[cfg(feature = "metrics")]
         {
             if !prometheus::installed() {
@@ -101,7 +110,7 @@ impl Observed {
     }
 
     /// Records the outcome and latency.
-    pub fn finish(self, outcome: Outcome) {
+    pub(crate) fn finish(self, outcome: Outcome) {
         #[cfg(feature = "metrics")]
         if let Some((method, started)) = self.counted {
             let outcome = match outcome {

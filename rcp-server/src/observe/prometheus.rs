@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::LATENCY;
-use crate::server::Server;
+use crate::status::EngineStats;
 
 /// Latency buckets in seconds: sub-millisecond lookups up to minute-long writes.
 const BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0];
@@ -14,13 +14,13 @@ const BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Whether the recorder is installed (and so whether anything is worth recording).
-pub fn installed() -> bool {
+pub(crate) fn installed() -> bool {
     HANDLE.get().is_some_and(Option::is_some)
 }
 
 /// The process's Prometheus handle, installing the recorder on first use; `None` when another
 /// `metrics` recorder was installed first (the embedder's own: then it exports, not us).
-pub fn handle() -> Option<&'static PrometheusHandle> {
+pub(crate) fn handle() -> Option<&'static PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
             let builder = match PrometheusBuilder::new().set_buckets_for_metric(Matcher::Full(LATENCY.into()), BUCKETS) {
@@ -67,19 +67,19 @@ const WAL_BYTES: &str = "rcp_engine_wal_bytes";
 /// Readiness, by `engine`.
 const READY: &str = "rcp_engine_ready";
 
-/// Refreshes `server`'s engine gauges from its [`crate::Status`], then renders every metric
-/// in the Prometheus text format; `None` when the recorder is not ours.
-pub fn render(server: &Server) -> Option<String> {
+/// Refreshes the gauges of `engine` from its figures and readiness (its [`crate::Status`]),
+/// then renders every metric in the Prometheus text format; `None` when the recorder is not
+/// ours.
+pub(crate) fn render(engine: &str, stats: &EngineStats, ready: bool) -> Option<String> {
     let handle = handle()?;
-    let engine = server.info().name.clone();
-    let stats = server.engine_stats();
+    let engine = engine.to_owned();
     let gauges = [(DOCUMENTS, stats.documents), (INDEX_VERSION, stats.index_version), (WAL_BYTES, stats.wal_bytes)];
     for (name, value) in gauges {
         if let Some(v) = value {
             metrics::gauge!(name, "engine" => engine.clone()).set(v as f64);
         }
     }
-    let ready = if server.readiness().is_ok() { 1.0 } else { 0.0 };
+    let ready = if ready { 1.0 } else { 0.0 };
     metrics::gauge!(READY, "engine" => engine).set(ready);
     handle.run_upkeep();
     Some(handle.render())

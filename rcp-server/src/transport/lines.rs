@@ -3,3 +3,6 @@
 //! length capped without holding an over-long line in memory).
 
 pub(crate) use rcp_protocol::ndjson::{Line, LineSplitter};
+
+/// Bytes a stream transport reads at once.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;

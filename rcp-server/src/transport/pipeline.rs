@@ -1,5 +1,5 @@
-//! One session's request pipeline, shared by the stdio transport and [`Server::serve`]: lines
-//! in, answers out, with a bounded number of requests running and waiting.
+//! One session's request pipeline, shared by the stdio and byte-stream transports: lines in,
+//! answers out, with a bounded number of requests running and waiting.
 //!
 //! Each line goes through the dispatcher. What it answers at once (`ping`, `info`, errors,
 //! notifications) is appended to the caller's `ready` buffer and written by the caller without
@@ -23,12 +23,12 @@ use rcp_protocol::RcpError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
-use super::Line;
+use super::connection::Connection;
+use super::lines::Line;
 use super::queue::FrameQueue;
-use crate::dispatch::{Processed, error_frame};
+use crate::dispatch::{Dispatcher, Processed, error_frame};
 use crate::handler::BoxFuture;
-use crate::outbound::Outbound;
-use crate::server::Server;
+use crate::observe::{self, Rejection};
 use crate::session::Session;
 
 /// A first poll longer than this on the reader's thread is slow.
@@ -53,11 +53,9 @@ pub(crate) enum Admit {
 
 /// A session's pipeline.
 pub(crate) struct Pipeline {
-    server: Server,
-    session: Arc<Session>,
+    /// The session; handlers' progress and log frames go into `queue`.
+    connection: Connection,
     queue: FrameQueue,
-    /// Where handlers send progress and log frames (into `queue`).
-    out: Outbound,
     tracker: TaskTracker,
     running: Arc<Semaphore>,
     queued: Arc<Semaphore>,
@@ -80,12 +78,10 @@ impl Pipeline {
     /// At most `max_in_flight` handlers run at once; up to four times that may wait for a
     /// slot while the reader keeps going (so pings and cancels are still read and answered).
     /// Past that the reader stops, which pushes back on a sender flooding slow requests.
-    pub(crate) fn new(server: Server, queue: FrameQueue) -> Self {
-        let max = server.shared.options.max_in_flight.max(1);
+    pub(crate) fn new(dispatcher: Arc<Dispatcher>, queue: FrameQueue) -> Self {
+        let max = dispatcher.options.max_in_flight.max(1);
         Self {
-            server,
-            session: Arc::new(Session::new()),
-            out: queue.outbound(),
+            connection: Connection::new(dispatcher, Arc::new(Session::new()), queue.outbound()),
             queue,
             tracker: TaskTracker::new(),
             running: Arc::new(Semaphore::new(max)),
@@ -97,6 +93,11 @@ impl Pipeline {
         }
     }
 
+    /// What the session is served from.
+    pub(crate) fn dispatcher(&self) -> &Dispatcher {
+        self.connection.dispatcher()
+    }
+
     /// The semaphore of waiting places ([`Admit::Wait`]).
     pub(crate) fn place(&self) -> Arc<Semaphore> {
         Arc::clone(&self.queued)
@@ -106,12 +107,12 @@ impl Pipeline {
     /// runtime's context (it may spawn).
     pub(crate) fn line(&mut self, line: Line, ready: &mut Vec<u8>) -> Admit {
         let processed = match line {
-            Line::Frame(frame) => self.server.process(&self.session, &frame, &self.out),
+            Line::Frame(frame) => self.connection.process(&frame),
             Line::TooLong(n) => {
-                crate::observe::reject(crate::observe::Rejection::Size);
+                observe::reject(Rejection::Size);
                 let e = RcpError::payload_too_large(format!(
                     "line of {n} bytes exceeds the limit of {} bytes",
-                    self.server.shared.options.max_line_bytes
+                    self.dispatcher().options.max_line_bytes
                 ));
                 Processed::Ready(error_frame(None, &e))
             }
@@ -120,7 +121,7 @@ impl Pipeline {
             Processed::Nothing => Admit::Done,
             // A batch that contained `shutdown` is answered after the drain, like a lone
             // `shutdown`.
-            Processed::Ready(frame) if self.session.is_shutting_down() => {
+            Processed::Ready(frame) if self.connection.is_shutting_down() => {
                 self.shutdown_answer = Some(frame);
                 return Admit::Stop;
             }
@@ -130,7 +131,7 @@ impl Pipeline {
             }
             // A batch holding `shutdown` and requests that wait: it is answered (the whole
             // array, `shutdown`'s answer in it) once everything else has drained.
-            Processed::Pending(fut) if self.session.is_shutting_down() => {
+            Processed::Pending(fut) if self.connection.is_shutting_down() => {
                 self.shutdown_batch = Some(fut);
                 return Admit::Stop;
             }
@@ -141,7 +142,7 @@ impl Pipeline {
                 return Admit::Stop;
             }
         };
-        if self.session.is_shutting_down() { Admit::Stop } else { admit }
+        if self.connection.is_shutting_down() { Admit::Stop } else { admit }
     }
 
     /// Polls a request once on this thread when a running slot is free: answered now if it

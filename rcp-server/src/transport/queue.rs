@@ -13,6 +13,9 @@ use tokio::sync::{Semaphore, mpsc};
 
 use crate::outbound::Outbound;
 
+/// Bytes of queued answers a writer gathers into one write (a larger answer goes alone).
+pub(crate) const WRITE_GATHER: usize = 64 * 1024;
+
 /// One queued item.
 pub(crate) enum Item {
     /// A frame (without its newline) and the budget it holds.

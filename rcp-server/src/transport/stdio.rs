@@ -1,6 +1,6 @@
-//! The stdio transport (§5.1): NDJSON over stdin/stdout, or over any async byte stream.
+//! The stdio transport (§5.1): NDJSON over this process's stdin/stdout.
 //!
-//! Over stdin/stdout, one thread reads, and answers what it can on the spot: lines are split
+//! One thread reads, and answers what it can on the spot: lines are split
 //! and dispatched on that thread ([`Pipeline`]), and the answers available at once (`ping`,
 //! `info`, errors, handlers that finish without waiting) are written straight to stdout by it,
 //! one write per read. A sequential client (one call at a time, the way an agent calls a tool)
@@ -18,19 +18,13 @@ use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
+use super::lines::{LineSplitter, READ_CHUNK};
 use super::pipeline::{Admit, Pipeline};
-use super::queue::{FrameQueue, FrameReceiver, gather};
-use super::{Line, LineSplitter};
-use crate::server::Server;
-
-const READ_CHUNK: usize = 64 * 1024;
-
-/// Bytes of queued answers the writer gathers into one write (a larger answer goes alone).
-const WRITE_GATHER: usize = 64 * 1024;
+use super::queue::{FrameQueue, FrameReceiver, WRITE_GATHER, gather};
+use crate::dispatch::Dispatcher;
 
 /// stdout, shared by the reader's thread and the writer thread; each write is whole lines.
 ///
@@ -145,163 +139,53 @@ fn write_fully(out: &mut dyn Write, mut slices: &mut [IoSlice<'_>]) -> io::Resul
     out.flush()
 }
 
-impl Server {
-    /// Serves one session over this process's stdin/stdout until EOF or `shutdown`.
-    ///
-    /// In-flight requests are drained and every answer flushed before this returns, so a
-    /// `main` that returns afterwards exits 0 with nothing lost (§5.1, §13.1). stdout carries
-    /// protocol frames only; diagnostics belong on stderr (see [`crate::init_tracing`]).
-    pub async fn serve_stdio(&self) -> io::Result<()> {
-        self.log_startup("stdio", None);
-        let stdout = Arc::new(Stdout::open());
-        let (queue, frames) = FrameQueue::new(self.shared.options.max_queued_output);
+/// Serves one session over this process's stdin/stdout until EOF or `shutdown`.
+///
+/// In-flight requests are drained and every answer flushed before this returns, so a `main`
+/// that returns afterwards exits 0 with nothing lost (§5.1, §13.1). Both threads run the
+/// server's [`crate::ServerOptions::io_thread_start`] hook first, if it has one.
+pub(super) async fn serve(dispatcher: Arc<Dispatcher>) -> io::Result<()> {
+    let stdout = Arc::new(Stdout::open());
+    let (queue, frames) = FrameQueue::new(dispatcher.options.max_queued_output);
 
-        let writer = {
-            let stdout = Arc::clone(&stdout);
-            std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || {
-                crate::exec::mark_io_thread();
-                write_queued(frames, &stdout)
-            })?
-        };
+    let writer = {
+        let stdout = Arc::clone(&stdout);
+        let dispatcher = Arc::clone(&dispatcher);
+        std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || {
+            dispatcher.options.on_io_thread_start();
+            write_queued(frames, &stdout)
+        })?
+    };
 
-        // A plain thread, not tokio's stdin: its blocking read must never hold up shutdown.
-        let (done_tx, done_rx) = oneshot::channel::<Pipeline>();
-        let pipeline = Pipeline::new(self.clone(), queue.clone());
-        let max = self.shared.options.max_line_bytes;
-        let handle = Handle::current();
-        std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
-            let _runtime = handle.enter();
-            crate::exec::mark_io_thread();
-            let mut pipeline = pipeline;
-            // A panic in dispatch (a bug) ends the reading, not the session: what is in
-            // flight still drains and is answered.
-            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                read_stdin(&mut pipeline, max, &handle, &stdout);
-            }));
-            if let Err(p) = read {
-                tracing::error!(panic = %crate::panic::message(p.as_ref()), "the stdin reader panicked; draining");
-            }
-            let _ = done_tx.send(pipeline);
-        })?;
-
-        if let Ok(pipeline) = done_rx.await {
-            pipeline.finish().await;
+    // A plain thread, not tokio's stdin: its blocking read must never hold up shutdown.
+    let (done_tx, done_rx) = oneshot::channel::<Pipeline>();
+    let max = dispatcher.options.max_line_bytes;
+    let pipeline = Pipeline::new(dispatcher, queue.clone());
+    let handle = Handle::current();
+    std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
+        let _runtime = handle.enter();
+        pipeline.dispatcher().options.on_io_thread_start();
+        let mut pipeline = pipeline;
+        // A panic in dispatch (a bug) ends the reading, not the session: what is in
+        // flight still drains and is answered.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            read_stdin(&mut pipeline, max, &handle, &stdout);
+        }));
+        if let Err(p) = read {
+            tracing::error!(panic = %crate::panic::message(p.as_ref()), "the stdin reader panicked; draining");
         }
-        queue.close();
-        tokio::task::spawn_blocking(move || writer.join())
-            .await
-            .map_err(io::Error::other)?
-            .map_err(|_| io::Error::other("stdout writer panicked"))?;
-        Ok(())
-    }
+        let _ = done_tx.send(pipeline);
+    })?;
 
-    /// Serves one session over any async byte stream pair (a socket, a pipe, an in-memory
-    /// duplex in tests) with the same framing and behaviour as [`Server::serve_stdio`].
-    pub async fn serve<R, W>(&self, mut reader: R, mut writer: W) -> io::Result<()>
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        let max = self.shared.options.max_line_bytes;
-        let (line_tx, mut line_rx) = mpsc::channel::<Vec<Line>>(16);
-        let read_task = tokio::spawn(async move {
-            let mut buf = vec![0u8; READ_CHUNK];
-            let mut splitter = LineSplitter::new(max);
-            loop {
-                let mut lines = Vec::new();
-                match reader.read(&mut buf).await {
-                    Ok(0) | Err(_) => {
-                        splitter.finish(&mut lines);
-                        if !lines.is_empty() {
-                            let _ = line_tx.send(lines).await;
-                        }
-                        return;
-                    }
-                    Ok(n) => splitter.push(&buf[..n], &mut lines),
-                }
-                if !lines.is_empty() && line_tx.send(lines).await.is_err() {
-                    return;
-                }
-            }
-        });
-        let (queue, mut frames) = FrameQueue::new(self.shared.options.max_queued_output);
-        let write_task = tokio::spawn(async move {
-            let mut batch = Vec::new();
-            let mut failed = None;
-            while let Some(first) = frames.recv().await {
-                let closing = gather(&mut frames, first, WRITE_GATHER, &mut batch);
-                if failed.is_none()
-                    && let Err(e) = write_batch(&mut writer, &batch).await
-                {
-                    failed = Some(e);
-                }
-                // Drained and released even after a failure (see `write_queued`).
-                frames.release(batch.drain(..).map(|(_, held)| held).sum());
-                if closing {
-                    break;
-                }
-            }
-            match failed {
-                Some(e) => Err(e),
-                None => writer.shutdown().await,
-            }
-        });
-
-        let mut pipeline = Pipeline::new(self.clone(), queue.clone());
-        let mut ready = Vec::new();
-        'read: while let Some(batch) = line_rx.recv().await {
-            for line in batch {
-                match pipeline.line(line, &mut ready) {
-                    Admit::Done => {}
-                    Admit::Wait(fut) => {
-                        flush_ready(&queue, &mut ready).await;
-                        let Ok(place) = pipeline.place().acquire_owned().await else { break 'read };
-                        pipeline.spawn_waiting(fut, place);
-                    }
-                    Admit::Queue(frame) => queue.send(frame).await,
-                    Admit::Stop => break 'read,
-                }
-                if ready.len() >= WRITE_GATHER {
-                    flush_ready(&queue, &mut ready).await;
-                }
-            }
-            flush_ready(&queue, &mut ready).await;
-        }
-        flush_ready(&queue, &mut ready).await;
-        drop(line_rx);
+    if let Ok(pipeline) = done_rx.await {
         pipeline.finish().await;
-        read_task.abort();
-        queue.close();
-        write_task.await.map_err(io::Error::other)?
     }
-}
-
-/// Writes gathered frames as lines and flushes: small ones copied into one buffer, large
-/// ones written as they are.
-async fn write_batch<W: AsyncWrite + Unpin>(writer: &mut W, batch: &[(Vec<u8>, usize)]) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(WRITE_GATHER.min(batch.iter().map(|(f, _)| f.len() + 1).sum()));
-    for (frame, _) in batch {
-        if frame.len() >= WRITE_GATHER {
-            writer.write_all(&buf).await?;
-            buf.clear();
-            writer.write_all(frame).await?;
-            writer.write_all(b"\n").await?;
-        } else {
-            buf.extend_from_slice(frame);
-            buf.push(b'\n');
-        }
-    }
-    writer.write_all(&buf).await?;
-    writer.flush().await
-}
-
-/// Queues the answers gathered so far (already NDJSON lines) as one unit, within the byte
-/// budget: while the client is not reading, this waits, and so does the reading of new lines.
-async fn flush_ready(queue: &FrameQueue, ready: &mut Vec<u8>) {
-    if let Some(b'\n') = ready.last() {
-        ready.pop();
-        queue.send(std::mem::take(ready)).await;
-    }
+    queue.close();
+    tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .map_err(io::Error::other)?
+        .map_err(|_| io::Error::other("stdout writer panicked"))?;
+    Ok(())
 }
 
 /// The reader's thread: reads stdin, dispatches each line, writes the answers that are ready

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use rcp_protocol::methods::Method;
 use rcp_protocol::{ErrorCode, RcpError};
 
-use super::{SESSION_HEADER, SessionMode};
+use super::options::{SESSION_HEADER, SessionMode};
 use crate::dispatch::Shape;
 use crate::server::Server;
 use crate::session::Session;
@@ -98,7 +98,7 @@ pub(super) fn resolve(
     shape: &Shape,
 ) -> Result<(Arc<Session>, Option<String>), RcpError> {
     if matches!(mode, SessionMode::Stateless) {
-        return Ok((Arc::new(server.stateless_session()), None));
+        return Ok((Arc::new(Session::stateless(server.dispatcher().identity.stateless())), None));
     }
     let token = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
     let is_initialize = shape.method.as_deref().and_then(Method::from_name) == Some(Method::Initialize);
@@ -119,7 +119,7 @@ pub(super) fn resolve(
         return Ok((Arc::new(Session::with_id(id.clone())), Some(id)));
     }
     if token.is_none() && !require_session {
-        return Ok((Arc::new(server.stateless_session()), None));
+        return Ok((Arc::new(Session::stateless(server.dispatcher().identity.stateless())), None));
     }
     Ok((Arc::new(Session::new()), None))
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::RateLimit;
+use super::options::RateLimit;
 
 struct ClientState {
     tokens: f64,

@@ -108,7 +108,9 @@ async fn metrics(State(state): State<Arc<OpsState>>, headers: HeaderMap) -> Resp
         return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response();
     }
     #[cfg(feature = "metrics")]
-    if let Some(body) = observe::render(&state.server) {
+    if let Some(body) =
+        observe::render(&state.server.info().name, &state.server.engine_stats(), state.server.readiness().is_ok())
+    {
         let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
         return (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response();
     }

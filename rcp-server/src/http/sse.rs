@@ -13,7 +13,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use super::admission::Slot;
-use crate::dispatch::Processed;
+use crate::dispatch::{self, Processed};
 use crate::outbound::Outbound;
 use crate::server::Server;
 use crate::session::Session;
@@ -26,7 +26,7 @@ pub(super) fn respond(server: &Server, session: &Arc<Session>, bytes: &[u8], slo
     let out = Outbound::new(move |frame| {
         let _ = progress_tx.send((false, frame));
     });
-    let task = match server.process(session, bytes, &out) {
+    let task = match dispatch::process(server.dispatcher(), session, bytes, &out) {
         Processed::Nothing => return StatusCode::NO_CONTENT.into_response(),
         Processed::Ready(b) | Processed::Shutdown(b) => {
             let _ = tx.send((true, b));

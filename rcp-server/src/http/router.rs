@@ -16,9 +16,10 @@ use rcp_protocol::RcpError;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::admission::{Admission, Slot};
+use super::options::{HttpOptions, SESSION_HEADER, SessionMode};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
-use super::{HttpOptions, SESSION_HEADER, SessionMode, auth, sse};
-use crate::dispatch::{Processed, Shape, answered_at_once, error_frame, shape};
+use super::{auth, sse};
+use crate::dispatch::{self, Processed, Shape, answered_at_once, error_frame, shape};
 use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
 use crate::server::Server;
@@ -266,13 +267,13 @@ async fn dispatch(
     let wants_sse = !shape.batch
         && shape.id.is_some()
         && new_session.is_none()
-        && server.shared.default_caps.streaming.is_some()
+        && server.dispatcher().identity.default_caps.streaming.is_some()
         && headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
     if wants_sse {
         return sse::respond(server, &session, bytes, slot);
     }
 
-    let answer = match server.process(&session, bytes, &Outbound::discard()) {
+    let answer = match dispatch::process(server.dispatcher(), &session, bytes, &Outbound::discard()) {
         Processed::Nothing => None,
         Processed::Ready(b) => Some(b),
         Processed::Pending(f) => f.await,

@@ -1,16 +1,13 @@
-//! Frame encoding and decoding shared by every transport: the zero-copy envelope parse (§4),
-//! the id check (§4.1), and the `result`/`error` frames written back (§4.3, §12).
+//! The JSON-RPC envelope, shared by every transport: the zero-copy parse of an inbound message
+//! (§4), the id check (§4.1), and the `result`/`error` frames written back (§4.3, §12).
 
 use std::borrow::Cow;
 
-use rcp_protocol::{RcpError, RequestId};
+use rcp_protocol::RcpError;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
-
-/// `error.data.detail` of the answer to a request whose id is already in flight (§4.7).
-const DUPLICATE_ID: &str = "a request with this id is still in flight on this connection (§4.7)";
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -166,14 +163,6 @@ pub(crate) fn error_frame(id: Option<&str>, error: &RcpError) -> Vec<u8> {
     out
 }
 
-/// The answer to a request whose id is already in flight on the session (§4.7). Its id is
-/// `null`: answering with the id would hand the client two answers for one id, and JSON-RPC's
-/// null id says "this frame could not be correlated".
-pub(super) fn duplicate_id_frame(id: &RequestId) -> Vec<u8> {
-    let e = RcpError::invalid_request(format!("id {id} is already in flight")).with_detail(DUPLICATE_ID);
-    error_frame(None, &e)
-}
-
 /// The `error.code` of an error frame (an invalid frame's answer, to count it by code).
 pub(super) fn error_code(frame: &[u8]) -> Option<i64> {
     #[derive(Deserialize)]
@@ -286,14 +275,6 @@ mod tests {
         assert!(text(&f).contains("-32700"), "{}", text(&f));
         assert_eq!(error_code(&f), Some(-32700));
         assert_eq!(error_code(&ok_frame("1", b"{}")), None);
-    }
-
-    #[test]
-    fn duplicate_ids_are_answered_uncorrelated() {
-        let f = duplicate_id_frame(&RequestId::Number(3.into()));
-        let v: Value = serde_json::from_slice(&f).unwrap_or_default();
-        assert_eq!(v["id"], Value::Null);
-        assert_eq!(v["error"]["data"]["detail"], DUPLICATE_ID);
     }
 
     #[cfg(feature = "http")]

@@ -1,0 +1,97 @@
+//! The HTTP transport's options (§5.2): sessions, limits, authentication, CORS, operations.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use super::ops::OpsPaths;
+
+/// The header carrying a stateful session token (§5.2).
+pub const SESSION_HEADER: &str = "rcp-session";
+
+/// How HTTP requests map to sessions (§5.2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionMode {
+    /// Every request is served on its own at the advertised capabilities, with no handshake;
+    /// `initialize`/`info` answer idempotently. Any replica can answer any request.
+    Stateless,
+    /// `initialize` returns `_meta.session`; later requests carry it in the `RCP-Session`
+    /// header. Sessions idle for longer than `ttl` expire (then `-32001`).
+    Stateful {
+        /// Idle time after which a session expires.
+        ttl: Duration,
+    },
+}
+
+/// A per-client token bucket: a sustained rate with bounded bursts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Requests per second admitted in the long run.
+    pub per_second: f64,
+    /// Largest burst admitted at once.
+    pub burst: f64,
+}
+
+/// Options of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Base path (default `/rcp`).
+    pub base: String,
+    /// Session handling.
+    pub sessions: SessionMode,
+    /// Accepted bearer tokens; empty means no authentication.
+    pub bearer_tokens: Vec<String>,
+    /// Largest accepted request body, in bytes (larger: `-32013`).
+    pub body_limit: usize,
+    /// Most requests one client (IP address) may have in flight (more: `-32011`).
+    pub max_in_flight_per_client: usize,
+    /// Per-client request rate (exceeded: HTTP `429` with `Retry-After`).
+    pub rate_limit: Option<RateLimit>,
+    /// Allowed CORS origins (`"*"` for any); `None` disables CORS headers.
+    pub cors_origins: Option<Vec<String>>,
+    /// Stateful mode only: whether a request without `RCP-Session` is refused (`-32001`)
+    /// instead of served statelessly at the advertised capabilities (§5.2). Clients that
+    /// never send the header (the public SDKs) interoperate only when this is `false`, as it
+    /// is by default on the command line; this library default keeps the strict behaviour.
+    pub require_session: bool,
+    /// Most connections open at once (§15.5); more are answered `503` with `Retry-After`.
+    pub max_connections: usize,
+    /// Time a connection has to send a request's complete headers, counted from when it is
+    /// ready for a request (accepted, or its previous response sent): it is also the idle
+    /// keep-alive timeout. Expired: the connection is closed.
+    pub header_read_timeout: Duration,
+    /// Time a request has to send its complete body once its headers are in (expired: `408`,
+    /// and the connection is closed).
+    pub body_read_timeout: Duration,
+    /// The operations endpoints (`/healthz`, `/readyz`, `/metrics`), served outside `base`.
+    pub ops: OpsPaths,
+    /// Whether `/metrics` is served without the bearer tokens (they guard it by default).
+    pub metrics_public: bool,
+    /// After the shutdown signal, how long the server keeps accepting and serving while
+    /// `/readyz` already answers `503`, so load balancers stop routing to it before the
+    /// listener closes; then in-flight requests are drained.
+    pub drain_grace: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            base: "/rcp".into(),
+            sessions: SessionMode::Stateless,
+            bearer_tokens: Vec::new(),
+            body_limit: 8 * 1024 * 1024,
+            max_in_flight_per_client: 256,
+            rate_limit: None,
+            cors_origins: None,
+            require_session: true,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            ops: OpsPaths::default(),
+            metrics_public: false,
+            drain_grace: Duration::ZERO,
+        }
+    }
+}
+
+/// The default bind address: loopback only (§15).
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
