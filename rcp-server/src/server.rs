@@ -18,7 +18,7 @@ use crate::profile::Profile;
 use crate::status::{EngineStats, Health, NotReady, Status};
 
 /// Tunable limits and defaults of a server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerOptions {
     /// Deadline applied to every request except writes; `_meta.deadlineMs` may only shorten
     /// it (§13.1).
@@ -46,6 +46,26 @@ pub struct ServerOptions {
     /// The CPU executor handlers run blocking work on ([`crate::RequestContext::run_cpu`]):
     /// worker threads (default one per core) and the bound of each lane's queue.
     pub cpu: ExecOptions,
+    /// Called first on each thread the server spawns to read requests or write answers (the
+    /// stdio reader and writer), before it does either: where an embedding binary asks for
+    /// those threads' scheduling. `None` (the default): the server leaves them as they are.
+    pub io_thread_start: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("request_deadline", &self.request_deadline)
+            .field("write_deadline", &self.write_deadline)
+            .field("max_line_bytes", &self.max_line_bytes)
+            .field("max_batch", &self.max_batch)
+            .field("idempotency_cache", &self.idempotency_cache)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("max_queued_output", &self.max_queued_output)
+            .field("cpu", &self.cpu)
+            .field("io_thread_start", &self.io_thread_start.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl Default for ServerOptions {
@@ -59,6 +79,7 @@ impl Default for ServerOptions {
             max_in_flight: 4096,
             max_queued_output: 4 * 1024 * 1024,
             cpu: ExecOptions::default(),
+            io_thread_start: None,
         }
     }
 }
@@ -355,6 +376,14 @@ impl ServerBuilder {
     /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`).
     pub fn cpu_queue(mut self, queue: usize) -> Self {
         self.options.cpu.queue = queue;
+        self
+    }
+
+    /// Runs `f` first on each thread the server spawns to read requests or write answers
+    /// ([`ServerOptions::io_thread_start`]), e.g. to raise their priority. Without it the
+    /// server never touches its threads' scheduling.
+    pub fn on_io_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.options.io_thread_start = Some(Arc::new(f));
         self
     }
 

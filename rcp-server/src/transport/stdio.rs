@@ -156,10 +156,14 @@ impl Server {
         let stdout = Arc::new(Stdout::open());
         let (queue, frames) = FrameQueue::new(self.shared.options.max_queued_output);
 
+        let io_thread_start = self.shared.options.io_thread_start.clone();
         let writer = {
             let stdout = Arc::clone(&stdout);
+            let start = io_thread_start.clone();
             std::thread::Builder::new().name("rcp-stdout".into()).spawn(move || {
-                crate::exec::mark_io_thread();
+                if let Some(start) = start {
+                    start();
+                }
                 write_queued(frames, &stdout)
             })?
         };
@@ -171,7 +175,9 @@ impl Server {
         let handle = Handle::current();
         std::thread::Builder::new().name("rcp-stdin".into()).spawn(move || {
             let _runtime = handle.enter();
-            crate::exec::mark_io_thread();
+            if let Some(start) = io_thread_start {
+                start();
+            }
             let mut pipeline = pipeline;
             // A panic in dispatch (a bug) ends the reading, not the session: what is in
             // flight still drains and is answered.
