@@ -199,10 +199,12 @@ impl EngineCli for Cli {
     /// `verify` exits 1 when the directory is damaged, as every other failure does.
     const FAILURE: u8 = 1;
 
-    /// `serve` logs as `--log-format` says; the other commands print their own lines.
-    fn log_format(&self) -> Option<LogFormat> {
+    /// Commands other than `serve` print their own lines and log nothing.
+    const LOGS: Option<LogFormat> = None;
+
+    fn serve_args(&self) -> Option<&ServeArgs> {
         match &self.command {
-            Command::Serve(args) => Some(args.serve.log_format),
+            Command::Serve(args) => Some(&args.serve),
             _ => None,
         }
     }

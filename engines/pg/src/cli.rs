@@ -22,7 +22,7 @@ use rcp_embedder::cli::ModelArgs;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{EngineCli, ServeArgs};
-use rcp_server::{EngineStats, LogFormat, Server, Status};
+use rcp_server::{EngineStats, Server, Status};
 use serde_json::Value;
 
 use crate::db::redact;
@@ -142,11 +142,10 @@ struct ServeCmd {
 impl EngineCli for Cli {
     type Error = String;
 
-    /// `serve` logs as `--log-format` says, the other commands as text.
-    fn log_format(&self) -> Option<LogFormat> {
+    fn serve_args(&self) -> Option<&ServeArgs> {
         match &self.command {
-            Command::Serve(cmd) => Some(cmd.serve.log_format),
-            _ => Some(LogFormat::Text),
+            Command::Serve(cmd) => Some(&cmd.serve),
+            _ => None,
         }
     }
 

@@ -5,8 +5,9 @@ use std::ffi::OsString;
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
+use super::ServeArgs;
 use crate::logging::LogFormat;
 
 /// An engine binary's command line: a clap parser whose parsed value knows how to run itself.
@@ -19,11 +20,12 @@ pub trait EngineCli: Parser {
     /// The exit code of a failed command.
     const FAILURE: u8 = 2;
 
-    /// The log lines this command writes on stderr (`serve`: its `--log-format`); `None`
-    /// installs no subscriber. Default: text lines.
-    fn log_format(&self) -> Option<LogFormat> {
-        Some(LogFormat::Text)
-    }
+    /// The log lines on stderr of every command but `serve` (whose `--log-format` decides);
+    /// `None` installs no subscriber.
+    const LOGS: Option<LogFormat> = Some(LogFormat::Text);
+
+    /// The `serve` arguments when this invocation serves.
+    fn serve_args(&self) -> Option<&ServeArgs>;
 
     /// Runs the parsed command.
     fn run(self) -> Result<(), Self::Error>;
@@ -41,7 +43,7 @@ pub fn main<C: EngineCli>() -> ExitCode {
 /// several engines, each run as a child process of itself (the federation example).
 pub fn run<C: EngineCli>(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
     let cli = C::parse_from(args);
-    if let Some(format) = cli.log_format() {
+    if let Some(format) = cli.serve_args().map_or(C::LOGS, |serve| Some(serve.log_format)) {
         crate::init_logging(format);
     }
     match cli.run() {

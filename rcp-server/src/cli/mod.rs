@@ -32,9 +32,9 @@
 //! impl EngineCli for Cli {
 //!     type Error = std::io::Error;
 //!
-//!     fn log_format(&self) -> Option<rcp_server::LogFormat> {
+//!     fn serve_args(&self) -> Option<&ServeArgs> {
 //!         let Command::Serve(serve) = &self.command;
-//!         Some(serve.log_format)
+//!         Some(serve)
 //!     }
 //!
 //!     fn run(self) -> std::io::Result<()> {

@@ -47,20 +47,21 @@ impl Scheduling {
     /// when there is nothing to ask for. A refusal is logged once per hook (once per server).
     pub fn io_thread_start(&self) -> Option<impl Fn() + Send + Sync + 'static> {
         let nice = self.io_nice.clamp(-20, 19);
+        if nice == 0 {
+            return None;
+        }
         let refusal_logged = Arc::new(AtomicBool::new(false));
-        (nice != 0).then(move || {
-            move || {
-                let Err(e) = niceness::set(nice) else { return };
-                if refusal_logged.swap(true, Ordering::Relaxed) {
-                    tracing::debug!(error = ?e, nice, "could not set an I/O thread's niceness");
-                } else {
-                    tracing::info!(
-                        error = ?e,
-                        nice,
-                        "I/O threads stay at the process's niceness: below 0 needs CAP_SYS_NICE or RLIMIT_NICE \
-                         (systemd: LimitNICE=); --io-nice 0 asks for nothing"
-                    );
-                }
+        Some(move || {
+            let Err(e) = niceness::set(nice) else { return };
+            if refusal_logged.swap(true, Ordering::Relaxed) {
+                tracing::debug!(error = ?e, nice, "could not set an I/O thread's niceness");
+            } else {
+                tracing::info!(
+                    error = ?e,
+                    nice,
+                    "I/O threads stay at the process's niceness: below 0 needs CAP_SYS_NICE or RLIMIT_NICE \
+                     (systemd: LimitNICE=); --io-nice 0 asks for nothing"
+                );
             }
         })
     }
