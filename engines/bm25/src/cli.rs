@@ -3,7 +3,6 @@
 //! own executable).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 

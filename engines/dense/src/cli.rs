@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,7 +29,13 @@ use crate::wal::Origin;
 use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
 
 #[derive(Debug, Parser)]
-#[command(name = "rcp-dense", version, about = "RCP dense-retrieval engine (all-MiniLM-L6-v2 int8 + HNSW)")]
+/// The `rcp-dense` command line.
+#[command(
+    name = "rcp-dense",
+    version,
+    about = "RCP dense-retrieval engine (all-MiniLM-L6-v2 int8 + HNSW)",
+    long_about = None
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,7 +30,13 @@ use crate::store::NewDoc;
 use crate::{Database, DbError, PgEngine, PgOptions, PoolOptions, Store};
 
 #[derive(Debug, Parser)]
-#[command(name = "rcp-pg", version, about = "RCP hybrid engine on PostgreSQL + pgvector (BM25 + HNSW, fused)")]
+/// The `rcp-pg` command line.
+#[command(
+    name = "rcp-pg",
+    version,
+    about = "RCP hybrid engine on PostgreSQL + pgvector (BM25 + HNSW, fused)",
+    long_about = None
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
