@@ -9,11 +9,13 @@
 //! Spawns `rcp-bm25` (lexical, tantivy) and `rcp-dense` (MiniLM embeddings + HNSW) over stdio
 //! through the client crate's `Federation`, prints each engine's own ranking, then the fused
 //! top-k under RRF and under convex fusion (both engines advertise `scoreFloor`), and the
-//! federation's union and intersection of capabilities. On first use it builds the two engine
-//! binaries and provisions the embedding model, with visible progress.
+//! federation's union and intersection of capabilities. The engines are linked into this
+//! example and run as child processes of its own executable (`rcp_examples::engines`), so one
+//! `cargo run` builds everything; on first use it provisions the embedding model, with visible
+//! progress.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::Parser;
@@ -35,10 +37,10 @@ struct Args {
     /// Index this JSONL corpus (`_id`, `title`, `text`) in both engines first.
     #[arg(long)]
     corpus: Option<PathBuf>,
-    /// The rcp-bm25 binary (default: beside this example, built on demand).
+    /// Run this rcp-bm25 binary instead of the engine linked into the example.
     #[arg(long)]
     bm25: Option<PathBuf>,
-    /// The rcp-dense binary (default: beside this example, built on demand).
+    /// Run this rcp-dense binary instead of the engine linked into the example.
     #[arg(long)]
     dense: Option<PathBuf>,
 }
@@ -48,28 +50,19 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-/// The engine binaries live in the same profile directory as this example
-/// (`target/<profile>/examples/example_federation` → `target/<profile>/rcp-*`).
-fn engine_binaries(args: &Args) -> (PathBuf, PathBuf) {
-    let exe = std::env::current_exe().unwrap_or_else(|e| fail(e));
-    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    let bm25 = args.bm25.clone().unwrap_or_else(|| profile_dir.join("rcp-bm25"));
-    let dense = args.dense.clone().unwrap_or_else(|| profile_dir.join("rcp-dense"));
-    if (args.bm25.is_none() && !bm25.exists()) || (args.dense.is_none() && !dense.exists()) {
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        eprintln!("building the engines (first run only)…");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "rcp-bm25", "-p", "rcp-dense", "--bins"]);
-        if release {
-            cmd.arg("--release");
-        }
-        let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
-        if !ok {
-            fail("could not build rcp-bm25 and rcp-dense; run `cargo build --release -p rcp-bm25 -p rcp-dense`");
-        }
+/// The command that starts an engine: `binary` when given, else this executable as engine `name`.
+fn engine_command(binary: Option<&PathBuf>, name: &str) -> Vec<String> {
+    match binary {
+        Some(path) => vec![path.to_string_lossy().into_owned()],
+        None => rcp_examples::engines::command(name).unwrap_or_else(|e| fail(e)),
     }
-    (bm25, dense)
+}
+
+/// A process running `command` (program and arguments).
+fn process(command: &[String]) -> Command {
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    cmd
 }
 
 fn run(cmd: &mut Command, what: &str) {
@@ -88,22 +81,32 @@ fn show(hits: &[Hit], k: usize) {
     }
 }
 
-#[tokio::main]
-async fn main() {
+fn main() -> ExitCode {
+    // Started by itself as one of the engines: be that engine.
+    if let Some(code) = rcp_examples::engines::run_if_asked() {
+        return code;
+    }
     let args = Args::parse();
-    let (bm25, dense) = engine_binaries(&args);
+    let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| fail(e));
+    runtime.block_on(federate(args));
+    ExitCode::SUCCESS
+}
+
+async fn federate(args: Args) {
+    let bm25 = engine_command(args.bm25.as_ref(), "bm25");
+    let dense = engine_command(args.dense.as_ref(), "dense");
 
     eprintln!("checking the embedding model (downloads it on first run)…");
-    run(Command::new(&dense).arg("fetch-model"), "rcp-dense fetch-model");
+    run(process(&dense).arg("fetch-model"), "rcp-dense fetch-model");
 
-    let mut bm25_cmd = vec![bm25.to_string_lossy().into_owned(), "serve".into()];
-    let mut dense_cmd = vec![dense.to_string_lossy().into_owned(), "serve".into()];
+    let mut bm25_cmd = [bm25.clone(), vec!["serve".into()]].concat();
+    let mut dense_cmd = [dense.clone(), vec!["serve".into()]].concat();
     let _data = args.corpus.as_ref().map(|corpus| {
         let dir = std::env::temp_dir().join(format!("rcp-example-federation-{}", std::process::id()));
         let (b, d) = (dir.join("bm25"), dir.join("dense"));
         eprintln!("indexing {} in both engines…", corpus.display());
-        run(Command::new(&bm25).args(["index", "--data-dir"]).arg(&b).arg(corpus), "rcp-bm25 index");
-        run(Command::new(&dense).args(["index", "--data-dir"]).arg(&d).arg(corpus), "rcp-dense index");
+        run(process(&bm25).args(["index", "--data-dir"]).arg(&b).arg(corpus), "rcp-bm25 index");
+        run(process(&dense).args(["index", "--data-dir"]).arg(&d).arg(corpus), "rcp-dense index");
         bm25_cmd.extend(["--data-dir".into(), b.to_string_lossy().into_owned()]);
         dense_cmd.extend(["--data-dir".into(), d.to_string_lossy().into_owned()]);
         TempDir(dir)

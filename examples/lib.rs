@@ -3,6 +3,10 @@
 //! Each example is a file beside this one; run one with `cargo run --example <name>`.
 //! - `tiny_engine`: an in-memory engine over a dozen documents, the smallest complete
 //!   engine on the framework (retrieve with filters and pagination, index add/delete).
+//! - `example_federation`: one query fanned out to a BM25 and a dense engine and fused; the
+//!   engines run as child processes of the example's own executable ([`engines`]).
+
+pub mod engines;
 
 #[cfg(doctest)]
 pub mod doc_blocks;

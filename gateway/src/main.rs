@@ -124,7 +124,7 @@ fn main() -> ExitCode {
     }
     let runtime = match &cli.command {
         Command::Serve(args) => args.serve.runtime(),
-        Command::Mcp(_) => rcp_server::exec::runtime(),
+        Command::Mcp(_) => rcp_server::exec::Scheduling { io_nice: 0, event_interval: Some(8) }.runtime(false),
     };
     let runtime = match runtime {
         Ok(r) => r,

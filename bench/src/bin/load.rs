@@ -16,9 +16,9 @@
 //! Beside the mix, a probe sends one `ping` every `--probe-ms` from a thread of its own (over
 //! HTTP on its own connection), the way a health check reaches a loaded server: "ping (probe)"
 //! is the server's answer time without the generator's own queues (the mix's pings wait
-//! behind the generator's 256 HTTP clients on two runtime threads). The generator's reading
-//! and writing threads ask for the same short time slice as the servers' (`--io-slice-us`),
-//! so on a machine the server saturates they are not what the latencies measure.
+//! behind the generator's 256 HTTP clients on two runtime threads). With `--io-nice N` the
+//! generator's reading and writing threads ask for the niceness `serve --io-nice N` gives a
+//! server's, so on a machine the server saturates they are not what the latencies measure.
 //!
 //! ```sh
 //! cargo build -p rcp-bm25 -p rcp-bench
@@ -40,6 +40,7 @@ use rcp_bench::proc::Status;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir};
 use rcp_bench::stdio::{await_answers, server_spec, spawn_quiet};
+use rcp_server::exec::Scheduling;
 use rcp_testkit::PeakSampler;
 use serde_json::{Value, json};
 
@@ -86,15 +87,9 @@ struct Args {
     #[arg(long, value_name = "MS", default_value_t = 10)]
     probe_ms: u64,
 
-    /// Time slice in microseconds that the generator's reading and writing threads (and the
-    /// probe's) ask for, as `serve --io-slice-us` does for the servers' (0: the kernel's
-    /// default).
-    #[arg(long, value_name = "US", default_value_t = 100)]
-    io_slice_us: u64,
-
-    /// Niceness of those same threads, as `serve --io-nice` (below 0 needs CAP_SYS_NICE). 0 by
-    /// default, unlike the servers' -5: what is measured is the server's priority, not the
-    /// generator's.
+    /// Niceness of the generator's reading and writing threads (and the probe's), as `serve
+    /// --io-nice` for a server's (below 0 needs CAP_SYS_NICE). 0 by default: what is measured
+    /// is the server's priority, not the generator's.
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     io_nice: i32,
 }
@@ -183,9 +178,6 @@ impl Run {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
-    rcp_server::exec::set_io_slice((args.io_slice_us > 0).then(|| Duration::from_micros(args.io_slice_us)));
-    rcp_server::exec::set_io_nice(args.io_nice);
-    rcp_server::exec::mark_io_thread();
     if args.mix.len() != 4 || args.mix.iter().sum::<u32>() == 0 {
         return Err("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping".into());
     }
@@ -297,8 +289,19 @@ fn drive(argv: &[String], window: usize, args: &Args, mix: Mix) -> Result<Run, S
     result
 }
 
-fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> Result<Run, String> {
+/// What the generator's reading and writing threads (and the probe's) run first: `--io-nice`,
+/// as a server's I/O threads get `serve --io-nice`. Never the main thread, which starts the
+/// servers: they would inherit its niceness.
+fn io_thread_start(args: &Args) -> Arc<dyn Fn() + Send + Sync> {
+    match (Scheduling { io_nice: args.io_nice, event_interval: None }).io_thread_start() {
+        Some(start) => Arc::new(start),
+        None => Arc::new(|| {}),
+    }
+}
+
+fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
     let pid = child.id();
+    let start = io_thread_start(args);
     let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().ok_or("no stdin")?)));
     let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
@@ -323,9 +326,9 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     let measure_from = started + Duration::from_secs_f64(args.warmup);
     let stop = measure_from + Duration::from_secs_f64(args.seconds);
     let reader = {
-        let in_flight = Arc::clone(&in_flight);
+        let (in_flight, start) = (Arc::clone(&in_flight), Arc::clone(&start));
         std::thread::spawn(move || {
-            rcp_server::exec::mark_io_thread();
+            start();
             let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
             let mut line = String::new();
             loop {
@@ -350,8 +353,9 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
     let probe = (args.probe_ms > 0).then(|| {
         let (stdin, in_flight, every) =
             (Arc::clone(&stdin), Arc::clone(&in_flight), Duration::from_millis(args.probe_ms));
+        let start = Arc::clone(&start);
         std::thread::spawn(move || {
-            rcp_server::exec::mark_io_thread();
+            start();
             let mut id = PROBE_IDS;
             while Instant::now() < stop {
                 id += 1;
@@ -366,32 +370,42 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mut mix: Mix) -> R
             }
         })
     });
-    let mut sent = 0u64;
-    let mut unflushed = 0;
-    while Instant::now() < stop {
-        // Frames go out in one flush whenever the window is full, so requests are pipelined,
-        // and at least every FLUSH_EVERY frames: while answers keep freeing places a frame
-        // would otherwise wait in the buffer for several milliseconds, its clock running.
-        if unflushed >= FLUSH_EVERY {
-            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
-            unflushed = 0;
-        }
-        if permits_rx.try_recv().is_err() {
-            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
-            unflushed = 0;
-            if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
-                return Err("no answer for 60 s".into());
+    // The writer runs on a thread of its own, which takes `--io-nice`.
+    let writer = {
+        let (stdin, in_flight) = (Arc::clone(&stdin), Arc::clone(&in_flight));
+        let mut mix = mix;
+        std::thread::spawn(move || -> Result<u64, String> {
+            start();
+            let mut sent = 0u64;
+            let mut unflushed = 0;
+            while Instant::now() < stop {
+                // Frames go out in one flush whenever the window is full, so requests are pipelined,
+                // and at least every FLUSH_EVERY frames: while answers keep freeing places a frame
+                // would otherwise wait in the buffer for several milliseconds, its clock running.
+                if unflushed >= FLUSH_EVERY {
+                    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+                    unflushed = 0;
+                }
+                if permits_rx.try_recv().is_err() {
+                    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+                    unflushed = 0;
+                    if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+                        return Err("no answer for 60 s".into());
+                    }
+                }
+                unflushed += 1;
+                sent += 1;
+                let (kind, frame) = mix.next(sent);
+                if let Ok(mut m) = in_flight.lock() {
+                    m.insert(sent, (kind, Instant::now()));
+                }
+                locked(&stdin).and_then(|mut w| writeln!(w, "{frame}")).map_err(|e| format!("write: {e}"))?;
             }
-        }
-        unflushed += 1;
-        sent += 1;
-        let (kind, frame) = mix.next(sent);
-        if let Ok(mut m) = in_flight.lock() {
-            m.insert(sent, (kind, Instant::now()));
-        }
-        locked(&stdin).and_then(|mut w| writeln!(w, "{frame}")).map_err(|e| format!("write: {e}"))?;
-    }
-    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+            Ok(sent)
+        })
+    };
+    let sent = writer.join().map_err(|_| "writer thread panicked")??;
     if let Some(probe) = probe {
         let _ = probe.join();
     }
@@ -515,11 +529,15 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     // The clients' runtime looks at its sockets as often as the server's does (every 8 tasks,
     // tokio's default is 61), so an answer that arrived is not left waiting behind the
     // generator's own queue and measured as the server's latency.
+    let start = io_thread_start(args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .event_interval(8)
         .enable_all()
-        .on_thread_start(rcp_server::exec::mark_io_thread)
+        .on_thread_start({
+            let start = Arc::clone(&start);
+            move || start()
+        })
         .build()
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(200));
@@ -529,7 +547,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     let stop = measure_from + Duration::from_secs_f64(args.seconds);
     let probe = (args.probe_ms > 0).then(|| {
         let (url, every) = (url.clone(), Duration::from_millis(args.probe_ms));
-        std::thread::spawn(move || http_probe(&url, every, measure_from, stop))
+        std::thread::spawn(move || http_probe(&url, every, measure_from, stop, &*start))
     });
     let results: Vec<HashMap<Kind, PerKind>> = runtime.block_on(async move {
         let tasks: Vec<_> = (0..window as u64)
@@ -588,8 +606,8 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
 
 /// The HTTP probe: one ping every `every` on a connection of its own, from this thread, until
 /// `stop`; counted from `from`.
-fn http_probe(url: &str, every: Duration, from: Instant, stop: Instant) -> PerKind {
-    rcp_server::exec::mark_io_thread();
+fn http_probe(url: &str, every: Duration, from: Instant, stop: Instant, start: &dyn Fn()) -> PerKind {
+    start();
     let mut k = PerKind::default();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return k };
     runtime.block_on(async {

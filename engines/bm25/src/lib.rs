@@ -10,6 +10,7 @@
 //!   the durable write paths (§7.10, §7.11).
 //! - [`service`]: the `Retrieve` and `Index` handlers.
 //! - [`integrity`]: verification of a data directory at open, `verify` and `repair`.
+//! - [`cli`]: the `rcp-bm25` command line (`index`, `serve`, `verify`, `repair`).
 //!
 //! The engine is usable in-process without the protocol:
 //!
@@ -25,6 +26,7 @@
 //! ```
 
 pub mod analyzer;
+pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod filter;

@@ -4,7 +4,8 @@
 //! ONNX Runtime library provisioned offline from pinned wheels ([`model`], from the shared
 //! `rcp-embedder` crate); documents and
 //! vectors live in a durable [`store`] (snapshot + write-ahead log) searched through an HNSW
-//! graph ([`ann`]); [`engine`] serves `embed`, `retrieve` (`mode:"dense"`) and `index/*`.
+//! graph ([`ann`]); [`engine`] serves `embed`, `retrieve` (`mode:"dense"`) and `index/*`;
+//! [`cli`] is the `rcp-dense` command line.
 //!
 //! ```sh
 //! rcp-dense fetch-model                                   # once: verify or fetch the model
@@ -14,6 +15,7 @@
 //! ```
 
 pub mod ann;
+pub mod cli;
 pub mod engine;
 pub mod store;
 pub mod wal;

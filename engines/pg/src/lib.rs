@@ -9,7 +9,8 @@
 //! - [`filter`]: §8 filters compiled to parameterised SQL over the JSONB metadata;
 //! - [`cursor`]: stable-or-refused pagination (§10);
 //! - [`service`]: `retrieve` in `sparse`, `dense` and `hybrid` modes (fusion §16.3), `embed`,
-//!   `index/*`.
+//!   `index/*`;
+//! - [`cli`]: the `rcp-pg` command line (`migrate`, `index`, `serve`, `fetch-model`).
 //!
 //! ```sh
 //! export DATABASE_URL=postgres://rcp:secret@db.internal:5432/rcp
@@ -18,6 +19,7 @@
 //! rcp-pg serve --http 0.0.0.0:8080         # serve it; start as many as you like
 //! ```
 
+pub mod cli;
 pub mod cursor;
 pub mod db;
 pub mod filter;

@@ -14,10 +14,9 @@
 //! writing. Lifecycle methods (`ping`, `info`, `notifications/cancel`) never come
 //! here: the dispatcher answers them on the transport's own task.
 //!
-//! Handlers reach it through [`crate::RequestContext::run_cpu`]. The threads that read
-//! requests and write answers ask for short time slices and, where the process may, a
-//! niceness of -5 ([`mark_io_thread`]), so a `ping` waits for neither lane even while the
-//! workers hold every core.
+//! Handlers reach it through [`crate::RequestContext::run_cpu`]. The executor leaves its
+//! threads' scheduling alone unless the server is configured otherwise ([`ExecOptions::nice`]);
+//! [`Scheduling`] is what an embedding binary may ask for the threads that read and write.
 
 mod lane;
 mod pool;
@@ -27,6 +26,5 @@ mod tests;
 
 pub use lane::{ExecOptions, Lane};
 pub use pool::{ExecStats, Executor};
-pub use sched::{
-    DEFAULT_IO_NICE, DEFAULT_IO_SLICE, io_nice, io_slice, mark_io_thread, runtime, set_io_nice, set_io_slice,
-};
+#[cfg(feature = "tuning")]
+pub use sched::Scheduling;

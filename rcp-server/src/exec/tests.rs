@@ -258,7 +258,7 @@ async fn a_panicking_job_fails_only_itself() {
     assert_eq!(exec.run(Lane::Write, &CancellationToken::new(), || 1).await.expect("next job"), 1);
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "tuning"))]
 #[tokio::test]
 async fn workers_run_at_the_configured_niceness() {
     /// Field 19 of /proc/thread-self/stat: the calling thread's niceness.

@@ -1,11 +1,13 @@
 //! Command-line arguments every engine binary shares for serving, so transports and their
-//! options are configured the same way everywhere (`--stdio`, `--http ADDR`, auth, limits).
+//! options are configured the same way everywhere (`--stdio`, `--http ADDR`, auth, limits,
+//! the scheduling a binary may ask for).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Args;
 
+use crate::exec::Scheduling;
 use crate::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::logging::LogFormat;
 use crate::{Server, ServerBuilder};
@@ -138,41 +140,63 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=19))]
     pub cpu_nice: u8,
 
-    /// Time slice in microseconds that the threads reading requests and writing answers ask
-    /// the kernel for (Linux 6.12+; 0: the kernel's default). Short slices let them preempt a
-    /// running search the moment a request arrives, without a larger share of the CPU.
-    #[arg(long, value_name = "US", default_value_t = 100)]
-    pub io_slice_us: u64,
-
-    /// Niceness of those same threads (-20 to 0; 0: the server's own). They then take the CPU
-    /// ahead of searches whenever they have work, like nginx's `worker_priority`, without a
-    /// larger share over time (they use little). Below 0 needs CAP_SYS_NICE or an RLIMIT_NICE
-    /// that allows it (systemd: LimitNICE=); without either the threads stay at the server's
-    /// niceness and the log says so once.
-    #[arg(long, value_name = "N", default_value_t = crate::exec::DEFAULT_IO_NICE, allow_negative_numbers = true,
+    /// Niceness of the threads that read requests and write answers (-20 to 0; 0, the
+    /// default: the server's own): the stdio reader and writer, over HTTP the runtime's
+    /// workers. Below 0 they take the CPU ahead of searches whenever they have work, like
+    /// nginx's `worker_priority`, without a larger share over time (they use little); -5 is
+    /// what docs/scheduling.md measured. Needs CAP_SYS_NICE or an RLIMIT_NICE that allows it
+    /// (systemd: LimitNICE=); without either the threads stay at the server's niceness and the
+    /// log says so once.
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=0))]
     pub io_nice: i32,
+
+    /// HTTP: tasks a runtime worker runs between two looks at its sockets (0: tokio's default,
+    /// 61). Fewer lets a newly arrived request in sooner under load, at the same throughput.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub event_interval: u32,
 }
 
 impl ServeArgs {
-    /// Applies the server-side options (deadlines, CPU executor) to a builder.
+    /// Applies the server-side options (deadlines, CPU executor, the I/O threads' niceness)
+    /// to a builder.
     pub fn configure(&self, builder: ServerBuilder) -> ServerBuilder {
-        builder
+        let builder = builder
             .request_deadline(Duration::from_millis(self.deadline_ms))
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
             .cpu_threads(self.cpu_threads)
             .cpu_queue(self.cpu_queue)
-            .cpu_nice(self.cpu_nice)
+            .cpu_nice(self.cpu_nice);
+        match self.scheduling().io_thread_start() {
+            Some(start) => builder.on_io_thread_start(start),
+            None => builder,
+        }
     }
 
-    /// The async runtime to serve on, with `--io-slice-us` and `--io-nice` applied to the
-    /// threads that read and write: over HTTP the runtime's workers ([`crate::exec::runtime`]); over stdio the
-    /// transport's own reader and writer threads, the workers staying as they are (they only
-    /// finish requests there, and short slices for them cost ~6% of answers/s under load).
+    /// The scheduling these arguments ask for: `--io-nice`, and over HTTP `--event-interval`.
+    pub fn scheduling(&self) -> Scheduling {
+        let event_interval = (self.http.is_some() && self.event_interval > 0).then_some(self.event_interval);
+        Scheduling { io_nice: self.io_nice, event_interval }
+    }
+
+    /// The async runtime to serve on ([`Scheduling::runtime`]): over HTTP its workers read and
+    /// write, and take `--io-nice`; over stdio the transport's own threads do
+    /// ([`ServeArgs::configure`]).
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
-        crate::exec::set_io_slice((self.io_slice_us > 0).then(|| Duration::from_micros(self.io_slice_us)));
-        crate::exec::set_io_nice(self.io_nice);
-        if self.http.is_some() { crate::exec::runtime() } else { tokio::runtime::Runtime::new() }
+        self.scheduling().runtime(self.http.is_some())
+    }
+
+    /// Builds the server from `builder` with these options ([`ServeArgs::configure`]) and
+    /// serves it on a runtime of its own ([`ServeArgs::runtime`]) until it ends.
+    pub fn run(&self, builder: ServerBuilder) -> std::io::Result<()> {
+        self.run_on(&self.runtime()?, builder)
+    }
+
+    /// [`ServeArgs::run`] on a runtime the engine already started (from [`ServeArgs::runtime`]),
+    /// for engines that need one before the server exists (to connect to a database).
+    pub fn run_on(&self, runtime: &tokio::runtime::Runtime, builder: ServerBuilder) -> std::io::Result<()> {
+        let server = self.configure(builder).build();
+        runtime.block_on(self.serve(server))
     }
 
     /// Installs the stderr log subscriber in the format `--log-format` names.
@@ -296,6 +320,18 @@ mod tests {
         let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
         assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 3, queue: 7, nice: 0 });
         assert_eq!(server.executor().threads(), 3);
+    }
+
+    #[test]
+    fn scheduling_is_asked_for_only_by_flags() {
+        let args = parse(&[]);
+        assert_eq!(args.scheduling(), Scheduling::default(), "stdio: nothing by default");
+        assert!(args.configure(Server::builder("t", "0")).build().options().io_thread_start.is_none());
+        let args = parse(&["--http", "127.0.0.1:0"]);
+        assert_eq!(args.scheduling(), Scheduling { io_nice: 0, event_interval: Some(8) });
+        let args = parse(&["--http", "127.0.0.1:0", "--io-nice", "-5", "--event-interval", "0"]);
+        assert_eq!(args.scheduling(), Scheduling { io_nice: -5, event_interval: None });
+        assert!(args.configure(Server::builder("t", "0")).build().options().io_thread_start.is_some());
     }
 
     #[test]

