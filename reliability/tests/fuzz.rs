@@ -247,7 +247,7 @@ fn params() -> impl Strategy<Value = Option<Value>> {
     let structured = prop::collection::vec((key(), prop_oneof![3 => json(), 1 => filter(), 1 => leaf()]), 0..7)
         .prop_map(|kv| {
             let mut m: Map<String, Value> = kv.into_iter().collect();
-            if m.contains_key("query") || m.len() % 2 == 0 {
+            if m.contains_key("query") || m.len().is_multiple_of(2) {
                 m.entry("query").or_insert_with(|| json!("rust"));
                 m.entry("k").or_insert_with(|| json!(3));
             }
