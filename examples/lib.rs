@@ -6,6 +6,8 @@
 //! - `example_federation`: one query fanned out to a BM25 and a dense engine and fused; the
 //!   engines run as child processes of the example's own executable ([`engines`]).
 
+#![forbid(unsafe_code)]
+
 pub mod engines;
 
 #[cfg(doctest)]

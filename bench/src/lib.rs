@@ -5,6 +5,8 @@
 //! `2^g - 1` and a log2 discount, Recall@k, MRR@k), latency percentiles, and a minimal blocking
 //! stdio client for measuring through the full RCP path.
 
+#![forbid(unsafe_code)]
+
 pub mod proc;
 pub mod quality;
 pub mod scratch;

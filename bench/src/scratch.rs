@@ -24,6 +24,7 @@ pub fn sibling(name: &str) -> PathBuf {
 }
 
 /// Removes its directory when dropped.
+#[derive(Debug)]
 pub struct Cleanup(pub PathBuf);
 
 impl Drop for Cleanup {

@@ -47,6 +47,12 @@ pub struct StdioServer {
     next_id: u64,
 }
 
+impl std::fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioServer").field("next_id", &self.next_id).finish_non_exhaustive()
+    }
+}
+
 impl StdioServer {
     /// Spawns `cmd` (stderr as the command sets it; inherited by default) and runs `initialize`.
     pub fn spawn(cmd: Command) -> Result<Self, String> {

@@ -4,6 +4,7 @@
 use rcp_dense::embedder::normalize;
 
 /// A tiny deterministic generator (xorshift64*), Gaussian by Box–Muller.
+#[derive(Debug)]
 pub struct Rng(pub u64);
 
 impl Rng {

@@ -22,6 +22,8 @@
 //! `$defs/ResultFor` for each result given the method that was asked); a violation fails the
 //! check that received the frame. Without one, the JSON-RPC envelope rules are still enforced.
 
+#![forbid(unsafe_code)]
+
 mod checks;
 mod config;
 mod conn;

@@ -19,7 +19,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(env: Env, limit: Level, query: Option<String>) -> Self {
+    pub(crate) fn new(env: Env, limit: Level, query: Option<String>) -> Self {
         Ctx { env, limit, query, results: Vec::new(), server: None, declared: None }
     }
 

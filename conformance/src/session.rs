@@ -12,27 +12,27 @@ pub(crate) struct Caps(pub Value);
 
 impl Caps {
     /// Presence ⇒ supported (§6); `false`/`null` count as absent.
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         matches!(self.0.get(key), Some(v) if !v.is_null() && *v != Value::Bool(false))
     }
 
     /// The value at a path, e.g. `["retrieve", "maxK"]`.
-    pub fn at(&self, path: &[&str]) -> Option<&Value> {
+    pub(crate) fn at(&self, path: &[&str]) -> Option<&Value> {
         path.iter().try_fold(&self.0, |v, k| v.get(k))
     }
 
     /// A string list at a path.
-    pub fn strings(&self, path: &[&str]) -> Option<Vec<String>> {
+    pub(crate) fn strings(&self, path: &[&str]) -> Option<Vec<String>> {
         self.at(path)?.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
     }
 
     /// An integer at a path.
-    pub fn u64_at(&self, path: &[&str]) -> Option<u64> {
+    pub(crate) fn u64_at(&self, path: &[&str]) -> Option<u64> {
         self.at(path).and_then(Value::as_u64)
     }
 
     /// Whether a boolean flag at a path is `true`.
-    pub fn flag(&self, path: &[&str]) -> bool {
+    pub(crate) fn flag(&self, path: &[&str]) -> bool {
         self.at(path) == Some(&Value::Bool(true))
     }
 }
@@ -114,17 +114,17 @@ impl Main {
     }
 
     /// `min(want, maxK)`.
-    pub fn k(&self, want: u64) -> u64 {
+    pub(crate) fn k(&self, want: u64) -> u64 {
         want.min(self.caps.u64_at(&["retrieve", "maxK"]).unwrap_or(u64::MAX)).max(1)
     }
 
     /// Calls `retrieve`.
-    pub async fn retrieve(&mut self, params: Value) -> Result<Resp, String> {
+    pub(crate) async fn retrieve(&mut self, params: Value) -> Result<Resp, String> {
         self.conn.call("retrieve", params).await
     }
 
     /// Retrieves the broad query with `k` and extra params merged in.
-    pub async fn broad_hits(&mut self, k: u64, extra: Value) -> Result<Resp, String> {
+    pub(crate) async fn broad_hits(&mut self, k: u64, extra: Value) -> Result<Resp, String> {
         let mut p = json!({"query": self.broad, "k": k});
         if let (Some(p), Some(e)) = (p.as_object_mut(), extra.as_object()) {
             p.extend(e.clone());
@@ -133,7 +133,7 @@ impl Main {
     }
 
     /// The gated method to use where "any advertised method" will do, with valid params.
-    pub fn some_gated_call(&self) -> Option<(&'static str, Value)> {
+    pub(crate) fn some_gated_call(&self) -> Option<(&'static str, Value)> {
         gated_call(&self.caps)
     }
 }

@@ -65,7 +65,7 @@ pub(crate) struct StdioTransport {
 
 impl StdioTransport {
     /// Spawns `program args...` with piped stdio; the process is killed when this is dropped.
-    pub fn spawn(program: &str, args: &[String]) -> std::io::Result<Self> {
+    pub(crate) fn spawn(program: &str, args: &[String]) -> std::io::Result<Self> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(StdStdio::piped())
@@ -111,7 +111,7 @@ impl StdioTransport {
     }
 
     /// Writes raw bytes to the server's stdin.
-    pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub(crate) async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
         let stdin = self.stdin.as_mut().ok_or("stdin already closed")?;
         stdin.write_all(bytes).await.map_err(|e| format!("write to server stdin failed: {e}"))?;
         stdin.flush().await.map_err(|e| format!("flush of server stdin failed: {e}"))
@@ -126,7 +126,7 @@ impl StdioTransport {
     }
 
     /// Waits for the process to exit.
-    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+    pub(crate) async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         if self.exit.is_none() {
             self.exit = tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(Result::ok);
         }
@@ -136,7 +136,7 @@ impl StdioTransport {
     /// Ends the process and reaps it: closes stdin (an implicit shutdown, §5.1), gives it `grace`
     /// to exit, then kills it. When this returns the process is gone, so a server holding an
     /// exclusive resource (a data directory lock) has released it before the next one starts.
-    pub async fn close(&mut self, grace: Duration) {
+    pub(crate) async fn close(&mut self, grace: Duration) {
         self.stdin = None;
         if self.wait_exit(grace).await.is_some() {
             return;
@@ -148,7 +148,7 @@ impl StdioTransport {
     }
 
     /// Whether the process has exited.
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         if self.exit.is_none() {
             self.exit = self.child.try_wait().ok().flatten();
         }
@@ -156,7 +156,7 @@ impl StdioTransport {
     }
 
     /// The last lines the server wrote to stderr.
-    pub fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         self.stderr.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join(" | ")).unwrap_or_default()
     }
 }
@@ -174,7 +174,7 @@ pub(crate) struct HttpTransport {
 
 impl HttpTransport {
     /// A client for `base` (e.g. `http://127.0.0.1:8080/rcp`) sending `headers` on every request.
-    pub fn new(base: &str, headers: &[(String, String)], timeout: Duration) -> Result<Self, String> {
+    pub(crate) fn new(base: &str, headers: &[(String, String)], timeout: Duration) -> Result<Self, String> {
         let base = base.trim_end_matches('/').to_owned();
         let mut builder = reqwest::Client::builder().timeout(timeout.max(Duration::from_secs(1)) * 3);
         let loopback = ["://127.", "://localhost", "://[::1]"].iter().any(|h| base.contains(h));
@@ -187,12 +187,12 @@ impl HttpTransport {
     }
 
     /// Whether a configured header carries credentials (`Authorization`).
-    pub fn has_auth(&self) -> bool {
+    pub(crate) fn has_auth(&self) -> bool {
         self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
     }
 
     /// Posts one body; the response is queued for `recv`.
-    pub async fn send(&mut self, body: String, how: &Send) {
+    pub(crate) async fn send(&mut self, body: String, how: &Send) {
         let url = match &how.method {
             Some(m) => format!("{}/{}", self.base, m),
             None => self.base.clone(),
@@ -301,7 +301,7 @@ pub(crate) enum Transport {
 
 impl Transport {
     /// Sends one frame (a `\n` is appended over stdio).
-    pub async fn send(&mut self, text: &str, how: &Send) -> Result<(), String> {
+    pub(crate) async fn send(&mut self, text: &str, how: &Send) -> Result<(), String> {
         match self {
             Transport::Stdio(s) => {
                 let mut line = Vec::with_capacity(text.len() + 1);
@@ -317,7 +317,7 @@ impl Transport {
     }
 
     /// The next thing the server said, or why there is none.
-    pub async fn recv(&mut self, deadline: Instant) -> Result<Incoming, RecvError> {
+    pub(crate) async fn recv(&mut self, deadline: Instant) -> Result<Incoming, RecvError> {
         match self {
             Transport::Stdio(s) => s.recv(deadline).await,
             Transport::Http(h) => h.recv(deadline).await,
@@ -325,7 +325,7 @@ impl Transport {
     }
 
     /// Whether this is the stdio transport.
-    pub fn is_stdio(&self) -> bool {
+    pub(crate) fn is_stdio(&self) -> bool {
         matches!(self, Transport::Stdio(_))
     }
 }

@@ -7,6 +7,8 @@
 //! Reading is strict about what it cannot use and precise about where: invalid UTF-8,
 //! invalid JSON, a non-object line or a missing `text` is an error naming the line.
 
+#![forbid(unsafe_code)]
+
 pub mod fields;
 
 use std::fs::File;

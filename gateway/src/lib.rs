@@ -10,6 +10,8 @@
 //!
 //! The [`mcp`] module exposes a gateway (or a single engine) as MCP tools.
 
+#![forbid(unsafe_code)]
+
 pub mod capabilities;
 pub mod gateway;
 pub mod hop;

@@ -43,6 +43,12 @@ pub struct Bridge {
     recent: Arc<Mutex<Recent>>,
 }
 
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge").finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct Recent {
     order: VecDeque<String>,

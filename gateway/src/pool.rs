@@ -31,6 +31,12 @@ pub struct PoolOptions {
     pub ancestry: Vec<String>,
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("engines", &self.entries.len()).finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct Slot {
     client: Option<Client>,

@@ -49,6 +49,15 @@ pub struct App {
     port: u16,
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("engines", &self.engines.len())
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
 impl App {
     /// The shared state for `engines` served at `127.0.0.1:port`.
     pub fn new(engines: Vec<Engine>, wire: Arc<WireLog>, registry: bool, port: u16, schema: Option<PathBuf>) -> Self {

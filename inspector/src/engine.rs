@@ -17,6 +17,7 @@ use crate::stdio::{InFlight, StdioSession, error_frame};
 use crate::wire::{Direction, WireLog};
 
 /// How the inspector reaches one engine.
+#[derive(Debug)]
 pub enum Link {
     /// A process it spawned and keeps one session with.
     Stdio(StdioSession),
@@ -37,6 +38,12 @@ pub struct Engine {
     pub spec: EngineSpec,
     /// How it is reached.
     pub link: Link,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("link", &self.link).finish_non_exhaustive()
+    }
 }
 
 impl Engine {

@@ -20,6 +20,7 @@ use crate::wire::{Direction, WireLog};
 const PASSED: [&str; 2] = ["accept", "rcp-session"];
 
 /// An engine at an HTTP base URL.
+#[derive(Debug)]
 pub struct HttpTarget {
     base: String,
     headers: Vec<(String, String)>,
@@ -138,7 +139,7 @@ impl HttpTarget {
 }
 
 /// Splits an SSE byte stream into the data of its events (the concatenated `data:` lines).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct SseTap {
     buf: BytesMut,
 }

@@ -12,6 +12,8 @@
 //! stdio engine, and logs every frame for the Wire panel. The Compare panel's federation is
 //! rcp-client's [`rcp_client::Federation`] over those same endpoints.
 
+#![forbid(unsafe_code)]
+
 pub mod app;
 pub mod engine;
 mod error;
@@ -81,6 +83,12 @@ pub struct Inspector {
     /// Its shared state.
     pub app: Arc<app::App>,
     listener: tokio::net::TcpListener,
+}
+
+impl std::fmt::Debug for Inspector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inspector").field("addr", &self.addr).finish_non_exhaustive()
+    }
 }
 
 impl Inspector {

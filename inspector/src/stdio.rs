@@ -151,6 +151,12 @@ pub struct InFlight {
     id: u64,
 }
 
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         let pending = self.shared.routes.lock().ok().and_then(|mut r| r.take(self.id));
@@ -169,6 +175,12 @@ pub struct StdioSession {
     command: Vec<String>,
     child: ChildProcess,
     init: OnceLock<Value>,
+}
+
+impl std::fmt::Debug for StdioSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioSession").field("command", &self.command).finish_non_exhaustive()
+    }
 }
 
 impl StdioSession {

@@ -107,6 +107,12 @@ pub struct Streaming<T> {
     pub result: BoxFuture<'static, Result<T, ClientError>>,
 }
 
+impl<T> std::fmt::Debug for Streaming<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streaming").finish_non_exhaustive()
+    }
+}
+
 impl Client {
     /// Spawns `command` (program and arguments) and speaks NDJSON over its stdio (§5.1). Its
     /// stderr is forwarded to `tracing` (target `rcp_client::engine`). Runs `initialize`.

@@ -2,6 +2,8 @@
 //! a [`Selector`] that picks the best live engine for a job, and a [`Federation`] that fans a
 //! query out to every engine in an `rcp.json` [`Registry`] and fuses the ranked lists (§16).
 
+#![forbid(unsafe_code)]
+
 mod client;
 mod error;
 pub mod eval;

@@ -26,6 +26,12 @@ pub struct Selector {
     connects: AtomicUsize,
 }
 
+impl std::fmt::Debug for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selector").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
 impl Selector {
     /// A selector over `registry`; no connection is made yet.
     pub fn new(registry: Registry, options: ClientOptions) -> Self {

@@ -30,13 +30,13 @@ fn ranged<T: TryFrom<i128>, E: de::Error>(v: i128, what: &str) -> Result<T, E> {
 }
 
 /// A required unsigned integer.
-pub fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub(crate) fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = to_i128(number(d)?)?;
     ranged(v, "a non-negative integer")
 }
 
 /// An optional unsigned integer (`null` is absent).
-pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(crate) fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     match Option::<serde_json::Number>::deserialize(d)? {
         None => Ok(None),
         Some(n) => ranged(to_i128(n)?, "a non-negative integer").map(Some),
@@ -44,7 +44,7 @@ pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 }
 
 /// An optional unsigned 32-bit integer.
-pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+pub(crate) fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     match Option::<serde_json::Number>::deserialize(d)? {
         None => Ok(None),
         Some(n) => ranged(to_i128(n)?, "a non-negative 32-bit integer").map(Some),
@@ -52,12 +52,12 @@ pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error>
 }
 
 /// A required signed integer.
-pub fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub(crate) fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     ranged(to_i128(number(d)?)?, "a 64-bit integer")
 }
 
 /// An optional signed integer.
-pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+pub(crate) fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     match Option::<serde_json::Number>::deserialize(d)? {
         None => Ok(None),
         Some(n) => ranged(to_i128(n)?, "a 64-bit integer").map(Some),

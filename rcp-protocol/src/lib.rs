@@ -6,6 +6,8 @@
 //! names are `camelCase` on the wire, optional fields are skipped when absent, unknown fields
 //! are ignored and `null` is treated as absent (§4.6).
 
+#![forbid(unsafe_code)]
+
 pub mod capabilities;
 pub mod catalog;
 pub mod content;

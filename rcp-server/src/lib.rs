@@ -46,6 +46,8 @@
 //! }
 //! ```
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "cli")]
 pub mod cli;
 mod context;

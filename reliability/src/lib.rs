@@ -12,3 +12,5 @@
 //!   data. Also: a mistyped `--data-dir`, an aborted `index` run, and group commit.
 //!
 //! Short runs are part of `cargo test --workspace`; long runs raise the environment knobs.
+
+#![forbid(unsafe_code)]

@@ -1,6 +1,8 @@
 //! Test harness for RCP servers: spawn an engine binary, talk NDJSON over real pipes, and validate every
 //! frame the server writes against the normative JSON Schema.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -93,6 +95,12 @@ pub struct Engine {
     pub notifications: Vec<Value>,
     pending: Vec<Value>,
     next_id: i64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("notifications", &self.notifications.len()).finish_non_exhaustive()
+    }
 }
 
 impl Engine {

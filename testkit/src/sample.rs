@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// Takes a reading every `every` on a thread of its own until stopped, and keeps the largest.
 /// The sampling thread is one thread more in the process it runs in.
+#[derive(Debug)]
 pub struct PeakSampler {
     running: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,

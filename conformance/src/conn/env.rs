@@ -21,7 +21,7 @@ pub(crate) struct Env {
 
 impl Env {
     /// Records a violation against the running check.
-    pub fn violation(&self, msg: impl Into<String>) {
+    pub(crate) fn violation(&self, msg: impl Into<String>) {
         if let Ok(mut s) = self.sink.lock() {
             s.push(msg.into());
         }

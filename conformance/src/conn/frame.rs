@@ -10,27 +10,27 @@ pub(crate) struct Resp(pub Value);
 
 impl Resp {
     /// `result`, when the response is a success.
-    pub fn result(&self) -> Option<&Value> {
+    pub(crate) fn result(&self) -> Option<&Value> {
         self.0.get("result")
     }
 
     /// `error.code`, when the response is an error.
-    pub fn code(&self) -> Option<i64> {
+    pub(crate) fn code(&self) -> Option<i64> {
         self.0.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64)
     }
 
     /// `error.data.<key>` as a string.
-    pub fn data_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn data_str(&self, key: &str) -> Option<&str> {
         self.0.get("error").and_then(|e| e.get("data")).and_then(|d| d.get(key)).and_then(Value::as_str)
     }
 
     /// The `id` of the response.
-    pub fn id(&self) -> Option<&Value> {
+    pub(crate) fn id(&self) -> Option<&Value> {
         self.0.get("id")
     }
 
     /// A short description for failure messages.
-    pub fn brief(&self) -> String {
+    pub(crate) fn brief(&self) -> String {
         if let Some(e) = self.0.get("error") {
             let code = e.get("code").map_or("?".into(), Value::to_string);
             let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
@@ -43,7 +43,7 @@ impl Resp {
     }
 
     /// `Ok(result)` or `Err(description of the error)`.
-    pub fn ok(&self) -> Result<&Value, String> {
+    pub(crate) fn ok(&self) -> Result<&Value, String> {
         self.result().ok_or_else(|| format!("expected a result, got {}", self.brief()))
     }
 }

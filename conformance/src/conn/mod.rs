@@ -53,7 +53,7 @@ const STALLED_WAIT: Duration = Duration::from_millis(100);
 impl Conn {
     /// Opens a fresh connection: spawns a new server process (stdio) or starts a new, token-less
     /// HTTP client session.
-    pub async fn open(env: &Env) -> Result<Conn, String> {
+    pub(crate) async fn open(env: &Env) -> Result<Conn, String> {
         let t = match &env.target {
             Target::Stdio { program, args } => Transport::Stdio(
                 StdioTransport::spawn(program, args).map_err(|e| format!("cannot start `{program}`: {e}"))?,
@@ -73,17 +73,17 @@ impl Conn {
     }
 
     /// The per-response timeout.
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.env.timeout
     }
 
     /// Whether this connection is over stdio.
-    pub fn is_stdio(&self) -> bool {
+    pub(crate) fn is_stdio(&self) -> bool {
         self.t.is_stdio()
     }
 
     /// The stdio transport, when that is the transport.
-    pub fn stdio(&mut self) -> Option<&mut StdioTransport> {
+    pub(crate) fn stdio(&mut self) -> Option<&mut StdioTransport> {
         match &mut self.t {
             Transport::Stdio(s) => Some(s),
             Transport::Http(_) => None,
@@ -92,19 +92,19 @@ impl Conn {
 
     /// Ends the connection: over stdio the process is stopped and reaped before this returns (so
     /// no two processes of the server are ever alive at once); over HTTP there is nothing to end.
-    pub async fn close(&mut self) {
+    pub(crate) async fn close(&mut self) {
         if let Transport::Stdio(s) = &mut self.t {
             s.close(CLOSE_GRACE).await;
         }
     }
 
     /// Whether HTTP credentials are configured.
-    pub fn http_has_auth(&self) -> bool {
+    pub(crate) fn http_has_auth(&self) -> bool {
         matches!(&self.t, Transport::Http(h) if h.has_auth())
     }
 
     /// The HTTP session token in use, if any.
-    pub fn http_session(&self) -> Option<&str> {
+    pub(crate) fn http_session(&self) -> Option<&str> {
         match &self.t {
             Transport::Http(h) => h.session.as_deref(),
             Transport::Stdio(_) => None,
@@ -112,24 +112,24 @@ impl Conn {
     }
 
     /// Records a violation against the running check.
-    pub fn violation(&self, msg: impl Into<String>) {
+    pub(crate) fn violation(&self, msg: impl Into<String>) {
         self.env.violation(msg);
     }
 
     /// A fresh integer id.
-    pub fn fresh_id(&mut self) -> Value {
+    pub(crate) fn fresh_id(&mut self) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         json!(id)
     }
 
     /// Registers an id sent inside a raw frame, so its response is expected.
-    pub fn expect_id(&mut self, id: Value, label: &str) {
+    pub(crate) fn expect_id(&mut self, id: Value, label: &str) {
         self.watch.expect_id(id, label);
     }
 
     /// Sends a message (or batch) given as JSON, registering the ids and opt-ins it carries.
-    pub async fn send_value(&mut self, msg: &Value, how: Send) -> Result<(), String> {
+    pub(crate) async fn send_value(&mut self, msg: &Value, how: Send) -> Result<(), String> {
         match msg {
             Value::Array(members) => members.iter().for_each(|m| self.watch.register(m)),
             _ => self.watch.register(msg),
@@ -142,12 +142,12 @@ impl Conn {
     }
 
     /// Sends raw text as one frame (for malformed input). HTTP posts it to the base URL.
-    pub async fn send_raw(&mut self, text: &str) -> Result<(), String> {
+    pub(crate) async fn send_raw(&mut self, text: &str) -> Result<(), String> {
         self.t.send(text, &Send { allow_4xx: true, ..Send::default() }).await
     }
 
     /// Sends a request with this id.
-    pub async fn send_request(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<(), String> {
+    pub(crate) async fn send_request(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<(), String> {
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -156,7 +156,7 @@ impl Conn {
     }
 
     /// Sends a notification (no id).
-    pub async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), String> {
+    pub(crate) async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), String> {
         let mut msg = json!({"jsonrpc": "2.0", "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -165,7 +165,7 @@ impl Conn {
     }
 
     /// Sends a request with this id and waits for its response.
-    pub async fn call_id(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<Resp, String> {
+    pub(crate) async fn call_id(&mut self, id: Value, method: &str, params: Option<Value>) -> Result<Resp, String> {
         self.send_request(id.clone(), method, params).await?;
         let r = self.wait_for(&id, self.env.timeout).await?;
         self.after_response(method, &r);
@@ -173,14 +173,14 @@ impl Conn {
     }
 
     /// Sends a request with a fresh id and waits for its response.
-    pub async fn call(&mut self, method: &str, params: Value) -> Result<Resp, String> {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Resp, String> {
         let id = self.fresh_id();
         self.call_id(id, method, Some(params)).await
     }
 
     /// Like [`Conn::call`], asking HTTP servers for Server-Sent Events (§5.2) so progress frames
     /// can arrive; identical to `call` over stdio.
-    pub async fn call_streaming(&mut self, method: &str, params: Value) -> Result<Resp, String> {
+    pub(crate) async fn call_streaming(&mut self, method: &str, params: Value) -> Result<Resp, String> {
         let id = self.fresh_id();
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_value(&msg, Send { sse: true, ..Send::default() }).await?;
@@ -189,7 +189,7 @@ impl Conn {
 
     /// Sends a request without waiting for the HTTP exchange to finish (so a notification can
     /// race it); over stdio this is a plain send.
-    pub async fn send_background(&mut self, id: Value, method: &str, params: Value) -> Result<(), String> {
+    pub(crate) async fn send_background(&mut self, id: Value, method: &str, params: Value) -> Result<(), String> {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_value(&msg, Send { background: true, ..Send::default() }).await
     }
@@ -207,7 +207,7 @@ impl Conn {
     }
 
     /// The next frame (response, batch or notification), validated.
-    pub async fn recv(&mut self, timeout: Duration) -> Result<Value, RecvError> {
+    pub(crate) async fn recv(&mut self, timeout: Duration) -> Result<Value, RecvError> {
         if let Some(v) = self.pending.pop_front() {
             return Ok(v);
         }
@@ -242,7 +242,7 @@ impl Conn {
     }
 
     /// The next response (or batch response), skipping server notifications.
-    pub async fn recv_response(&mut self, timeout: Duration) -> Result<Value, RecvError> {
+    pub(crate) async fn recv_response(&mut self, timeout: Duration) -> Result<Value, RecvError> {
         let deadline = Instant::now() + self.wait(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -273,7 +273,7 @@ impl Conn {
     /// Waits for the response to `id` (matched loosely, so a response echoing the id with another
     /// JSON type is still found — and recorded as a violation by the [`Watch`]). Other responses are
     /// kept for later.
-    pub async fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Resp, String> {
+    pub(crate) async fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Resp, String> {
         let deadline = Instant::now() + self.wait(timeout);
         let mut kept = Vec::new();
         let found = loop {
@@ -323,7 +323,7 @@ impl Conn {
 
     /// Sends a `ping` and requires the next response to be its answer: proves that nothing sent
     /// before it (notifications, all-notification batches) was answered (§4.5, §11).
-    pub async fn expect_silence(&mut self) -> Result<(), String> {
+    pub(crate) async fn expect_silence(&mut self) -> Result<(), String> {
         let id = json!(format!("silence-probe-{}", self.next_id));
         self.next_id += 1;
         let nonce = json!(format!("n-{}", self.next_id));
@@ -348,7 +348,7 @@ impl Conn {
     }
 
     /// Collects frames for `window` (for "nothing else arrives" checks).
-    pub async fn drain(&mut self, window: Duration) -> Vec<Value> {
+    pub(crate) async fn drain(&mut self, window: Duration) -> Vec<Value> {
         let deadline = Instant::now() + window;
         let mut out = Vec::new();
         loop {

@@ -40,7 +40,7 @@ pub(crate) struct Watch {
 impl Watch {
     /// Notes what a message about to be sent carries: its id and method, its progress token,
     /// a log opt-in.
-    pub fn register(&mut self, msg: &Value) {
+    pub(crate) fn register(&mut self, msg: &Value) {
         let Some(method) = msg.get("method").and_then(Value::as_str) else { return };
         let meta = msg.get("params").and_then(|p| p.get("_meta"));
         if meta.and_then(|m| m.get("logLevel")).is_some()
@@ -58,13 +58,13 @@ impl Watch {
     }
 
     /// Registers an id sent inside a raw frame, so its response is expected.
-    pub fn expect_id(&mut self, id: Value, label: &str) {
+    pub(crate) fn expect_id(&mut self, id: Value, label: &str) {
         self.answered.remove(&key(&id));
         self.outstanding.insert(key(&id), (id, label.to_owned()));
     }
 
     /// Validates a frame and applies the rules a single frame can break.
-    pub fn inspect(&mut self, env: &Env, v: &Value) {
+    pub(crate) fn inspect(&mut self, env: &Env, v: &Value) {
         self.frames += 1;
         for e in envelope_errors(v) {
             if e.contains("jsonrpc") {

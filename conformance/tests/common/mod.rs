@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// The normative schema: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the
 /// workspace. Panics when it is absent: the suite is only meaningful with it.
-pub fn schema() -> PathBuf {
+pub(crate) fn schema() -> PathBuf {
     let path = std::env::var_os("RCP_SCHEMA")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json"));
@@ -17,20 +17,20 @@ pub fn schema() -> PathBuf {
 }
 
 /// `target/<profile>`, the directory holding `deps/<this test>`.
-pub fn profile_dir() -> PathBuf {
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf()
 }
 
 /// An example of this package (cargo builds them before running integration tests).
-pub fn own_example(name: &str) -> PathBuf {
+pub(crate) fn own_example(name: &str) -> PathBuf {
     let bin = profile_dir().join("examples").join(name);
     assert!(bin.is_file(), "{} is not built; run through `cargo test -p rcp-conformance`", bin.display());
     bin
 }
 
 /// The workspace's `tiny_engine` example, built on demand with the cargo that runs the tests.
-pub fn tiny_engine() -> PathBuf {
+pub(crate) fn tiny_engine() -> PathBuf {
     let dir = profile_dir();
     let bin = dir.join("examples").join("tiny_engine");
     if bin.is_file() {
@@ -57,14 +57,14 @@ pub fn tiny_engine() -> PathBuf {
 }
 
 /// The failed checks' ids.
-pub fn failed(report: &rcp_conformance::Report) -> Vec<&'static str> {
+pub(crate) fn failed(report: &rcp_conformance::Report) -> Vec<&'static str> {
     report.checks.iter().filter(|c| c.status == rcp_conformance::Status::Fail).map(|c| c.id).collect()
 }
 
 /// A binary of another workspace package (`cargo build -p PACKAGE`), found beside the test
 /// executable in `target/<profile>` and built there with the cargo that runs the tests when it is
 /// missing. `None` when it cannot be built (the caller skips with a message).
-pub fn workspace_bin(package: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn workspace_bin(package: &str, name: &str) -> Option<PathBuf> {
     let dir = profile_dir();
     let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if bin.is_file() {

@@ -25,6 +25,8 @@
 //! assert_eq!(page.hits[0].key(), "bm25-2");
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod analyzer;
 pub mod cli;
 pub mod engine;

@@ -14,6 +14,8 @@
 //! rcp-dense serve                                         # serve the built-in demo corpus
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod ann;
 pub mod cli;
 pub mod engine;

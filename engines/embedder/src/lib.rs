@@ -6,6 +6,8 @@
 //! (§7.7.2). `rcp-dense` serves the vectors from its own HNSW index, `rcp-pg` from pgvector;
 //! both load the model through this crate, so their vectors and confidences agree.
 
+#![forbid(unsafe_code)]
+
 pub mod calibration;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -19,6 +19,8 @@
 //! rcp-pg serve --http 0.0.0.0:8080         # serve it; start as many as you like
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod cursor;
 pub mod db;

@@ -44,6 +44,12 @@ pub struct GatewayOptions {
     pub fusion: FusionMethod,
 }
 
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("indexable", &self.indexable).finish_non_exhaustive()
+    }
+}
+
 impl Default for GatewayOptions {
     fn default() -> Self {
         Self {

@@ -10,7 +10,7 @@ use rcp_client::{Client, ClientOptions};
 use serde_json::{Value, json};
 
 /// The gateway binary under test.
-pub fn gateway_bin() -> String {
+pub(crate) fn gateway_bin() -> String {
     env!("CARGO_BIN_EXE_rcp-gateway").to_owned()
 }
 
@@ -20,14 +20,14 @@ fn target_dir() -> PathBuf {
 }
 
 /// The fixture engine (this crate's example, built by `cargo test`).
-pub fn fixture_bin() -> String {
+pub(crate) fn fixture_bin() -> String {
     let bin = target_dir().join("examples").join("gateway_fixture");
     assert!(bin.exists(), "{} not built (cargo test builds examples)", bin.display());
     bin.to_string_lossy().into_owned()
 }
 
 /// `rcp-bm25`, built into the same target directory when it is not there yet.
-pub fn bm25_bin() -> String {
+pub(crate) fn bm25_bin() -> String {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -48,40 +48,40 @@ pub fn bm25_bin() -> String {
 }
 
 /// A fixture registry entry.
-pub fn fixture(id: &str, args: &[&str]) -> Value {
+pub(crate) fn fixture(id: &str, args: &[&str]) -> Value {
     let mut command = vec![fixture_bin(), "--name".into(), id.into()];
     command.extend(args.iter().map(|s| (*s).to_owned()));
     json!({"id": id, "transport": "stdio", "command": command})
 }
 
 /// Writes `{"engines": entries}` to `dir/name`.
-pub fn write_registry(dir: &Path, name: &str, entries: Vec<Value>) -> PathBuf {
+pub(crate) fn write_registry(dir: &Path, name: &str, entries: Vec<Value>) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, json!({"engines": entries}).to_string()).expect("write registry");
     path
 }
 
 /// The command line of `rcp-gateway serve --registry PATH` plus `extra`.
-pub fn gateway_cmd(registry: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn gateway_cmd(registry: &Path, extra: &[&str]) -> Vec<String> {
     let mut cmd = vec![gateway_bin(), "serve".into(), "--registry".into(), registry.to_string_lossy().into_owned()];
     cmd.extend(extra.iter().map(|s| (*s).to_owned()));
     cmd
 }
 
 /// Spawns a gateway over stdio and runs `initialize`.
-pub async fn gateway(registry: &Path, extra: &[&str]) -> Client {
+pub(crate) async fn gateway(registry: &Path, extra: &[&str]) -> Client {
     Client::connect_stdio(&gateway_cmd(registry, extra), ClientOptions::default())
         .await
         .expect("connect to the gateway")
 }
 
 /// Lines of an events file.
-pub fn events(path: &Path) -> Vec<String> {
+pub(crate) fn events(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
 }
 
 /// Polls `path` until a line satisfies `pred` or `timeout` passes.
-pub fn wait_for_event(path: &Path, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+pub(crate) fn wait_for_event(path: &Path, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if events(path).iter().any(|l| pred(l)) {
@@ -93,7 +93,7 @@ pub fn wait_for_event(path: &Path, timeout: Duration, pred: impl Fn(&str) -> boo
 }
 
 /// Notes of a result value.
-pub fn notes(result: &Value) -> Vec<String> {
+pub(crate) fn notes(result: &Value) -> Vec<String> {
     result["usage"]["notes"]
         .as_array()
         .map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
@@ -101,7 +101,7 @@ pub fn notes(result: &Value) -> Vec<String> {
 }
 
 /// Ids of a result value's hits.
-pub fn ids(result: &Value) -> Vec<String> {
+pub(crate) fn ids(result: &Value) -> Vec<String> {
     result["hits"]
         .as_array()
         .map(|a| a.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect())

@@ -52,6 +52,12 @@ pub struct FederationOptions {
     pub reconnect_after: Duration,
 }
 
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
 impl Default for FederationOptions {
     fn default() -> Self {
         Self {

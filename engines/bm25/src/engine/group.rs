@@ -23,7 +23,7 @@ pub const MAX_GROUP: usize = 256;
 
 /// Default bound of the queue in front of the writer: writes beyond it are refused with
 /// `-32011` and `retryAfterMs` instead of holding their documents in memory without limit.
-pub const DEFAULT_QUEUE: usize = 4 * MAX_GROUP;
+pub(super) const DEFAULT_QUEUE: usize = 4 * MAX_GROUP;
 
 /// One write request, validated and ready to apply.
 #[derive(Debug)]

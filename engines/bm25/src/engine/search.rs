@@ -99,6 +99,15 @@ pub struct Hooks<'a> {
     pub progress: Option<&'a (dyn Fn(f64, String, Vec<Hit>) + Sync)>,
 }
 
+impl std::fmt::Debug for Hooks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("cancelled", &self.cancelled.is_some())
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Hooks<'_> {
     fn check(&self) -> Result<(), EngineError> {
         match self.cancelled {

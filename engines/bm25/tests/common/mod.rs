@@ -8,17 +8,17 @@ use rcp_testkit::Engine;
 use serde_json::{Value, json};
 
 /// The `rcp-bm25` binary under test.
-pub fn bin() -> &'static Path {
+pub(crate) fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_rcp-bm25"))
 }
 
 /// A fresh temporary directory, removed on drop.
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("rcp-bm25-test").tempdir().expect("tempdir")
 }
 
 /// Spawns `rcp-bm25 serve` with `args` and runs `initialize`.
-pub fn serve(args: &[&str]) -> Engine {
+pub(crate) fn serve(args: &[&str]) -> Engine {
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
     let mut e = Engine::spawn(bin(), &all);
@@ -27,7 +27,7 @@ pub fn serve(args: &[&str]) -> Engine {
 }
 
 /// Spawns `serve --data-dir DIR` plus `args`.
-pub fn serve_dir(dir: &Path, args: &[&str]) -> Engine {
+pub(crate) fn serve_dir(dir: &Path, args: &[&str]) -> Engine {
     let d = dir.to_str().expect("utf-8 path");
     let mut all = vec!["--data-dir", d];
     all.extend_from_slice(args);
@@ -35,19 +35,19 @@ pub fn serve_dir(dir: &Path, args: &[&str]) -> Engine {
 }
 
 /// Hit ids of a retrieve result, in order.
-pub fn ids(result: &Value) -> Vec<String> {
+pub(crate) fn ids(result: &Value) -> Vec<String> {
     result["hits"].as_array().expect("hits").iter().map(|h| h["id"].as_str().expect("string id").to_owned()).collect()
 }
 
 /// `index/add` of `(id, text, meta)` triples; returns the result.
-pub fn add(e: &mut Engine, docs: &[(&str, &str, Value)]) -> Value {
+pub(crate) fn add(e: &mut Engine, docs: &[(&str, &str, Value)]) -> Value {
     let documents: Vec<Value> =
         docs.iter().map(|(id, text, meta)| json!({"id": id, "text": text, "meta": meta})).collect();
     e.ok("index/add", json!({ "documents": documents }))
 }
 
 /// The Cranfield directory: `RCP_CRANFIELD`, else `../../../shared/data/cranfield` from this crate.
-pub fn cranfield_dir() -> PathBuf {
+pub(crate) fn cranfield_dir() -> PathBuf {
     std::env::var("RCP_CRANFIELD")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield"))

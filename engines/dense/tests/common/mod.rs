@@ -10,7 +10,7 @@ use rcp_dense::model;
 use rcp_testkit::Engine;
 
 /// The model directory (`RCP_MODEL_DIR` or the default cache), provisioned if needed.
-pub fn model_dir() -> PathBuf {
+pub(crate) fn model_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = model::default_dir();
@@ -21,12 +21,12 @@ pub fn model_dir() -> PathBuf {
 }
 
 /// The engine binary.
-pub fn bin() -> PathBuf {
+pub(crate) fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rcp-dense"))
 }
 
 /// Spawns `rcp-dense serve ARGS` with the provisioned model and runs `initialize`.
-pub fn serve(args: &[&str]) -> Engine {
+pub(crate) fn serve(args: &[&str]) -> Engine {
     let dir = model_dir();
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
@@ -36,11 +36,11 @@ pub fn serve(args: &[&str]) -> Engine {
 }
 
 /// The Euclidean norm.
-pub fn norm(v: &[f32]) -> f64 {
+pub(crate) fn norm(v: &[f32]) -> f64 {
     v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt()
 }
 
 /// A JSON array of numbers as `f32`s.
-pub fn floats(v: &serde_json::Value) -> Vec<f32> {
+pub(crate) fn floats(v: &serde_json::Value) -> Vec<f32> {
     v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number") as f32).collect()
 }

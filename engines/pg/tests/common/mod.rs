@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// The shared cluster of this test binary. `None` (after saying why) only when Python, which
 /// provisions PostgreSQL, is absent; any other failure fails the test.
-pub fn cluster() -> Option<&'static PgCluster> {
+pub(crate) fn cluster() -> Option<&'static PgCluster> {
     match PgCluster::shared() {
         Ok(c) => Some(c),
         Err(e) if Command::new("python3").arg("--version").output().is_err() => {
@@ -24,12 +24,12 @@ pub fn cluster() -> Option<&'static PgCluster> {
 }
 
 /// A fresh database on the shared cluster.
-pub fn database(prefix: &str) -> Option<String> {
+pub(crate) fn database(prefix: &str) -> Option<String> {
     cluster().map(|c| c.create_database(prefix).expect("create database"))
 }
 
 /// The model directory, provisioned once.
-pub fn model_dir() -> PathBuf {
+pub(crate) fn model_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = model::default_dir();
@@ -40,12 +40,12 @@ pub fn model_dir() -> PathBuf {
 }
 
 /// The engine binary.
-pub fn bin() -> PathBuf {
+pub(crate) fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rcp-pg"))
 }
 
 /// `rcp-pg serve --database-url URL ARGS...` over stdio, initialized.
-pub fn serve(url: &str, args: &[&str]) -> Engine {
+pub(crate) fn serve(url: &str, args: &[&str]) -> Engine {
     let dir = model_dir();
     let mut all = vec!["serve", "--database-url", url];
     all.extend_from_slice(args);
@@ -55,7 +55,7 @@ pub fn serve(url: &str, args: &[&str]) -> Engine {
 }
 
 /// A small corpus with typed metadata.
-pub fn docs() -> Vec<Value> {
+pub(crate) fn docs() -> Vec<Value> {
     vec![
         json!({"id": "wing", "text": "The wing of the aircraft produces lift in a propeller slipstream.", "meta": {"title": "Wings", "year": 1960, "topic": "aero", "tags": ["lift", "wing"], "published": "1960-05-01"}}),
         json!({"id": "boundary", "text": "Boundary layer transition on a flat plate at supersonic speed.", "meta": {"title": "Boundary layers", "year": 1975, "topic": "aero", "tags": ["flow"], "published": "1975-01-15T12:00:00Z"}}),
@@ -67,10 +67,10 @@ pub fn docs() -> Vec<Value> {
 }
 
 /// The fields the tests declare.
-pub const FIELDS: [&str; 8] =
+pub(crate) const FIELDS: [&str; 8] =
     ["--field", "year:int", "--field", "topic:keyword", "--field", "tags:keyword", "--field", "published:date"];
 
 /// Ids of a retrieve result, in rank order.
-pub fn ids(result: &Value) -> Vec<String> {
+pub(crate) fn ids(result: &Value) -> Vec<String> {
     result["hits"].as_array().expect("hits").iter().map(|h| h["id"].as_str().expect("string id").to_owned()).collect()
 }

@@ -24,7 +24,7 @@ const CONCURRENCY: usize = 4;
 type Answers = Vec<Vec<Hit>>;
 
 /// The report of one evaluation.
-pub struct Report {
+pub(crate) struct Report {
     /// The collection's directory.
     pub dataset: String,
     /// Queries evaluated.
@@ -36,7 +36,7 @@ pub struct Report {
 }
 
 /// Evaluates `engines` (label, client) on the collection in `dir`, its first `limit` queries.
-pub async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Client)]) -> Result<Report, String> {
+pub(crate) async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Client)]) -> Result<Report, String> {
     let mut c = Collection::load(dir).map_err(|e| e.to_string())?;
     if let Some(n) = limit {
         c = c.limit(n);
@@ -97,7 +97,7 @@ pub async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Client)])
 
 impl Report {
     /// The report as JSON: `{dataset, queries, engines: {id: scores}, fused: {method: scores}}`.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let engines: BTreeMap<&str, &Scores> = self.engines.iter().map(|(id, s)| (id.as_str(), s)).collect();
         let fused: BTreeMap<&str, Value> = self
             .fused
@@ -112,7 +112,7 @@ impl Report {
     }
 
     /// The report as a table.
-    pub fn print(&self) {
+    pub(crate) fn print(&self) {
         outln!("{} ({} queries)", self.dataset, self.queries);
         outln!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
         let row =

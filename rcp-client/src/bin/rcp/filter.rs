@@ -11,7 +11,7 @@ const OPS: [(&str, Op); 6] =
     [(">=", Op::Gte), ("<=", Op::Lte), ("!=", Op::Ne), (">", Op::Gt), ("<", Op::Lt), ("=", Op::Eq)];
 
 /// One `--filter` value as a filter tree.
-pub fn parse_one(arg: &str) -> Result<Filter, String> {
+pub(crate) fn parse_one(arg: &str) -> Result<Filter, String> {
     let arg = arg.trim();
     if arg.starts_with('{') {
         let v: Value = serde_json::from_str(arg).map_err(|e| format!("--filter '{arg}': not JSON: {e}"))?;
@@ -35,7 +35,7 @@ pub fn parse_one(arg: &str) -> Result<Filter, String> {
 }
 
 /// Every `--filter` flag ANDed into one wire filter; `None` without flags.
-pub fn parse_all(args: &[String]) -> Result<Option<Value>, String> {
+pub(crate) fn parse_all(args: &[String]) -> Result<Option<Value>, String> {
     let mut filters = args.iter().map(|a| parse_one(a)).collect::<Result<Vec<_>, _>>()?;
     Ok(match filters.len() {
         0 => None,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 /// What `index add` did.
 #[derive(Debug, Default)]
-pub struct AddSummary {
+pub(crate) struct AddSummary {
     /// Documents the engine acknowledged.
     pub added: u64,
     /// Lines that could not be read, or documents of batches the engine refused.
@@ -24,14 +24,14 @@ pub struct AddSummary {
 
 impl AddSummary {
     /// The summary as JSON (`--json`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"added": self.added, "failed": self.failed, "elapsedMs": self.elapsed.as_millis() as u64})
     }
 }
 
 /// One JSONL line as a document: an RCP document (`{id?, text, meta}`) or a BEIR corpus record
 /// (`{_id, title, text, ...}`, the title and other keys becoming metadata).
-pub fn document(line: &str) -> Result<Document, String> {
+pub(crate) fn document(line: &str) -> Result<Document, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let rcp_shaped = v.get("meta").is_some_and(Value::is_object) && v.get("_id").is_none() && v.get("title").is_none();
     if rcp_shaped {
@@ -43,7 +43,7 @@ pub fn document(line: &str) -> Result<Document, String> {
 /// Sends the documents of `path` in batches of `batch`; unreadable lines are reported on
 /// stderr and counted as failed, and so is a batch the engine refuses. The connection dying
 /// stops the run.
-pub async fn add(client: &Client, path: &Path, batch: usize) -> Result<AddSummary, Box<dyn std::error::Error>> {
+pub(crate) async fn add(client: &Client, path: &Path, batch: usize) -> Result<AddSummary, Box<dyn std::error::Error>> {
     let started = Instant::now();
     let total = rcp_corpus::count_lines(path)?;
     let bar = if std::io::stderr().is_terminal() {
@@ -109,7 +109,7 @@ async fn send(
 }
 
 /// Deletes `ids`; the number the engine removed.
-pub async fn delete(client: &Client, ids: Vec<String>) -> Result<u64, ClientError> {
+pub(crate) async fn delete(client: &Client, ids: Vec<String>) -> Result<u64, ClientError> {
     Ok(client.index_delete(IndexDeleteParams { ids, meta: None }).await?.deleted)
 }
 

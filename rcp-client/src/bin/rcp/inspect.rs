@@ -19,7 +19,7 @@ fn locate() -> PathBuf {
 }
 
 /// Replaces this process with `rcp-inspect args...` (Unix) or runs it and exits with its status.
-pub fn run(args: &[String]) -> Result<(), String> {
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let bin = locate();
     let mut cmd = Command::new(&bin);
     cmd.args(args);

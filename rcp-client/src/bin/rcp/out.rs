@@ -4,7 +4,7 @@
 use std::io::Write;
 
 /// Writes `args` to stdout; a closed pipe exits with status 0, another error with 1.
-pub fn write(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write(args: std::fmt::Arguments<'_>) {
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::out::{out, outln};
 
 /// `text` on one line, cut to `width` characters (with an ellipsis when cut).
-pub fn clip(text: &str, width: usize) -> String {
+pub(crate) fn clip(text: &str, width: usize) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > width {
         format!("{}…", one_line.chars().take(width.saturating_sub(1)).collect::<String>())
@@ -18,7 +18,7 @@ pub fn clip(text: &str, width: usize) -> String {
 }
 
 /// The hit's title: `citation.title`, else `meta.title`.
-pub fn title(h: &Hit) -> Option<&str> {
+pub(crate) fn title(h: &Hit) -> Option<&str> {
     h.citation
         .as_ref()
         .and_then(|c| c.title.as_deref())
@@ -38,7 +38,7 @@ fn body<'a>(h: &'a Hit, title: &str) -> &'a str {
 }
 
 /// A ranked list: rank, id, score, title, text.
-pub fn print_hits(hits: &[Hit]) {
+pub(crate) fn print_hits(hits: &[Hit]) {
     outln!("{:>4}  {:<16} {:>10}  {:<32}  text", "rank", "id", "score", "title");
     for (i, h) in hits.iter().enumerate() {
         let t = title(h).unwrap_or("");
@@ -47,7 +47,7 @@ pub fn print_hits(hits: &[Hit]) {
 }
 
 /// `candidates 100, latency 3 ms, notes: ...`, naming only what the usage has.
-pub fn usage_line(u: &Usage) -> Option<String> {
+pub(crate) fn usage_line(u: &Usage) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(c) = u.candidates {
         parts.push(format!("candidates {c}"));
@@ -65,7 +65,7 @@ pub fn usage_line(u: &Usage) -> Option<String> {
 }
 
 /// The engines that returned `h`, in `engines` order (from `meta.engineRanks`), joined by `+`.
-pub fn found_by(h: &Hit, engines: &[&str]) -> String {
+pub(crate) fn found_by(h: &Hit, engines: &[&str]) -> String {
     let ranks = h.meta.as_ref().and_then(|m| m.get("engineRanks")).and_then(Value::as_object);
     match ranks {
         Some(r) => engines.iter().filter(|e| r.contains_key(**e)).copied().collect::<Vec<_>>().join("+"),
@@ -74,7 +74,7 @@ pub fn found_by(h: &Hit, engines: &[&str]) -> String {
 }
 
 /// The fused list: rank, id, the engines that found it, fused score, each engine's rank, title.
-pub fn print_fused(hits: &[Hit], engines: &[&str]) {
+pub(crate) fn print_fused(hits: &[Hit], engines: &[&str]) {
     let width = engines.iter().map(|e| e.len()).sum::<usize>() + engines.len();
     out!("{:>4}  {:<16} {:<width$} {:>10}", "rank", "id", "found by", "fused");
     for e in engines {
@@ -93,7 +93,7 @@ pub fn print_fused(hits: &[Hit], engines: &[&str]) {
 }
 
 /// A JSON value as plain text: strings without quotes, the rest as compact JSON.
-pub fn plain(v: &Value) -> String {
+pub(crate) fn plain(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -101,7 +101,7 @@ pub fn plain(v: &Value) -> String {
 }
 
 /// `rcp info`: identity, version, conformance level and each capability's metadata.
-pub fn print_info(info: &InitializeResult) {
+pub(crate) fn print_info(info: &InitializeResult) {
     outln!("server:       {} {}", info.server.name, info.server.version.clone().unwrap_or_default());
     outln!("protocol:     RCP/{}", info.protocol_version);
     if let Some(level) = info.meta.as_ref().and_then(|m| m.get("conformance")) {

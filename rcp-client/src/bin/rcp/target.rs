@@ -11,7 +11,7 @@ use rcp_protocol::capabilities::Capability;
 /// One engine, or a registry to pick one from.
 #[derive(Args, Debug, Clone)]
 #[group(required = true, multiple = false)]
-pub struct Target {
+pub(crate) struct Target {
     /// Spawn this command and talk over its stdio (split on whitespace).
     #[arg(long, value_name = "COMMAND")]
     pub stdio: Option<String>,
@@ -25,7 +25,7 @@ pub struct Target {
 
 /// HTTP authentication, for `--http` and every HTTP engine of a registry.
 #[derive(Args, Debug, Clone, Default)]
-pub struct Auth {
+pub(crate) struct Auth {
     /// An HTTP header sent on every request, 'Name: value' (repeatable).
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'", global = true)]
     pub headers: Vec<String>,
@@ -37,7 +37,7 @@ pub struct Auth {
 
 impl Auth {
     /// Client options carrying the headers.
-    pub fn options(&self) -> Result<ClientOptions, String> {
+    pub(crate) fn options(&self) -> Result<ClientOptions, String> {
         let mut http_headers = Vec::with_capacity(self.headers.len() + 1);
         for h in &self.headers {
             let (name, value) = h.split_once(':').ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
@@ -55,7 +55,11 @@ impl Auth {
 }
 
 /// Connects to the target; with a registry, to the best live engine advertising `needs`.
-pub async fn connect(t: &Target, auth: &Auth, needs: Option<Capability>) -> Result<Client, Box<dyn std::error::Error>> {
+pub(crate) async fn connect(
+    t: &Target,
+    auth: &Auth,
+    needs: Option<Capability>,
+) -> Result<Client, Box<dyn std::error::Error>> {
     let options = auth.options()?;
     let client = match (&t.stdio, &t.http, &t.registry) {
         (Some(cmd), _, _) => {
