@@ -9,3 +9,6 @@ pub struct WritingAnEngine;
 
 #[doc = include_str!("../rcp-client/README.md")]
 pub struct ClientReadme;
+
+#[doc = include_str!("../docs/scheduling.md")]
+pub struct Scheduling;
