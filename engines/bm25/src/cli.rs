@@ -91,12 +91,12 @@ struct FieldArgs {
 }
 
 impl FieldArgs {
-    fn resolve(&self) -> Result<Vec<FieldSpec>, String> {
+    fn resolve(&self) -> anyhow::Result<Vec<FieldSpec>> {
         let mut all = self.fields.clone();
         if let Some(path) = &self.fields_file {
-            all.extend(schema::read_fields_file(path).map_err(|e| e.to_string())?);
+            all.extend(schema::read_fields_file(path)?);
         }
-        schema::merge_fields(all).map_err(|e| e.to_string())
+        Ok(schema::merge_fields(all)?)
     }
 }
 
@@ -193,7 +193,7 @@ impl From<TrustArg> for TrustLevel {
 }
 
 impl EngineCli for Cli {
-    type Error = String;
+    type Error = anyhow::Error;
 
     /// `verify` exits 1 when the directory is damaged, as every other failure does.
     const FAILURE: u8 = 1;
@@ -208,7 +208,7 @@ impl EngineCli for Cli {
         }
     }
 
-    fn run(self) -> Result<(), String> {
+    fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Index(args) => run_index(args),
             Command::Serve(args) => run_serve(*args),
@@ -218,18 +218,19 @@ impl EngineCli for Cli {
     }
 }
 
-fn run_index(args: IndexArgs) -> Result<(), String> {
+fn run_index(args: IndexArgs) -> anyhow::Result<()> {
     let declared = args.fields.resolve()?;
     let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
     if integrity::state(&args.data_dir) == DirState::Index {
-        let engine = Engine::open_existing(&args.data_dir, declared, options).map_err(|e| e.to_string())?;
+        let engine = Engine::open_existing(&args.data_dir, declared, options)?;
         return load(&engine, &args);
     }
     // A new index: build it beside the target and move it in only when the run succeeds, so a
     // failed or interrupted run never leaves an empty index that `serve` would open.
     let partial = partial_dir(&args.data_dir);
-    let built =
-        Engine::create(&partial, declared, options).map_err(|e| e.to_string()).and_then(|engine| load(&engine, &args));
+    let built = Engine::create(&partial, declared, options)
+        .map_err(anyhow::Error::from)
+        .and_then(|engine| load(&engine, &args));
     match built.and_then(|()| move_into_place(&partial, &args.data_dir)) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -248,8 +249,8 @@ fn partial_dir(dir: &Path) -> PathBuf {
 /// Moves a freshly built index from `partial` to `dir` (which does not exist or holds no
 /// index): the whole directory when `dir` is absent or empty, else its two entries, the
 /// configuration last (it is what marks the directory as an index).
-fn move_into_place(partial: &Path, dir: &Path) -> Result<(), String> {
-    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+fn move_into_place(partial: &Path, dir: &Path) -> anyhow::Result<()> {
+    let io = |p: &Path, e: std::io::Error| anyhow::Error::new(e).context(p.display().to_string());
     let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(true);
     if empty {
         std::fs::rename(partial, dir).map_err(|e| io(dir, e))?;
@@ -270,9 +271,9 @@ fn move_into_place(partial: &Path, dir: &Path) -> Result<(), String> {
     std::fs::remove_dir_all(partial).map_err(|e| io(partial, e))
 }
 
-fn load(engine: &Engine, args: &IndexArgs) -> Result<(), String> {
-    let total = rcp_corpus::count_lines(&args.corpus).map_err(|e| e.to_string())?;
-    let docs = rcp_corpus::read_jsonl(&args.corpus).map_err(|e| e.to_string())?;
+fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<()> {
+    let total = rcp_corpus::count_lines(&args.corpus)?;
+    let docs = rcp_corpus::read_jsonl(&args.corpus)?;
     let source = args.source.clone().unwrap_or_else(|| {
         args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
     });
@@ -282,14 +283,12 @@ fn load(engine: &Engine, args: &IndexArgs) -> Result<(), String> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let started = Instant::now();
-    let stats = engine
-        .load(docs, args.trust.into(), &source, args.strict, |problem| {
-            bar.inc(1);
-            if let Some(p) = problem {
-                bar.suspend(|| eprintln!("warning: {p}"));
-            }
-        })
-        .map_err(|e| e.to_string());
+    let stats = engine.load(docs, args.trust.into(), &source, args.strict, |problem| {
+        bar.inc(1);
+        if let Some(p) = problem {
+            bar.suspend(|| eprintln!("warning: {p}"));
+        }
+    });
     bar.finish_and_clear();
     let stats = stats?;
     let secs = started.elapsed().as_secs_f64();
@@ -305,18 +304,18 @@ fn load(engine: &Engine, args: &IndexArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn run_verify(args: &DirArgs) -> Result<(), String> {
+fn run_verify(args: &DirArgs) -> anyhow::Result<()> {
     let report = integrity::verify(&args.data_dir, true);
     if report.is_ok() {
         println!("{report}");
         Ok(())
     } else {
-        Err(format!("{report}"))
+        Err(anyhow::anyhow!("{report}"))
     }
 }
 
-fn run_repair(args: &DirArgs) -> Result<(), String> {
-    match repair::repair(&args.data_dir).map_err(|e| e.to_string())? {
+fn run_repair(args: &DirArgs) -> anyhow::Result<()> {
+    match repair::repair(&args.data_dir)? {
         Repair::Whole(report) => println!("{report}\nnothing to repair; nothing was changed"),
         Repair::Rebuilt(rebuilt) => println!("{rebuilt}"),
     }
@@ -342,7 +341,7 @@ impl Status for IndexStatus {
     }
 }
 
-fn run_serve(args: ServeCmd) -> Result<(), String> {
+fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
     let declared = args.fields.resolve()?;
     let options = EngineOptions {
         title_boost: args.title_boost,
@@ -352,13 +351,13 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
     };
     let started = Instant::now();
     let engine = match &args.data_dir {
-        Some(dir) if args.create => Engine::open(dir, declared, options).map_err(|e| e.to_string())?,
-        Some(dir) => Engine::open_existing(dir, declared, options).map_err(|e| e.to_string())?,
+        Some(dir) if args.create => Engine::open(dir, declared, options)?,
+        Some(dir) => Engine::open_existing(dir, declared, options)?,
         None => {
             let fields = if declared.is_empty() { crate::builtin_fields() } else { declared };
-            let engine = Engine::in_ram(fields, options).map_err(|e| e.to_string())?;
+            let engine = Engine::in_ram(fields, options)?;
             let docs = rcp_corpus::builtin().into_iter().map(Ok::<_, String>);
-            engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {}).map_err(|e| e.to_string())?;
+            engine.load(docs, TrustLevel::Trusted, "builtin", true, |_| {})?;
             engine
         }
     };
@@ -386,7 +385,7 @@ fn run_serve(args: ServeCmd) -> Result<(), String> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
-    args.serve.run(builder).map_err(|e| e.to_string())
+    Ok(args.serve.run(builder)?)
 }
 
 #[cfg(test)]

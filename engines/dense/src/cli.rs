@@ -150,7 +150,7 @@ struct ServeCmd {
 }
 
 impl EngineCli for Cli {
-    type Error = String;
+    type Error = anyhow::Error;
 
     fn serve_args(&self) -> Option<&ServeArgs> {
         match &self.command {
@@ -159,11 +159,9 @@ impl EngineCli for Cli {
         }
     }
 
-    fn run(self) -> Result<(), String> {
+    fn run(self) -> anyhow::Result<()> {
         match self.command {
-            Command::FetchModel { model_dir } => {
-                rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
-            }
+            Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
             Command::Index(cmd) => index(cmd),
             Command::Serve(cmd) => serve(*cmd),
             Command::Repair { data_dir } => repair(&data_dir),
@@ -175,9 +173,9 @@ fn say(msg: &str) {
     eprintln!("rcp-dense: {msg}");
 }
 
-fn repair(dir: &std::path::Path) -> Result<(), String> {
+fn repair(dir: &std::path::Path) -> anyhow::Result<()> {
     if !dir.is_dir() {
-        return Err(format!("{}: no such data directory", dir.display()));
+        return Err(anyhow::anyhow!("{}: no such data directory", dir.display()));
     }
     if !dir.join("manifest.json").exists() {
         let fields = |docs: &[crate::wal::StoredDoc]| {
@@ -187,7 +185,7 @@ fn repair(dir: &std::path::Path) -> Result<(), String> {
                 .collect();
             infer_fields(&as_corpus)
         };
-        let rebuilt = crate::store::rebuild_manifest(dir, fields).map_err(|e| e.to_string())?;
+        let rebuilt = crate::store::rebuild_manifest(dir, fields)?;
         for (generation, why) in &rebuilt.skipped {
             say(&format!("snapshot generation {generation} is incomplete, left in place: {why}"));
         }
@@ -205,7 +203,8 @@ fn repair(dir: &std::path::Path) -> Result<(), String> {
         say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
         return Ok(());
     }
-    let report = crate::wal::salvage(&wal, crate::model::DIMENSION).map_err(|e| format!("{}: {e}", wal.display()))?;
+    let report =
+        crate::wal::salvage(&wal, crate::model::DIMENSION).map_err(|e| anyhow::anyhow!("{}: {e}", wal.display()))?;
     let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
     if report.dropped.is_empty() {
         say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));
@@ -257,11 +256,11 @@ fn load_corpus(
     batch_size: usize,
     bar: &ProgressBar,
     metas: &mut Vec<CorpusDoc>,
-) -> Result<Loaded, String> {
+) -> anyhow::Result<Loaded> {
     let mut loaded = Loaded::default();
     let mut ticker = Ticker::new(bar.length());
     let mut batch: Vec<CorpusDoc> = Vec::with_capacity(batch_size);
-    let mut flush = |batch: &mut Vec<CorpusDoc>, loaded: &mut Loaded| -> Result<(), String> {
+    let mut flush = |batch: &mut Vec<CorpusDoc>, loaded: &mut Loaded| -> anyhow::Result<()> {
         let n = batch.len();
         let mut todo: Vec<CorpusDoc> = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n);
@@ -290,7 +289,7 @@ fn load_corpus(
         ticker.add(n - todo.len());
         for part in todo.chunks(128) {
             let texts: Vec<String> = part.iter().map(passage).collect();
-            let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
+            let vectors = embedder.embed(&texts)?;
             for (d, v) in part.iter().zip(vectors) {
                 let doc = d.to_document();
                 let id = doc.id.clone().unwrap_or_else(|| store.mint_id());
@@ -300,12 +299,12 @@ fn load_corpus(
             ticker.add(part.len());
         }
         loaded.embedded += todo.len();
-        store.upsert(out).map_err(|e| e.to_string())
+        Ok(store.upsert(out)?)
     };
     for doc in docs {
         let doc = match doc {
             Ok(doc) => doc,
-            Err(e @ CorpusError::Io { .. }) => return Err(e.to_string()),
+            Err(e @ CorpusError::Io { .. }) => return Err(e.into()),
             Err(e) => {
                 loaded.skipped += 1;
                 if loaded.skipped <= 20 {
@@ -358,13 +357,15 @@ impl Ticker {
 }
 
 /// With `--strict`: the first unusable line of `corpus`, before anything is embedded.
-fn check_corpus(corpus: &Path) -> Result<usize, String> {
+fn check_corpus(corpus: &Path) -> anyhow::Result<usize> {
     let mut good = 0;
-    for doc in rcp_corpus::read_jsonl(corpus).map_err(|e| e.to_string())? {
+    for doc in rcp_corpus::read_jsonl(corpus)? {
         match doc {
             Ok(_) => good += 1,
             Err(e) => {
-                return Err(format!("{e} (--strict: nothing was indexed; the {good} lines before it are usable)"));
+                return Err(anyhow::anyhow!(
+                    "{e} (--strict: nothing was indexed; the {good} lines before it are usable)"
+                ));
             }
         }
     }
@@ -373,7 +374,7 @@ fn check_corpus(corpus: &Path) -> Result<usize, String> {
 
 /// `index`: a run that fails leaves no new directory behind (an existing one keeps what its
 /// acknowledged writes hold).
-fn index(cmd: IndexCmd) -> Result<(), String> {
+fn index(cmd: IndexCmd) -> anyhow::Result<()> {
     let created = !cmd.data_dir.exists();
     let dir = cmd.data_dir.clone();
     let result = index_into(cmd);
@@ -386,11 +387,11 @@ fn index(cmd: IndexCmd) -> Result<(), String> {
     result
 }
 
-fn index_into(cmd: IndexCmd) -> Result<(), String> {
-    let embedder = cmd.model.load(&mut say).map_err(|e| e.to_string())?;
+fn index_into(cmd: IndexCmd) -> anyhow::Result<()> {
+    let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
-    let (store, _) = Store::open(&cmd.data_dir, options).map_err(|e| e.to_string())?;
-    let total = rcp_corpus::count_lines(&cmd.corpus).map_err(|e| e.to_string())?;
+    let (store, _) = Store::open(&cmd.data_dir, options)?;
+    let total = rcp_corpus::count_lines(&cmd.corpus)?;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{spinner} embedding [{bar:40}] {pos}/{len} docs {per_sec} eta {eta}")
@@ -401,7 +402,7 @@ fn index_into(cmd: IndexCmd) -> Result<(), String> {
     if cmd.strict {
         check_corpus(&cmd.corpus)?;
     }
-    let docs = rcp_corpus::read_jsonl(&cmd.corpus).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::read_jsonl(&cmd.corpus)?;
     let mut metas = Vec::new();
     let loaded = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
     bar.finish_and_clear();
@@ -414,8 +415,8 @@ fn index_into(cmd: IndexCmd) -> Result<(), String> {
     } else {
         store.fields()
     };
-    store.set_fields(fields.clone()).map_err(|e| e.to_string())?;
-    store.snapshot().map_err(|e| e.to_string())?;
+    store.set_fields(fields.clone())?;
+    store.snapshot()?;
     let live = store.read().live();
     say(&format!(
         "indexed {read} documents from {} ({embedded} embedded, {} metadata-only, {} unchanged; {} lines skipped) \
@@ -432,19 +433,19 @@ fn index_into(cmd: IndexCmd) -> Result<(), String> {
     Ok(())
 }
 
-fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
+fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> anyhow::Result<Store> {
     let options = store_options(&cmd.hnsw);
     let store = match &cmd.data_dir {
         Some(dir) => {
             if !dir.is_dir() && !cmd.create {
-                return Err(format!(
+                return Err(anyhow::anyhow!(
                     "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
                      or pass --create to start an empty one)",
                     dir.display(),
                     dir.display()
                 ));
             }
-            let (store, report) = Store::open(dir, options).map_err(|e| e.to_string())?;
+            let (store, report) = Store::open(dir, options)?;
             tracing::info!(
                 data_dir = %dir.display(),
                 documents = store.read().live(),
@@ -469,14 +470,14 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> Result<Store, String> {
             let bar = ProgressBar::hidden();
             let mut metas = Vec::new();
             load_corpus(&store, embedder, docs.into_iter().map(Ok), 64, &bar, &mut metas)?;
-            store.set_fields(infer_fields(&metas)).map_err(|e| e.to_string())?;
+            store.set_fields(infer_fields(&metas))?;
             store
         }
     };
     if !cmd.fields.is_empty() {
         let mut fields = store.fields();
         fields.extend(cmd.fields.iter().cloned());
-        store.set_fields(fields).map_err(|e| e.to_string())?;
+        store.set_fields(fields)?;
     }
     Ok(store)
 }
@@ -500,8 +501,8 @@ impl Status for StoreStatus {
     }
 }
 
-fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
     if cmd.data_dir.is_none() {
         tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");
@@ -523,7 +524,7 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
-    cmd.serve.run(builder).map_err(|e| e.to_string())
+    Ok(cmd.serve.run(builder)?)
 }
 
 /// `citation.source`: the data directory's name, or `builtin`.

@@ -145,7 +145,7 @@ struct ServeCmd {
 }
 
 impl EngineCli for Cli {
-    type Error = String;
+    type Error = anyhow::Error;
 
     fn serve_args(&self) -> Option<&ServeArgs> {
         match &self.command {
@@ -154,11 +154,9 @@ impl EngineCli for Cli {
         }
     }
 
-    fn run(self) -> Result<(), String> {
+    fn run(self) -> anyhow::Result<()> {
         match self.command {
-            Command::FetchModel { model_dir } => {
-                rcp_embedder::cli::fetch_model(model_dir, &mut say).map_err(|e| e.to_string())
-            }
+            Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
             Command::Migrate(cmd) => block_on(async move { open(&cmd).await.map(drop) }),
             Command::Index(cmd) => block_on(index(*cmd)),
             Command::Serve(cmd) => serve(*cmd),
@@ -170,14 +168,14 @@ fn say(msg: &str) {
     eprintln!("rcp-pg: {msg}");
 }
 
-fn block_on<F: Future<Output = Result<(), String>>>(f: F) -> Result<(), String> {
-    tokio::runtime::Runtime::new().map_err(|e| format!("tokio runtime: {e}"))?.block_on(f)
+fn block_on<F: Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
+    tokio::runtime::Runtime::new().map_err(|e| anyhow::anyhow!("tokio runtime: {e}"))?.block_on(f)
 }
 
 /// Connects (retrying until `--connect-timeout`) and migrates.
-async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
+async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
     let url = &cmd.db.database_url;
-    let db = Database::new(url, &cmd.db.pool_options()).map_err(|e| e.to_string())?;
+    let db = Database::new(url, &cmd.db.pool_options())?;
     let deadline = Instant::now() + Duration::from_secs(cmd.db.connect_timeout);
     let mut client = loop {
         match db.client().await {
@@ -186,11 +184,11 @@ async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
                 tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(e) => return Err(format!("{}: {e}", redact(url))),
+            Err(e) => return Err(anyhow::anyhow!("{}: {e}", redact(url))),
         }
     };
     let hnsw = HnswParams { m: cmd.hnsw_m, ef_construction: cmd.ef_construction };
-    let report = migrate(&mut client, hnsw).await.map_err(|e| e.to_string())?;
+    let report = migrate(&mut client, hnsw).await?;
     if !report.applied.is_empty() || report.created_hnsw {
         say(&format!(
             "migrated {}: applied {:?}{}",
@@ -206,27 +204,26 @@ async fn open(cmd: &MigrateCmd) -> Result<Database, String> {
     Ok(db)
 }
 
-async fn index(cmd: IndexCmd) -> Result<(), String> {
+async fn index(cmd: IndexCmd) -> anyhow::Result<()> {
     let db = open(&cmd.migrate).await?;
     let mut docs = Vec::new();
     match &cmd.corpus {
         Some(path) => {
-            for doc in rcp_corpus::read_jsonl(path).map_err(|e| e.to_string())? {
-                docs.push(doc.map_err(|e| e.to_string())?);
+            for doc in rcp_corpus::read_jsonl(path)? {
+                docs.push(doc?);
             }
         }
         None => docs = rcp_corpus::builtin(),
     }
     let fields: BTreeMap<String, FieldType> =
         if cmd.fields.is_empty() { infer_fields(&docs) } else { cmd.fields.iter().cloned().collect() };
-    Store::declare_fields(&db, &fields).await.map_err(|e| e.to_string())?;
+    Store::declare_fields(&db, &fields).await?;
     let store = Store::new(db, fields);
-    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let bar = ProgressBar::new(docs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})")
-            .map_err(|e| e.to_string())?,
-    );
+    bar.set_style(ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})",
+    )?);
     let started = Instant::now();
     let (embedded, total) = (AtomicUsize::new(0), docs.len());
     let mut version = 0;
@@ -249,13 +246,13 @@ async fn index(cmd: IndexCmd) -> Result<(), String> {
                     .map_err(|e| DbError::Embed(e.into()))
             }
         };
-        version = store.put(batch, embed).await.map_err(|e| e.to_string())?;
+        version = store.put(batch, embed).await?;
         bar.inc(part.len() as u64);
     }
     bar.finish_and_clear();
     // Fresh planner statistics after a bulk load (autovacuum would get there, later).
-    let client = store.db().client().await.map_err(|e| e.to_string())?;
-    client.batch_execute("ANALYZE rcp_documents, rcp_postings, rcp_terms").await.map_err(|e| e.to_string())?;
+    let client = store.db().client().await?;
+    client.batch_execute("ANALYZE rcp_documents, rcp_postings, rcp_terms").await?;
     let secs = started.elapsed().as_secs_f64();
     let embedded = embedded.into_inner();
     say(&format!(
@@ -313,29 +310,28 @@ impl Status for PgStatus {
     }
 }
 
-fn serve(cmd: ServeCmd) -> Result<(), String> {
-    let runtime = cmd.serve.runtime().map_err(|e| format!("tokio runtime: {e}"))?;
-    let embedder = Arc::new(cmd.model.load(&mut say).map_err(|e| e.to_string())?);
+fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
+    let runtime = cmd.serve.runtime().map_err(|e| anyhow::anyhow!("tokio runtime: {e}"))?;
+    let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = runtime.block_on(async {
         let db = if cmd.no_migrate {
-            let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())
-                .map_err(|e| e.to_string())?;
-            let client = db.client().await.map_err(|e| e.to_string())?;
-            crate::migrate::check(&client).await.map_err(|e| e.to_string())?;
+            let db = Database::new(&cmd.migrate.db.database_url, &cmd.migrate.db.pool_options())?;
+            let client = db.client().await?;
+            crate::migrate::check(&client).await?;
             db
         } else {
             open(&cmd.migrate).await?
         };
         if !cmd.fields.is_empty() {
-            Store::declare_fields(&db, &cmd.fields.iter().cloned().collect()).await.map_err(|e| e.to_string())?;
+            Store::declare_fields(&db, &cmd.fields.iter().cloned().collect()).await?;
         }
-        let fields = Store::load_fields(&db).await.map_err(|e| e.to_string())?;
+        let fields = Store::load_fields(&db).await?;
         let store = Store::new(db, fields);
         match &cmd.read_database_url {
             Some(url) => {
-                let read =
-                    Database::new(url, &cmd.migrate.db.pool_options()).map_err(|e| format!("{}: {e}", redact(url)))?;
-                Ok::<_, String>(store.with_read_replica(read))
+                let read = Database::new(url, &cmd.migrate.db.pool_options())
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", redact(url)))?;
+                Ok::<_, anyhow::Error>(store.with_read_replica(read))
             }
             None => Ok(store),
         }
@@ -357,5 +353,5 @@ fn serve(cmd: ServeCmd) -> Result<(), String> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
-    cmd.serve.run_on(&runtime, builder).map_err(|e| e.to_string())
+    Ok(cmd.serve.run_on(&runtime, builder)?)
 }

@@ -49,7 +49,7 @@ pub fn run<C: EngineCli>(args: impl IntoIterator<Item = impl Into<OsString> + Cl
     match cli.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}: {e}", C::command().get_name());
+            eprintln!("{}: {e:#}", C::command().get_name());
             ExitCode::from(C::FAILURE)
         }
     }
