@@ -362,6 +362,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether CPU workers return to the process's niceness when they start, rather than keep
+    /// the one they inherit (see [`crate::exec::ExecOptions::process_niceness`]): for a server
+    /// whose I/O threads are raised through [`ServerBuilder::on_io_thread_start`].
+    pub fn cpu_process_niceness(mut self, process: bool) -> Self {
+        self.options.cpu.process_niceness = process;
+        self
+    }
+
     /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`).
     pub fn cpu_queue(mut self, queue: usize) -> Self {
         self.options.cpu.queue = queue;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, Status};
 
 use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
@@ -133,14 +133,8 @@ struct IndexArgs {
 
 #[derive(Debug, Args)]
 struct ServeCmd {
-    /// Directory holding the index; without it the built-in demo corpus is served from memory.
-    #[arg(long, value_name = "DIR")]
-    data_dir: Option<PathBuf>,
-
-    /// Create a new, empty index in `--data-dir` when it does not exist or holds no index
-    /// (without it, such a directory is an error: a mistyped path must not serve nothing).
-    #[arg(long, requires = "data_dir")]
-    create: bool,
+    #[command(flatten)]
+    dir: DataDirArgs,
 
     /// Skip the checksum verification of every segment file at start (the structural checks
     /// still run). Only for very large indexes whose open time matters more.
@@ -350,8 +344,8 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         ..Default::default()
     };
     let started = Instant::now();
-    let engine = match &args.data_dir {
-        Some(dir) if args.create => Engine::open(dir, declared, options)?,
+    let engine = match args.dir.dir() {
+        Some(dir) if args.dir.create => Engine::open(dir, declared, options)?,
         Some(dir) => Engine::open_existing(dir, declared, options)?,
         None => {
             let fields = if declared.is_empty() { crate::builtin_fields() } else { declared };
@@ -361,15 +355,12 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
             engine
         }
     };
-    let data_dir = args
-        .data_dir
-        .as_ref()
-        .map_or_else(|| "(built-in demo corpus, in memory)".to_owned(), |d| d.display().to_string());
+    args.dir.warn_if_in_memory("rcp-bm25");
     tracing::info!(
-        data_dir = %data_dir,
+        data_dir = %args.dir.label(),
         documents = engine.num_docs(),
         index_version = %engine.index_version(),
-        checksums_verified = args.data_dir.is_some() && !args.skip_verify,
+        checksums_verified = args.dir.data_dir.is_some() && !args.skip_verify,
         open_ms = started.elapsed().as_millis() as u64,
         "rcp-bm25 index opened"
     );
@@ -377,7 +368,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         Arc::new(engine),
         ServiceOptions { max_k: args.max_k, added_trust: args.added_trust.into(), ..Default::default() },
     ));
-    let status = IndexStatus { engine: Arc::clone(service.engine()), data_dir: args.data_dir.clone() };
+    let status = IndexStatus { engine: Arc::clone(service.engine()), data_dir: args.dir.data_dir.clone() };
     let builder = Server::builder("rcp-bm25", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(Arc::clone(&service))

@@ -19,7 +19,7 @@ use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
 use rcp_server::{EngineStats, Server, Status};
 
 use crate::ann::{Backend, Precision};
@@ -124,14 +124,8 @@ struct IndexCmd {
 
 #[derive(Debug, Args)]
 struct ServeCmd {
-    /// Serve (and persist writes to) this data directory; without it the built-in demo
-    /// corpus is served from memory and writes are not persisted.
-    #[arg(long, value_name = "DIR")]
-    data_dir: Option<PathBuf>,
-    /// Create `--data-dir` (empty) when it does not exist; without this a missing directory is
-    /// an error, so a mistyped path is not served as an empty index.
-    #[arg(long, requires = "data_dir")]
-    create: bool,
+    #[command(flatten)]
+    dir: DataDirArgs,
     /// Declare a typed filter field (NAME:TYPE); repeatable; persisted in the data directory.
     #[arg(long = "field", value_name = "NAME:TYPE", value_parser = parse_field)]
     fields: Vec<(String, FieldType)>,
@@ -435,9 +429,9 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<()> {
 
 fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> anyhow::Result<Store> {
     let options = store_options(&cmd.hnsw);
-    let store = match &cmd.data_dir {
+    let store = match cmd.dir.dir() {
         Some(dir) => {
-            if !dir.is_dir() && !cmd.create {
+            if !dir.is_dir() && !cmd.dir.create {
                 return Err(anyhow::anyhow!(
                     "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
                      or pass --create to start an empty one)",
@@ -504,17 +498,15 @@ impl Status for StoreStatus {
 fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
     let embedder = Arc::new(cmd.model.load(&mut say)?);
     let store = Arc::new(open_store(&cmd, &embedder)?);
-    if cmd.data_dir.is_none() {
-        tracing::warn!("no --data-dir: serving the built-in corpus; index/add writes live in memory only");
-    }
+    cmd.dir.warn_if_in_memory("rcp-dense");
     let options = EngineOptions {
         batch_limit: cmd.batch_limit,
         max_k: cmd.max_k,
         ef_search: store.read().params().ef_search,
-        source: source_label(cmd.data_dir.as_deref()),
+        source: source_label(cmd.dir.dir()),
         ..EngineOptions::default()
     };
-    let status = StoreStatus { store: Arc::clone(&store), data_dir: cmd.data_dir.clone() };
+    let status = StoreStatus { store: Arc::clone(&store), data_dir: cmd.dir.data_dir.clone() };
     let engine = Arc::new(DenseEngine::new(store, embedder, options));
     let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
         .status(status)

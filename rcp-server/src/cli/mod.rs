@@ -4,6 +4,7 @@
 //! - [`ServeArgs`]: the `serve` flags (transports, HTTP limits and auth, deadlines, the CPU
 //!   executor, logging, scheduling), flattened into an engine's `serve` subcommand, and how
 //!   to run a server with them ([`ServeArgs::run`]).
+//! - [`DataDirArgs`]: `--data-dir` and `--create`, for engines that persist a store.
 //! - [`EngineCli`] and [`main`]: the start-up, error line and exit code of a binary whose
 //!   command line is a clap parser.
 //!
@@ -48,8 +49,10 @@
 //! }
 //! ```
 
+mod data_dir;
 mod engine;
 mod serve;
 
+pub use data_dir::DataDirArgs;
 pub use engine::{EngineCli, main, run};
 pub use serve::ServeArgs;

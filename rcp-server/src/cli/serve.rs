@@ -166,7 +166,8 @@ impl ServeArgs {
             .write_deadline(Duration::from_millis(self.write_deadline_ms))
             .cpu_threads(self.cpu_threads)
             .cpu_queue(self.cpu_queue)
-            .cpu_nice(self.cpu_nice);
+            .cpu_nice(self.cpu_nice)
+            .cpu_process_niceness(self.io_nice != 0);
         match self.scheduling().io_thread_start() {
             Some(start) => builder.on_io_thread_start(start),
             None => builder,
@@ -316,9 +317,9 @@ mod tests {
     #[test]
     fn cpu_executor_flags_reach_the_server() {
         let server = parse(&[]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 0, queue: 256, nice: 0 });
+        assert_eq!(server.options().cpu, crate::exec::ExecOptions::default());
         let server = parse(&["--cpu-threads", "3", "--cpu-queue", "7"]).configure(Server::builder("t", "0")).build();
-        assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 3, queue: 7, nice: 0 });
+        assert_eq!(server.options().cpu, crate::exec::ExecOptions { threads: 3, queue: 7, ..Default::default() });
         assert_eq!(server.executor().threads(), 3);
     }
 
@@ -326,12 +327,14 @@ mod tests {
     fn scheduling_is_asked_for_only_by_flags() {
         let args = parse(&[]);
         assert_eq!(args.scheduling(), Scheduling::default(), "stdio: nothing by default");
-        assert!(args.configure(Server::builder("t", "0")).build().options().io_thread_start.is_none());
+        let server = args.configure(Server::builder("t", "0")).build();
+        assert!(server.options().io_thread_start.is_none() && !server.options().cpu.process_niceness);
         let args = parse(&["--http", "127.0.0.1:0"]);
         assert_eq!(args.scheduling(), Scheduling { io_nice: 0, event_interval: Some(8) });
         let args = parse(&["--http", "127.0.0.1:0", "--io-nice", "-5", "--event-interval", "0"]);
         assert_eq!(args.scheduling(), Scheduling { io_nice: -5, event_interval: None });
-        assert!(args.configure(Server::builder("t", "0")).build().options().io_thread_start.is_some());
+        let server = args.configure(Server::builder("t", "0")).build();
+        assert!(server.options().io_thread_start.is_some() && server.options().cpu.process_niceness);
     }
 
     #[test]

@@ -49,11 +49,17 @@ pub struct ExecOptions {
     /// writing responses) take a core at once while searches saturate the pool, at the cost
     /// of yielding to every other busy process on the machine too.
     pub nice: u8,
+    /// Workers with `nice` 0 take the process's niceness (its main thread's) when they start,
+    /// instead of the niceness of the thread that started them. A server whose I/O threads were
+    /// raised ([`crate::ServerBuilder::on_io_thread_start`]) starts its workers from those
+    /// threads and wants this, so that searches never run at the I/O threads' priority. Off by
+    /// default: the library leaves its host's scheduling alone. Needs the `tuning` feature.
+    pub process_niceness: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        Self { threads: 0, queue: 256, nice: 0 }
+        Self { threads: 0, queue: 256, nice: 0, process_niceness: false }
     }
 }
 

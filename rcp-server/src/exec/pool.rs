@@ -97,6 +97,7 @@ struct Inner {
     write_slots: usize,
     queue: usize,
     nice: u8,
+    process_niceness: bool,
 }
 
 impl Inner {
@@ -213,6 +214,7 @@ impl Executor {
             write_slots: options.write_slots(),
             queue: options.queue,
             nice: options.nice.min(19),
+            process_niceness: options.process_niceness,
         });
         Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner }
     }
@@ -321,7 +323,7 @@ impl Executor {
     fn spawn_worker(&self) {
         let inner = Arc::clone(&self.inner);
         let spawned = std::thread::Builder::new().name("rcp-cpu".into()).spawn(move || {
-            super::sched::lower_priority(inner.nice);
+            super::sched::lower_priority(inner.nice, inner.process_niceness);
             work(&inner)
         });
         if let Err(e) = spawned {

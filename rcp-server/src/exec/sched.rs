@@ -12,8 +12,10 @@
 //! does, the thread stays as it was and the server's log says so once.
 //!
 //! Threads inherit their creator's niceness. So that a search never runs at the I/O threads'
-//! priority, CPU workers and the runtime's blocking threads started from a raised thread set
-//! themselves back to the process's niceness (the main thread's) when they start.
+//! priority, a server whose I/O threads are raised asks its CPU workers
+//! ([`ExecOptions::process_niceness`](super::ExecOptions)) and the runtime's blocking threads
+//! to set themselves back to the process's niceness (the main thread's) when they start;
+//! otherwise they keep what they inherit.
 //!
 //! Niceness is set through the `thread-priority` crate (feature `tuning`). It cannot ask Linux's
 //! EEVDF scheduler for a shorter time slice (`sched_setattr` with `sched_runtime` under
@@ -99,12 +101,15 @@ impl Scheduling {
 
 /// Sets the calling CPU worker's niceness to `nice` ([`ExecOptions::nice`](super::ExecOptions)):
 /// a search or an embedding then yields the core at once to the I/O threads, and to every
-/// other busy process. `0`: the process's own, which a worker started from a raised I/O thread
-/// is brought back to.
+/// other busy process. With `nice` 0 the worker keeps the niceness it inherited, or, when
+/// `process` asks for it ([`ExecOptions::process_niceness`](super::ExecOptions)), returns to
+/// the process's own (a worker started from a raised I/O thread).
 #[cfg(feature = "tuning")]
-pub(super) fn lower_priority(nice: u8) {
+pub(super) fn lower_priority(nice: u8, process: bool) {
     if nice == 0 {
-        niceness::restore(niceness::process());
+        if process {
+            niceness::restore(niceness::process());
+        }
     } else if let Err(e) = niceness::set(i32::from(nice)) {
         tracing::debug!(error = ?e, "could not lower the CPU worker's priority");
     }
@@ -112,11 +117,12 @@ pub(super) fn lower_priority(nice: u8) {
 
 /// Without the `tuning` feature the CPU workers run at the server's niceness.
 #[cfg(not(feature = "tuning"))]
-pub(super) fn lower_priority(nice: u8) {
-    if nice != 0 {
+pub(super) fn lower_priority(nice: u8, process: bool) {
+    if nice != 0 || process {
         tracing::warn!(
             nice,
-            "ExecOptions::nice needs rcp-server's `tuning` feature; the CPU worker keeps its niceness"
+            process,
+            "ExecOptions::nice and process_niceness need rcp-server's `tuning` feature; the CPU worker keeps its niceness"
         );
     }
 }
@@ -208,7 +214,7 @@ mod tests {
             niceness::set(-4).expect("permitted");
             std::thread::spawn(|| {
                 let inherited = niceness::current();
-                lower_priority(0);
+                lower_priority(0, true);
                 (inherited, niceness::current())
             })
             .join()
@@ -218,6 +224,23 @@ mod tests {
         .expect("thread");
         assert_eq!(inherited, Some(-4));
         assert_eq!(worker, niceness::process());
+    }
+
+    #[test]
+    fn a_cpu_worker_keeps_what_it_inherits_unless_asked() {
+        // Raising niceness is always permitted: a host thread at 3 starts a worker.
+        let worker = std::thread::spawn(|| {
+            niceness::set(3).expect("lowering a thread's priority is always permitted");
+            std::thread::spawn(|| {
+                lower_priority(0, false);
+                niceness::current()
+            })
+            .join()
+            .expect("worker")
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(worker, Some(3), "nothing asked: the worker keeps its host's niceness");
     }
 
     #[test]

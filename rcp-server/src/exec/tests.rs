@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ExecOptions, Executor, Lane};
 
 fn pool(threads: usize, queue: usize) -> Executor {
-    Executor::new(ExecOptions { threads, queue, nice: 0 })
+    Executor::new(ExecOptions { threads, queue, ..ExecOptions::default() })
 }
 
 /// A gate jobs block on until the test opens it.
@@ -268,7 +268,7 @@ async fn workers_run_at_the_configured_niceness() {
         after_name.split_whitespace().nth(16)?.parse().ok()
     }
     for nice in [0u8, 5, 10, 19] {
-        let exec = Executor::new(ExecOptions { threads: 1, queue: 4, nice });
+        let exec = Executor::new(ExecOptions { threads: 1, queue: 4, nice, ..ExecOptions::default() });
         let got = exec.run(Lane::Read, &CancellationToken::new(), own_niceness).await.expect("job");
         let base = own_niceness().expect("readable");
         let want = if nice == 0 { base } else { i64::from(nice) };

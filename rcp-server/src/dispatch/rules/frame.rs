@@ -107,7 +107,7 @@ mod tests {
 
     #[tokio::test]
     async fn large_bodies_are_framed_on_the_executor() {
-        let exec = Executor::new(crate::exec::ExecOptions { threads: 1, queue: 0, nice: 0 });
+        let exec = Executor::new(crate::exec::ExecOptions { threads: 1, queue: 0, ..Default::default() });
         let on = |frame: Vec<u8>| {
             let v: Value = serde_json::from_slice(&frame).unwrap_or_default();
             v["result"].as_str().unwrap_or_default().trim_end_matches('-').to_owned()
@@ -125,7 +125,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_is_answered_with_the_request_id_and_counted_by_code() {
-        let exec = Executor::new(crate::exec::ExecOptions { threads: 1, queue: 0, nice: 0 });
+        let exec = Executor::new(crate::exec::ExecOptions { threads: 1, queue: 0, ..Default::default() });
         let (frame, outcome) = answer(&exec, Err(RcpError::cancelled(None)), "9").await;
         let v: Value = serde_json::from_slice(&frame).unwrap_or_default();
         assert_eq!(v["id"], 9);
