@@ -1,10 +1,13 @@
 //! A minimal blocking RCP client over a child's stdio, for measuring the full protocol path,
-//! on rcp-client's blocking NDJSON harness ([`rcp_client::ndjson::blocking`]).
+//! on rcp-client's blocking NDJSON harness ([`rcp_client::ndjson::blocking`]). Its errors are
+//! `anyhow` with context: this module supports the benchmark binaries only (see
+//! [`crate::exit`]).
 
 use std::ffi::OsStr;
 use std::io::BufWriter;
 use std::process::{ChildStdin, ChildStdout, Command};
 
+use anyhow::{Context, anyhow, bail};
 use rcp_client::ndjson::MAX_READ_LINE_BYTES;
 use rcp_client::ndjson::blocking::{BlockingChild, LineReader, write_line};
 use serde_json::{Value, json};
@@ -24,9 +27,11 @@ pub fn await_answers<T>(
     done: &std::sync::mpsc::Receiver<T>,
     sent: u64,
     within: std::time::Duration,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     for answered in 0..sent {
-        done.recv_timeout(within).map_err(|_| format!("{} requests unanswered", sent - answered))?;
+        if done.recv_timeout(within).is_err() {
+            bail!("{} requests unanswered (none answered for {} s)", sent - answered, within.as_secs_f64());
+        }
     }
     Ok(())
 }
@@ -34,9 +39,9 @@ pub fn await_answers<T>(
 /// Spawns `argv` (program, then arguments) with piped stdin and stdout and stderr discarded,
 /// as the benchmarks that drive a server by hand need it; the process is killed when the
 /// handle is dropped (it derefs to the [`std::process::Child`]).
-pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> Result<BlockingChild, String> {
+pub fn spawn_quiet<S: AsRef<OsStr>>(argv: &[S]) -> anyhow::Result<BlockingChild> {
     let program = argv.first().map(|p| p.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
-    BlockingChild::spawn_quiet(argv).map_err(|e| format!("spawn {program}: {e}"))
+    BlockingChild::spawn_quiet(argv).with_context(|| format!("spawn {program}"))
 }
 
 /// A spawned RCP server, initialised and ready for sequential calls.
@@ -55,35 +60,36 @@ impl std::fmt::Debug for StdioServer {
 
 impl StdioServer {
     /// Spawns `cmd` (stderr as the command sets it; inherited by default) and runs `initialize`.
-    pub fn spawn(cmd: Command) -> Result<Self, String> {
+    pub fn spawn(cmd: Command) -> anyhow::Result<Self> {
         let described = format!("{cmd:?}");
-        let mut child = BlockingChild::spawn(cmd).map_err(|e| format!("spawn {described}: {e}"))?;
-        let stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
-        let stdout = LineReader::new(child.stdout.take().ok_or("no stdout")?, MAX_READ_LINE_BYTES);
+        let mut child = BlockingChild::spawn(cmd).with_context(|| format!("spawn {described}"))?;
+        let stdin = BufWriter::new(child.stdin.take().context("no stdin")?);
+        let stdout = LineReader::new(child.stdout.take().context("no stdout")?, MAX_READ_LINE_BYTES);
         let mut s = Self { child, stdin, stdout, next_id: 0 };
-        s.call("initialize", json!({"protocolVersion": 1, "client": {"name": "rcp-bench"}}))?;
+        s.call("initialize", json!({"protocolVersion": 1, "client": {"name": "rcp-bench"}}))
+            .with_context(|| format!("start {described}"))?;
         Ok(s)
     }
 
     /// Sends one request and waits for its answer (notifications are skipped). Returns the
-    /// `result`, or the `error` object as `Err`.
-    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    /// `result`, or an error holding the `error` object.
+    pub fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         self.next_id += 1;
         let id = self.next_id;
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        write_line(&mut self.stdin, frame.to_string().as_bytes()).map_err(|e| format!("write: {e}"))?;
+        write_line(&mut self.stdin, frame.to_string().as_bytes()).with_context(|| format!("{method}: write"))?;
         loop {
-            let Some(line) = self.stdout.next_line().map_err(|e| format!("read: {e}"))? else {
-                return Err("server closed stdout".into());
+            let Some(line) = self.stdout.next_line().with_context(|| format!("{method}: read"))? else {
+                bail!("{method}: server closed stdout");
             };
-            let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad frame ({e}): {line}"))?;
+            let v: Value = serde_json::from_str(&line).with_context(|| format!("{method}: bad frame: {line}"))?;
             if v.get("id").and_then(Value::as_u64) != Some(id) {
                 continue;
             }
             return match (v.get("result"), v.get("error")) {
                 (Some(r), _) => Ok(r.clone()),
-                (_, Some(e)) => Err(e.to_string()),
-                _ => Err(format!("malformed response: {v}")),
+                (_, Some(e)) => Err(anyhow!("{method}: error response {e}")),
+                _ => Err(anyhow!("{method}: malformed response: {v}")),
             };
         }
     }
@@ -94,8 +100,8 @@ impl StdioServer {
     }
 
     /// Sends `shutdown` and waits for the process to exit.
-    pub fn shutdown(mut self) -> Result<(), String> {
+    pub fn shutdown(mut self) -> anyhow::Result<()> {
         let _ = self.call("shutdown", json!({}));
-        self.child.wait().map_err(|e| format!("wait: {e}")).map(|_| ())
+        self.child.wait().context("wait for the server to exit").map(|_| ())
     }
 }

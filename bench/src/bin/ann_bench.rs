@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::synthetic::{Rng, clustered};
 use rcp_dense::ann::{self, AnnIndex, Backend, HnswParams, Precision, by_score, dot};
@@ -97,22 +98,16 @@ fn main() -> ExitCode {
         (_, Some(b), Some(dir)) => run_restart(&args, b, dir).map(|v| println!("{v}")),
         _ => run(&args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ann_bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), result)
 }
 
-fn write_f32(path: &Path, v: &[f32]) -> Result<(), String> {
+fn write_f32(path: &Path, v: &[f32]) -> anyhow::Result<()> {
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, bytes).with_context(|| format!("write {}", path.display()))
 }
 
-fn read_f32(path: &Path) -> Result<Vec<f32>, String> {
-    std::fs::read(path).map(|b| f32s(&b)).map_err(|e| format!("{}: {e}", path.display()))
+fn read_f32(path: &Path) -> anyhow::Result<Vec<f32>> {
+    std::fs::read(path).map(|b| f32s(&b)).with_context(|| format!("read {}", path.display()))
 }
 
 /// The workload as the children read it.
@@ -122,10 +117,11 @@ struct Workload {
     truth: Vec<Vec<u32>>,
 }
 
-fn load_workload(dir: &Path) -> Result<Workload, String> {
+fn load_workload(dir: &Path) -> anyhow::Result<Workload> {
     let data = read_f32(&dir.join("data.f32"))?;
     let queries = read_f32(&dir.join("queries.f32"))?;
-    let truth_bytes = std::fs::read(dir.join("truth.u32")).map_err(|e| e.to_string())?;
+    let truth_path = dir.join("truth.u32");
+    let truth_bytes = std::fs::read(&truth_path).with_context(|| format!("read {}", truth_path.display()))?;
     let truth: Vec<u32> = truth_bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     Ok(Workload { data, queries, truth: truth.chunks(K).map(<[u32]>::to_vec).collect() })
 }
@@ -165,11 +161,12 @@ fn served(index: &dyn AnnIndex, data: &[f32], q: &[f32], ef: usize) -> Vec<usize
 }
 
 /// One backend: build, RSS, recall/speed per ef, save/load.
-fn run_backend(args: &Args, backend: Backend, dir: &Path) -> Result<Value, String> {
+fn run_backend(args: &Args, backend: Backend, dir: &Path) -> anyhow::Result<Value> {
     let w = load_workload(dir)?;
     let params = params(args);
     let t = Instant::now();
-    let index = ann::build(backend, params, &w.data, DIMENSION, |_| true).map_err(|e| e.to_string())?;
+    let index = ann::build(backend, params, &w.data, DIMENSION, |_| true)
+        .with_context(|| format!("build {}", label(backend, params.precision)))?;
     let build_s = t.elapsed().as_secs_f64();
     let rss = rss_mb();
     let mut efs = Vec::new();
@@ -196,16 +193,17 @@ struct SaveLoad {
     graph_mb: f64,
 }
 
-fn save_and_load(index: &dyn AnnIndex, params: HnswParams, dir: &Path, n: usize) -> Result<Option<SaveLoad>, String> {
+fn save_and_load(index: &dyn AnnIndex, params: HnswParams, dir: &Path, n: usize) -> anyhow::Result<Option<SaveLoad>> {
     if !index.backend().persists() {
         return Ok(None);
     }
     let path = dir.join(format!("graph-{}", index.backend()));
     let t = Instant::now();
-    index.save(&path).map_err(|e| e.to_string())?;
+    index.save(&path).with_context(|| format!("save the graph to {}", path.display()))?;
     let save_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let loaded = ann::load(index.backend(), params, DIMENSION, n, &path).map_err(|e| e.to_string())?;
+    let loaded = ann::load(index.backend(), params, DIMENSION, n, &path)
+        .with_context(|| format!("load the graph from {}", path.display()))?;
     let load_s = t.elapsed().as_secs_f64();
     let mb = std::fs::metadata(&path).map_or(0.0, |m| m.len() as f64 / 1e6);
     drop(loaded);
@@ -215,7 +213,7 @@ fn save_and_load(index: &dyn AnnIndex, params: HnswParams, dir: &Path, n: usize)
 
 /// The store restart: bulk load, first open (builds and saves the graph), then a restart
 /// timed until its first query is answered.
-fn run_restart(args: &Args, backend: Backend, dir: &Path) -> Result<Value, String> {
+fn run_restart(args: &Args, backend: Backend, dir: &Path) -> anyhow::Result<Value> {
     let data = read_f32(&dir.join("data.f32"))?;
     let queries = read_f32(&dir.join("queries.f32"))?;
     let store_dir = dir.join(format!("store-{backend}"));
@@ -228,8 +226,8 @@ fn run_restart(args: &Args, backend: Backend, dir: &Path) -> Result<Value, Strin
     };
     let base = StoreOptions { ann: Some(backend), hnsw, full_scan_threshold: 0, ..StoreOptions::default() };
     {
-        let (store, _) =
-            Store::open(&store_dir, StoreOptions { defer_graph: true, ..base }).map_err(|e| e.to_string())?;
+        let (store, _) = Store::open(&store_dir, StoreOptions { defer_graph: true, ..base })
+            .with_context(|| format!("open the store in {}", store_dir.display()))?;
         for (b, rows) in data.chunks(10_000 * DIMENSION).enumerate() {
             let docs = rows
                 .chunks_exact(DIMENSION)
@@ -239,21 +237,22 @@ fn run_restart(args: &Args, backend: Backend, dir: &Path) -> Result<Value, Strin
                     (stored(id, String::new(), Default::default(), Origin::Corpus), v.to_vec())
                 })
                 .collect();
-            store.upsert(docs).map_err(|e| e.to_string())?;
+            store.upsert(docs).context("bulk load the store")?;
         }
-        store.snapshot().map_err(|e| e.to_string())?;
+        store.snapshot().context("snapshot the store")?;
     }
     drop(data);
-    let q = queries.get(..DIMENSION).ok_or("no query")?;
+    let q = queries.get(..DIMENSION).context("no query")?;
     let mut opens = Vec::new();
     for _ in 0..2 {
         let t = Instant::now();
-        let (store, report) = Store::open(&store_dir, base).map_err(|e| e.to_string())?;
+        let (store, report) =
+            Store::open(&store_dir, base).with_context(|| format!("reopen the store in {}", store_dir.display()))?;
         let open_s = t.elapsed().as_secs_f64();
         let (hits, _) = store.read().search(q, K, 64, None, 0);
         let first_query_s = t.elapsed().as_secs_f64();
         if hits.len() != K {
-            return Err(format!("restart answered {} hits", hits.len()));
+            bail!("restart answered {} hits", hits.len());
         }
         opens.push(json!({
             "open_s": open_s, "first_query_s": first_query_s, "rss_mb": rss_mb(),
@@ -319,25 +318,25 @@ exact_qps = numpy_exact()
 print(json.dumps({"backend": "hnswlib", "build_s": build, "rss_mb": mem, "ef": out, "save_s": save, "load_s": load, "numpy_exact_qps": exact_qps}))
 "#;
 
-fn child(cmd: &mut Command) -> Result<Value, String> {
-    let out = cmd.output().map_err(|e| e.to_string())?;
+fn child(cmd: &mut Command) -> anyhow::Result<Value> {
+    let out = cmd.output().with_context(|| format!("run {cmd:?}"))?;
     if !out.status.success() {
-        return Err(format!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr)));
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("child output {line:?}: {e}"))
+    serde_json::from_str(line).with_context(|| format!("child output {line:?}"))
 }
 
-fn run(args: &Args) -> Result<(), String> {
+fn run(args: &Args) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ann_bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
     let result = run_in(args, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
+fn run_in(args: &Args, dir: &Path) -> anyhow::Result<()> {
     let (n, nq) = (args.n, args.queries);
     eprintln!("workload: {n} clustered {DIMENSION}-d unit vectors, {nq} queries, k={K}");
     let mut rng = Rng(0x5eed_1234_abcd_0001);
@@ -368,10 +367,11 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
     write_f32(&dir.join("queries.f32"), &queries)?;
     let truth_bytes: Vec<u8> =
         truth.iter().flat_map(|t| t.iter().map(|s| s.slot as u32)).flat_map(u32::to_le_bytes).collect();
-    std::fs::write(dir.join("truth.u32"), truth_bytes).map_err(|e| e.to_string())?;
+    let truth_path = dir.join("truth.u32");
+    std::fs::write(&truth_path, truth_bytes).with_context(|| format!("write {}", truth_path.display()))?;
     drop((data, queries, truth));
 
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().context("locate this executable")?;
     let common = |cmd: &mut Command| {
         cmd.arg("--n").arg(n.to_string()).arg("--queries").arg(nq.to_string());
         cmd.arg("--m").arg(args.m.to_string()).arg("--ef-construction").arg(args.ef_construction.to_string());
@@ -393,7 +393,7 @@ fn run_in(args: &Args, dir: &Path) -> Result<(), String> {
     let mut per_backend: Vec<Vec<Value>> = vec![Vec::new(); runs.len()];
     let mut per_reference = Vec::new();
     let script = dir.join("hnswlib_bench.py");
-    std::fs::write(&script, HNSWLIB_SCRIPT).map_err(|e| e.to_string())?;
+    std::fs::write(&script, HNSWLIB_SCRIPT).with_context(|| format!("write {}", script.display()))?;
     for build in 1..=builds {
         for (i, &(b, p)) in runs.iter().enumerate() {
             eprintln!("{}: build {build}/{builds} and search ...", label(b, p));

@@ -16,9 +16,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::{Collection, Scores, cranfield_dir, evaluate, percentile};
 use rcp_bench::scratch::{Cleanup, sibling};
@@ -62,10 +63,14 @@ struct Args {
     synthetic_queries: usize,
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
     let dir = args.cranfield.clone().unwrap_or_else(cranfield_dir);
-    let collection = Collection::load(&dir).map_err(|e| e.to_string())?;
+    let collection =
+        Collection::load(&dir).with_context(|| format!("load the Cranfield collection in {}", dir.display()))?;
     let work = std::env::temp_dir().join(format!("bm25-cranfield-{}", std::process::id()));
     let _cleanup = Cleanup(work.clone());
 
@@ -77,10 +82,13 @@ fn main() -> Result<(), String> {
         writer_heap: 256 << 20,
         ..EngineOptions::default()
     };
-    let engine = Engine::open(&data, Vec::new(), options.clone()).map_err(|e| e.to_string())?;
+    let open = |options: EngineOptions| {
+        Engine::open(&data, Vec::new(), options).with_context(|| format!("open the index in {}", data.display()))
+    };
+    let engine = open(options.clone())?;
     let started = Instant::now();
-    let docs = rcp_corpus::read_jsonl(&collection.corpus).map_err(|e| e.to_string())?;
-    let stats = engine.load(docs, TrustLevel::Trusted, "cranfield", true, |_| {}).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::read_jsonl(&collection.corpus).context("read the Cranfield corpus")?;
+    let stats = engine.load(docs, TrustLevel::Trusted, "cranfield", true, |_| {}).context("index Cranfield")?;
     let cran_index_secs = started.elapsed().as_secs_f64();
     let cran_docs_per_s = stats.indexed as f64 / cran_index_secs;
 
@@ -90,12 +98,11 @@ fn main() -> Result<(), String> {
     let mut sweep = Vec::new();
     if args.sweep {
         for boost in [0.0f32, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 2.0] {
-            let e = Engine::open(&data, Vec::new(), EngineOptions { title_boost: boost, ..options.clone() })
-                .map_err(|e| e.to_string())?;
+            let e = open(EngineOptions { title_boost: boost, ..options.clone() })?;
             sweep.push((boost, quality(&e, &collection)?));
         }
     }
-    let engine = Engine::open(&data, Vec::new(), options.clone()).map_err(|e| e.to_string())?;
+    let engine = open(options.clone())?;
 
     // Throughput: engine alone.
     let queries: Vec<&str> = collection.queries.iter().map(|(_, q)| q.as_str()).collect();
@@ -103,7 +110,9 @@ fn main() -> Result<(), String> {
     let mut n = 0usize;
     for _ in 0..args.rounds {
         for q in &queries {
-            let page = engine.search(&SearchRequest::new(*q, 10), &Hooks::default()).map_err(|e| e.to_string())?;
+            let page = engine
+                .search(&SearchRequest::new(*q, 10), &Hooks::default())
+                .with_context(|| format!("query {q:?}"))?;
             n += page.hits.len().min(1);
         }
     }
@@ -119,11 +128,11 @@ fn main() -> Result<(), String> {
         if let Some(b) = args.title_boost {
             cmd.arg("--title-boost").arg(b.to_string());
         }
-        let mut s = StdioServer::spawn(cmd)?;
+        let mut s = StdioServer::spawn(cmd).context("serve Cranfield over stdio")?;
         let started = Instant::now();
         for _ in 0..args.rounds {
             for q in &queries {
-                s.call("retrieve", json!({"query": q, "k": 10}))?;
+                s.call("retrieve", json!({"query": q, "k": 10})).with_context(|| format!("query {q:?} over stdio"))?;
             }
         }
         let qps = (args.rounds * queries.len()) as f64 / started.elapsed().as_secs_f64();
@@ -136,7 +145,10 @@ fn main() -> Result<(), String> {
 
     // Scale: synthetic corpus.
     let synthetic = if args.synthetic_docs > 0 {
-        Some(synthetic(&work.join("synthetic"), args.synthetic_docs, args.synthetic_queries, &options)?)
+        Some(
+            synthetic(&work.join("synthetic"), args.synthetic_docs, args.synthetic_queries, &options)
+                .context("synthetic corpus")?,
+        )
     } else {
         None
     };
@@ -187,16 +199,17 @@ fn main() -> Result<(), String> {
     let cmd: Vec<String> = std::env::args().collect();
     println!("\ncommand: {}", cmd.join(" "));
     if scores.ndcg10 + 1e-9 < REFERENCE.0 || scores.recall100 + 1e-9 < REFERENCE.1 {
-        return Err("quality below the reference".into());
+        bail!("quality below the reference");
     }
     Ok(())
 }
 
-fn quality(engine: &Engine, c: &Collection) -> Result<Scores, String> {
+fn quality(engine: &Engine, c: &Collection) -> anyhow::Result<Scores> {
     let mut rankings = HashMap::new();
     for (qid, text) in &c.queries {
-        let page =
-            engine.search(&SearchRequest::new(text.as_str(), 100), &Hooks::default()).map_err(|e| e.to_string())?;
+        let page = engine
+            .search(&SearchRequest::new(text.as_str(), 100), &Hooks::default())
+            .with_context(|| format!("query {qid}"))?;
         rankings.insert(qid.clone(), page.hits.iter().map(|h| h.key()).collect());
     }
     Ok(evaluate(c, &rankings))
@@ -272,11 +285,12 @@ struct Synthetic {
     qps: f64,
 }
 
-fn synthetic(dir: &Path, n_docs: usize, n_queries: usize, options: &EngineOptions) -> Result<Synthetic, String> {
+fn synthetic(dir: &Path, n_docs: usize, n_queries: usize, options: &EngineOptions) -> anyhow::Result<Synthetic> {
     const VOCAB: usize = 50_000;
     let vocab: Vec<String> = (0..VOCAB).map(word).collect();
     let zipf = Zipf::new(VOCAB);
-    let engine = Engine::open(dir, Vec::new(), options.clone()).map_err(|e| e.to_string())?;
+    let engine = Engine::open(dir, Vec::new(), options.clone())
+        .with_context(|| format!("open the index in {}", dir.display()))?;
     let mut rng = Rng(0x5eed_2024);
     let docs = (0..n_docs).map(|i| {
         let len = 40 + (rng.next() % 120) as usize;
@@ -288,10 +302,15 @@ fn synthetic(dir: &Path, n_docs: usize, n_queries: usize, options: &EngineOption
             text.push_str(&vocab[zipf.sample(&mut rng)]);
         }
         let title = (0..4).map(|_| vocab[zipf.sample(&mut rng)].as_str()).collect::<Vec<_>>().join(" ");
-        Ok::<_, String>(CorpusDoc { id: Some(format!("s{i}")), title: Some(title), text, meta: Default::default() })
+        Ok::<_, std::convert::Infallible>(CorpusDoc {
+            id: Some(format!("s{i}")),
+            title: Some(title),
+            text,
+            meta: Default::default(),
+        })
     });
     let started = Instant::now();
-    let stats = engine.load(docs, TrustLevel::Trusted, "synthetic", true, |_| {}).map_err(|e| e.to_string())?;
+    let stats = engine.load(docs, TrustLevel::Trusted, "synthetic", true, |_| {}).context("index")?;
     let index_secs = started.elapsed().as_secs_f64();
 
     // Queries of 2-6 words drawn from ranks 20.. (skipping the very commonest, like stopwords).
@@ -303,13 +322,17 @@ fn synthetic(dir: &Path, n_docs: usize, n_queries: usize, options: &EngineOption
         })
         .collect();
     for q in queries.iter().take(100) {
-        engine.search(&SearchRequest::new(q.as_str(), 10), &Hooks::default()).map_err(|e| e.to_string())?;
+        engine
+            .search(&SearchRequest::new(q.as_str(), 10), &Hooks::default())
+            .with_context(|| format!("query {q:?}"))?;
     }
     let mut lat = Vec::with_capacity(queries.len());
     let started = Instant::now();
     for q in &queries {
         let t = Instant::now();
-        engine.search(&SearchRequest::new(q.as_str(), 10), &Hooks::default()).map_err(|e| e.to_string())?;
+        engine
+            .search(&SearchRequest::new(q.as_str(), 10), &Hooks::default())
+            .with_context(|| format!("query {q:?}"))?;
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let qps = queries.len() as f64 / started.elapsed().as_secs_f64();

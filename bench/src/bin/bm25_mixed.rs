@@ -15,10 +15,11 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, anyhow, bail};
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::scratch::{Cleanup, copy_dir, sibling};
@@ -64,12 +65,17 @@ struct Outcome {
     elapsed: f64,
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
-    let collection =
-        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run_all(&Args::parse()))
+}
+
+/// Builds the index once, then measures each `--engine` on a copy of it.
+fn run_all(args: &Args) -> anyhow::Result<()> {
+    let cranfield = args.cranfield.clone().unwrap_or_else(cranfield_dir);
+    let collection = Collection::load(&cranfield)
+        .with_context(|| format!("load the Cranfield collection in {}", cranfield.display()))?;
     let corpus: Vec<Value> = std::fs::read_to_string(&collection.corpus)
-        .map_err(|e| format!("{}: {e}", collection.corpus.display()))?
+        .with_context(|| format!("read {}", collection.corpus.display()))?
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
@@ -93,9 +99,9 @@ fn main() -> Result<(), String> {
         .arg(&base)
         .arg(&collection.corpus)
         .output()
-        .map_err(|e| format!("{}: {e}", engines[0].1.display()))?;
+        .with_context(|| format!("run {} index", engines[0].1.display()))?;
     if !out.status.success() {
-        return Err(format!("index failed: {}", String::from_utf8_lossy(&out.stderr)));
+        bail!("index failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
     }
     println!(
         "mixed workload: {:.0} s per engine, window {}, {:.0}% index/add (1 document each), Cranfield ({} docs, {} queries)",
@@ -111,8 +117,8 @@ fn main() -> Result<(), String> {
     );
     for (i, (label, bin)) in engines.iter().enumerate() {
         let data = work.join(format!("run-{i}"));
-        copy_dir(&base, &data).map_err(|e| format!("copy index: {e}"))?;
-        let o = run(bin, &data, &args, &collection, &corpus)?;
+        copy_dir(&base, &data).with_context(|| format!("copy the index to {}", data.display()))?;
+        let o = run(bin, &data, args, &collection, &corpus).with_context(|| format!("engine {label}"))?;
         let mut reads = o.latencies.get(&Kind::Retrieve).cloned().unwrap_or_default();
         let mut writes = o.latencies.get(&Kind::Add).cloned().unwrap_or_default();
         println!(
@@ -132,14 +138,14 @@ fn main() -> Result<(), String> {
 }
 
 /// Serves `data` with `bin` and drives the pipelined mix; returns the latencies.
-fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -> Result<Outcome, String> {
+fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -> anyhow::Result<Outcome> {
     let mut child = spawn_quiet(&[bin.as_os_str(), "serve".as_ref(), "--data-dir".as_ref(), data.as_os_str()])?;
-    let mut stdin = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
-    let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut stdin = BufWriter::new(child.stdin.take().context("no stdin")?);
+    let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
-    writeln!(stdin, "{hello}").and_then(|_| stdin.flush()).map_err(|e| e.to_string())?;
+    writeln!(stdin, "{hello}").and_then(|_| stdin.flush()).context("initialize: write")?;
     let mut line = String::new();
-    stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+    stdout.read_line(&mut line).context("initialize: read")?;
 
     let in_flight: Arc<Mutex<HashMap<u64, (Kind, Instant)>>> = Arc::default();
     let (permits_tx, permits_rx) = mpsc::sync_channel::<()>(args.window);
@@ -179,7 +185,7 @@ fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     while Instant::now() < stop {
         if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
-            return Err("no answer for 60 s".into());
+            bail!("no answer for 60 s");
         }
         sent += 1;
         rng ^= rng << 13;
@@ -200,7 +206,7 @@ fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -
         if let Ok(mut m) = in_flight.lock() {
             m.insert(sent, (kind, Instant::now()));
         }
-        writeln!(stdin, "{frame}").and_then(|_| stdin.flush()).map_err(|e| format!("write: {e}"))?;
+        writeln!(stdin, "{frame}").and_then(|_| stdin.flush()).context("write")?;
     }
     // Drain: every request sent is answered before the clock stops.
     rcp_bench::stdio::await_answers(&done_rx, sent, Duration::from_secs(120))?;
@@ -208,7 +214,7 @@ fn run(bin: &Path, data: &Path, args: &Args, c: &Collection, corpus: &[Value]) -
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
-    let mut o = reader.join().map_err(|_| "reader thread panicked")?;
+    let mut o = reader.join().map_err(|_| anyhow!("reader thread panicked"))?;
     o.elapsed = elapsed;
     Ok(o)
 }

@@ -17,8 +17,10 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
 use rcp_bench::synthetic::{Rng, clustered};
@@ -55,33 +57,41 @@ struct Args {
     ef: Vec<usize>,
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
     if args.synthetic_only {
-        synthetic(args.synthetic, args.queries, &args.ef, args.spread);
-        return Ok(());
+        return synthetic(args.synthetic, args.queries, &args.ef, args.spread);
     }
     let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
     let files = match model::locate(&dir) {
         Ok(f) => f,
-        Err(_) if args.fetch_model => model::fetch(&dir, &mut |m| eprintln!("{m}")).map_err(|e| e.to_string())?.0,
-        Err(e) => return Err(e.to_string()),
+        Err(_) if args.fetch_model => {
+            model::fetch(&dir, &mut |m| eprintln!("{m}"))
+                .with_context(|| format!("fetch the model into {}", dir.display()))?
+                .0
+        }
+        Err(e) => return Err(e).context("no model (--fetch-model fetches it)"),
     };
     let started = Instant::now();
-    let embedder = Embedder::load(&files, EmbedderOptions::default()).map_err(|e| e.to_string())?;
+    let embedder = Embedder::load(&files, EmbedderOptions::default()).context("load the model")?;
     let load_s = started.elapsed().as_secs_f64();
 
-    let c = Collection::load(&cranfield_dir()).map_err(|e| e.to_string())?;
+    let cranfield = cranfield_dir();
+    let c = Collection::load(&cranfield)
+        .with_context(|| format!("load the Cranfield collection in {}", cranfield.display()))?;
     let docs: Vec<_> =
-        read_jsonl(&c.corpus).map_err(|e| e.to_string())?.collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        read_jsonl(&c.corpus).and_then(|docs| docs.collect::<Result<_, _>>()).context("read the Cranfield corpus")?;
     let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();
     eprintln!("embedding {} Cranfield abstracts ...", texts.len());
     let t = Instant::now();
-    let doc_vecs = embedder.embed(&texts).map_err(|e| e.to_string())?;
+    let doc_vecs = embedder.embed(&texts).context("embed the abstracts")?;
     let doc_rate = texts.len() as f64 / t.elapsed().as_secs_f64();
     let query_texts: Vec<&str> = c.queries.iter().map(|(_, q)| q.as_str()).collect();
     let t = Instant::now();
-    let query_vecs = embedder.embed(&query_texts).map_err(|e| e.to_string())?;
+    let query_vecs = embedder.embed(&query_texts).context("embed the queries")?;
     let query_rate = query_texts.len() as f64 / t.elapsed().as_secs_f64();
 
     // Exact cosine.
@@ -101,7 +111,7 @@ fn main() -> Result<(), String> {
         .zip(doc_vecs)
         .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
         .collect();
-    store.upsert(batch).map_err(|e| e.to_string())?;
+    store.upsert(batch).context("store the Cranfield vectors")?;
     let table = store.read();
     let mut hnsw_rank = HashMap::new();
     for ((qid, _), q) in c.queries.iter().zip(&query_vecs) {
@@ -137,7 +147,7 @@ fn main() -> Result<(), String> {
     println!("| Cranfield queries (~15 tokens) | {query_rate:.1} |");
 
     if args.synthetic > 0 {
-        synthetic(args.synthetic, args.queries, &args.ef, args.spread);
+        synthetic(args.synthetic, args.queries, &args.ef, args.spread)?;
     }
     println!("\ncommand: cargo run --release -p rcp-bench --bin dense_cranfield");
     Ok(())
@@ -147,7 +157,7 @@ fn pct(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 }
 }
 
-fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
+fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) -> anyhow::Result<()> {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let centroids: Vec<Vec<f32>> = (0..2000).map(|_| rng.unit(DIMENSION)).collect();
     let data = clustered(&mut rng, &centroids, n, spread);
@@ -155,7 +165,8 @@ fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
     eprintln!("building HNSW over {n} synthetic vectors ...");
     let t = Instant::now();
     let params = HnswParams::default();
-    let graph = ann::build(Backend::default(), params, &data, DIMENSION, |_| true).expect("ANN build");
+    let graph = ann::build(Backend::default(), params, &data, DIMENSION, |_| true)
+        .with_context(|| format!("build HNSW over {n} synthetic vectors"))?;
     let build_s = t.elapsed().as_secs_f64();
     eprintln!("exact ground truth for {nq} queries ...");
     let truth: Vec<Vec<usize>> = std::thread::scope(|s| {
@@ -195,4 +206,5 @@ fn synthetic(n: usize, nq: usize, efs: &[usize], spread: f32) {
         let hits: usize = found.iter().zip(&truth).map(|(f, t)| t.iter().filter(|s| f.contains(s)).count()).sum();
         println!("| HNSW ef={ef} | {:.4} | {qps:.0} |", hits as f64 / (nq * 10) as f64);
     }
+    Ok(())
 }

@@ -14,9 +14,10 @@
 //! ```
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
@@ -100,28 +101,33 @@ for name, texts in sets.items():
 print(json.dumps(result))
 "#;
 
-fn layout(spec: &str) -> Result<(usize, usize), String> {
-    let (s, t) = spec.split_once('x').ok_or_else(|| format!("layout '{spec}': expected SESSIONSxTHREADS"))?;
-    let n = |v: &str| v.parse::<usize>().map_err(|e| format!("layout '{spec}': {e}"));
+fn layout(spec: &str) -> anyhow::Result<(usize, usize)> {
+    let (s, t) = spec.split_once('x').with_context(|| format!("layout '{spec}': expected SESSIONSxTHREADS"))?;
+    let n = |v: &str| v.parse::<usize>().with_context(|| format!("layout '{spec}'"));
     Ok((n(s)?, n(t)?))
 }
 
-fn best_rate(embedder: &Embedder, texts: &[String], rounds: usize) -> Result<(f64, Vec<Vec<f32>>), String> {
-    let mut vectors = embedder.embed(texts).map_err(|e| e.to_string())?;
+fn best_rate(embedder: &Embedder, texts: &[String], rounds: usize) -> anyhow::Result<(f64, Vec<Vec<f32>>)> {
+    let mut vectors = embedder.embed(texts).context("embed")?;
     let mut best = 0.0_f64;
     for _ in 0..rounds.max(1) {
         let started = Instant::now();
-        vectors = embedder.embed(texts).map_err(|e| e.to_string())?;
+        vectors = embedder.embed(texts).context("embed")?;
         best = best.max(texts.len() as f64 / started.elapsed().as_secs_f64());
     }
     Ok((best, vectors))
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
-    let collection = Collection::load(&cranfield_dir()).map_err(|e| e.to_string())?;
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let cranfield = cranfield_dir();
+    let collection = Collection::load(&cranfield)
+        .with_context(|| format!("load the Cranfield collection in {}", cranfield.display()))?;
     let abstracts: Vec<String> = rcp_corpus::read_jsonl(&collection.corpus)
-        .map_err(|e| e.to_string())?
+        .context("read the Cranfield corpus")?
         .filter_map(Result::ok)
         .map(|d| d.text)
         .take(args.abstracts)
@@ -130,7 +136,8 @@ fn main() -> Result<(), String> {
         collection.queries.iter().map(|(_, text)| text.clone()).cycle().take(args.queries).collect();
     let sets = [("abstracts", &abstracts), ("queries", &queries)];
     let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
-    let files = model::locate_or_fetch(&dir, &mut |m| eprintln!("{m}")).map_err(|e| e.to_string())?;
+    let files = model::locate_or_fetch(&dir, &mut |m| eprintln!("{m}"))
+        .with_context(|| format!("locate or fetch the model in {}", dir.display()))?;
     println!(
         "texts: {} Cranfield abstracts, {} short queries; best of {} passes; {} cores",
         abstracts.len(),
@@ -151,13 +158,13 @@ fn main() -> Result<(), String> {
             ..EmbedderOptions::default()
         };
         let before = rcp_bench::proc::status(std::process::id()).rss_kb;
-        let embedder = Embedder::load(&files, options).map_err(|e| e.to_string())?;
+        let embedder = Embedder::load(&files, options).with_context(|| format!("{spec}: load the model"))?;
         let loaded = rcp_bench::proc::status(std::process::id()).rss_kb;
         eprintln!("{spec}: model loaded, RSS +{:.0} MB", (loaded as f64 - before as f64) / 1024.0);
         let mut rates = Vec::new();
         let mut vectors = Vec::new();
-        for (_, texts) in sets {
-            let (rate, v) = best_rate(&embedder, texts, args.rounds)?;
+        for (name, texts) in sets {
+            let (rate, v) = best_rate(&embedder, texts, args.rounds).with_context(|| format!("{spec}: {name}"))?;
             rates.push(rate);
             vectors.push(v);
         }
@@ -171,7 +178,8 @@ fn main() -> Result<(), String> {
     if let Some(py) = &args.python {
         let scratch = std::env::temp_dir().join(format!("embed_bench_{}.json", std::process::id()));
         let payload: serde_json::Map<String, Value> = sets.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
-        std::fs::write(&scratch, Value::Object(payload).to_string()).map_err(|e| e.to_string())?;
+        std::fs::write(&scratch, Value::Object(payload).to_string())
+            .with_context(|| format!("write {}", scratch.display()))?;
         let model_dir = files.onnx().parent().map(|p| p.to_path_buf()).unwrap_or_default();
         let out = Command::new(py)
             .arg("-c")
@@ -182,12 +190,12 @@ fn main() -> Result<(), String> {
             .arg(EmbedderOptions::default().max_length.to_string())
             .arg(args.python_batch.to_string())
             .output()
-            .map_err(|e| format!("{}: {e}", py.display()))?;
+            .with_context(|| format!("run {}", py.display()))?;
         let _ = std::fs::remove_file(&scratch);
         if !out.status.success() {
-            return Err(format!("python failed: {}", String::from_utf8_lossy(&out.stderr)));
+            bail!("python failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("python output: {e}"))?;
+        let v: Value = serde_json::from_slice(&out.stdout).context("python output")?;
         let rate = |n: &str| v[n]["texts_per_s"].as_f64().unwrap_or(0.0);
         rows.push((
             format!("Python onnxruntime + tokenizers, batches of {}", args.python_batch),

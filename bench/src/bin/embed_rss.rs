@@ -9,9 +9,10 @@
 //!                          --server 'no-arena=target/release/rcp-dense serve'
 //! ```
 
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use anyhow::Context;
 use clap::Parser;
 use rcp_bench::proc::status;
 use rcp_bench::quality::{Collection, cranfield_dir};
@@ -36,11 +37,16 @@ struct Args {
     repeat: usize,
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
-    let collection = Collection::load(&cranfield_dir()).map_err(|e| e.to_string())?;
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let dir = cranfield_dir();
+    let collection =
+        Collection::load(&dir).with_context(|| format!("load the Cranfield collection in {}", dir.display()))?;
     let texts: Vec<String> = rcp_corpus::read_jsonl(&collection.corpus)
-        .map_err(|e| e.to_string())?
+        .context("read the Cranfield corpus")?
         .filter_map(Result::ok)
         .map(|d| d.text)
         .take(args.texts)
@@ -51,15 +57,15 @@ fn main() -> Result<(), String> {
         for (i, spec) in args.servers.iter().enumerate() {
             let (label, command) = server_spec(spec, i);
             let argv: Vec<&str> = command.split_whitespace().collect();
-            let (program, rest) = argv.split_first().ok_or("empty server command")?;
+            let (program, rest) = argv.split_first().with_context(|| format!("--server {spec:?}: empty command"))?;
             let mut cmd = Command::new(program);
             cmd.args(rest).stderr(Stdio::null());
-            let mut server = StdioServer::spawn(cmd)?;
+            let mut server = StdioServer::spawn(cmd).with_context(|| format!("server {label}"))?;
             let idle = status(server.pid());
             let mut best = 0.0_f64;
             for _ in 0..args.rounds {
                 let started = Instant::now();
-                server.call("embed", json!({"inputs": texts}))?;
+                server.call("embed", json!({"inputs": texts})).with_context(|| format!("server {label}"))?;
                 best = best.max(texts.len() as f64 / started.elapsed().as_secs_f64());
             }
             let after = status(server.pid());
@@ -71,7 +77,7 @@ fn main() -> Result<(), String> {
                 mb(after.rss_kb) - mb(idle.rss_kb),
                 mb(after.hwm_kb)
             );
-            server.shutdown()?;
+            server.shutdown().with_context(|| format!("server {label}"))?;
         }
     }
     Ok(())

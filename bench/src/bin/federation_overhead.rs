@@ -7,8 +7,10 @@
 //! ```
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::percentile;
 use rcp_client::federation::EngineOutcome;
@@ -34,18 +36,20 @@ const QUERIES: [&str; 6] =
     ["rust async", "retrieval fusion", "borrow checker", "dense vectors", "write-ahead log", "attention"];
 
 #[tokio::main]
-async fn main() {
-    let args = Args::parse();
+async fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(Args::parse()).await)
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
     let engine = args.engine.clone().unwrap_or_else(|| {
         let exe = std::env::current_exe().unwrap_or_default();
         exe.parent().map(|d| d.join("examples").join("tiny_engine")).unwrap_or_default()
     });
     if !engine.exists() {
-        eprintln!(
+        bail!(
             "{} not found; build it with `cargo build --release -p rcp-examples --example tiny_engine`",
             engine.display()
         );
-        std::process::exit(1);
     }
     println!(
         "{:>8} {:>9} {:>14} {:>14} {:>12} {:>12}",
@@ -55,18 +59,14 @@ async fn main() {
         let entries: Vec<_> = (0..n)
             .map(|i| serde_json::json!({"id": format!("e{i}"), "transport": "stdio", "command": [engine.to_string_lossy()]}))
             .collect();
-        let Ok(registry) = Registry::parse(&serde_json::json!({"engines": entries}).to_string(), None) else {
-            eprintln!("bad registry");
-            std::process::exit(1);
-        };
+        let registry = Registry::parse(&serde_json::json!({"engines": entries}).to_string(), None)
+            .with_context(|| format!("bad registry of {n} engines"))?;
         let fed = Federation::new(
             registry,
             FederationOptions { engine_timeout: Duration::from_secs(10), ..Default::default() },
         );
-        let connected = fed.connect().await;
-        if connected.iter().any(|(_, c)| c.is_err()) {
-            eprintln!("some engines failed to start");
-            std::process::exit(1);
+        if let Some((id, Err(e))) = fed.connect().await.into_iter().find(|(_, c)| c.is_err()) {
+            return Err(anyhow::Error::new(e).context(format!("engine {id} failed to start")));
         }
         // Warm up.
         for q in QUERIES {
@@ -100,4 +100,5 @@ async fn main() {
             percentile(&mut ratios, 99.0)
         );
     }
+    Ok(())
 }

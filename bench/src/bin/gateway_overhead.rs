@@ -16,10 +16,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate, percentile};
+use rcp_bench::scratch::Cleanup;
 use rcp_client::{Client, ClientOptions};
 use serde_json::{Value, json};
 
@@ -48,8 +51,11 @@ const QUERIES: [&str; 6] =
     ["wing lift", "boundary layer", "heat transfer", "supersonic flow", "buckling", "shock wave"];
 
 #[tokio::main]
-async fn main() {
-    let args = Args::parse();
+async fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()).await)
+}
+
+async fn run(args: &Args) -> anyhow::Result<()> {
     let dir = args.bin_dir.clone().unwrap_or_else(|| {
         std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)).unwrap_or_default()
     });
@@ -58,34 +64,37 @@ async fn main() {
     let (gateway, bm25) = (dir.join("rcp-gateway"), dir.join("rcp-bm25"));
     for b in [&gateway, &bm25] {
         if !b.exists() {
-            fail(&format!("{} not found; build with `cargo build --release -p rcp-bm25 -p rcp-gateway`", b.display()));
+            bail!("{} not found; build with `cargo build --release -p rcp-bm25 -p rcp-gateway`", b.display());
         }
     }
     let tmp = std::env::temp_dir().join(format!("rcp-gateway-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| fail(&e.to_string()));
-    overhead(&args, &gateway, &bm25, &tmp).await;
+    let _cleanup = Cleanup(tmp.clone());
+    std::fs::create_dir_all(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+    overhead(args, &gateway, &bm25, &tmp).await?;
     if !args.shards.is_empty() {
-        sharded_quality(&args, &gateway, &bm25, &tmp).await;
+        sharded_quality(args, &gateway, &bm25, &tmp).await?;
     }
-    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(())
 }
 
-fn fail(msg: &str) -> ! {
-    eprintln!("gateway_overhead: {msg}");
-    std::process::exit(1)
+/// Writes a registry file for `rcp-gateway serve --registry`.
+fn write_registry(path: &Path, entries: Vec<Value>) -> anyhow::Result<()> {
+    std::fs::write(path, json!({"engines": entries}).to_string()).with_context(|| format!("write {}", path.display()))
 }
 
 fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-async fn connect_gateway(gateway: &Path, registry: &Path) -> Client {
+async fn connect_gateway(gateway: &Path, registry: &Path) -> anyhow::Result<Client> {
     let cmd =
         vec![path(gateway), "serve".into(), "--registry".into(), path(registry), "--id".into(), "bench-gw".into()];
-    Client::connect_stdio(&cmd, ClientOptions::default()).await.unwrap_or_else(|e| fail(&format!("gateway: {e}")))
+    Client::connect_stdio(&cmd, ClientOptions::default())
+        .await
+        .with_context(|| format!("gateway over {}", registry.display()))
 }
 
-async fn overhead(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
+async fn overhead(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) -> anyhow::Result<()> {
     println!("Gateway overhead (stdio client -> gateway -> N x rcp-bm25 built-in corpus, k=10)");
     println!(
         "{:>8} {:>8} {:>13} {:>15} {:>13} {:>13} {:>10} {:>10}",
@@ -95,8 +104,8 @@ async fn overhead(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
         let entries: Vec<Value> =
             (0..n).map(|i| json!({"id": format!("e{i}"), "command": [path(bm25), "serve"]})).collect();
         let registry = tmp.join(format!("overhead-{n}.json"));
-        std::fs::write(&registry, json!({"engines": entries}).to_string()).unwrap_or_else(|e| fail(&e.to_string()));
-        let client = connect_gateway(gateway, &registry).await;
+        write_registry(&registry, entries)?;
+        let client = connect_gateway(gateway, &registry).await?;
         for q in QUERIES {
             let _ = client.call("retrieve", json!({"query": q, "k": 10})).await;
         }
@@ -130,52 +139,54 @@ async fn overhead(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
         );
         let _ = client.shutdown().await;
     }
+    Ok(())
 }
 
 /// Runs every query through `client` and returns query id → ranked doc ids.
-async fn rankings(client: &Client, c: &Collection) -> HashMap<String, Vec<String>> {
+async fn rankings(client: &Client, c: &Collection) -> anyhow::Result<HashMap<String, Vec<String>>> {
     let mut out = HashMap::new();
     for (qid, text) in &c.queries {
         let r = client
             .call_with_timeout("retrieve", json!({"query": text, "k": 100}), Duration::from_secs(30))
             .await
-            .unwrap_or_else(|e| fail(&format!("query {qid}: {e}")));
+            .with_context(|| format!("query {qid}"))?;
         let ids: Vec<String> = r["hits"]
             .as_array()
             .map(|hs| hs.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect())
             .unwrap_or_default();
         out.insert(qid.clone(), ids);
     }
-    out
+    Ok(out)
 }
 
-fn index(bm25: &Path, data: &Path, corpus: &Path) {
+fn index(bm25: &Path, data: &Path, corpus: &Path) -> anyhow::Result<()> {
     let out = std::process::Command::new(bm25)
         .args(["index", "--data-dir"])
         .arg(data)
         .arg(corpus)
         .output()
-        .unwrap_or_else(|e| fail(&format!("rcp-bm25 index: {e}")));
+        .context("rcp-bm25 index")?;
     if !out.status.success() {
-        fail(&format!("rcp-bm25 index: {}", String::from_utf8_lossy(&out.stderr)));
+        bail!("rcp-bm25 index ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
     }
+    Ok(())
 }
 
-async fn sharded_quality(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
+async fn sharded_quality(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) -> anyhow::Result<()> {
     let dir = args.cranfield.clone().unwrap_or_else(cranfield_dir);
-    let c = Collection::load(&dir).unwrap_or_else(|e| fail(&e.to_string()));
-    let corpus = std::fs::read_to_string(&c.corpus).unwrap_or_else(|e| fail(&e.to_string()));
+    let c = Collection::load(&dir).with_context(|| format!("load the Cranfield collection in {}", dir.display()))?;
+    let corpus = std::fs::read_to_string(&c.corpus).with_context(|| format!("read {}", c.corpus.display()))?;
     let lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
 
     let single = tmp.join("single");
-    index(bm25, &single, &c.corpus);
+    index(bm25, &single, &c.corpus)?;
     let client = Client::connect_stdio(
         &[path(bm25), "serve".into(), "--data-dir".into(), path(&single)],
         ClientOptions::default(),
     )
     .await
-    .unwrap_or_else(|e| fail(&format!("rcp-bm25: {e}")));
-    let base = evaluate(&c, &rankings(&client, &c).await);
+    .context("rcp-bm25")?;
+    let base = evaluate(&c, &rankings(&client, &c).await.context("single index")?);
     let _ = client.shutdown().await;
     println!();
     println!("Cranfield ({} docs, {} queries), nDCG@10 / Recall@100", lines.len(), c.queries.len());
@@ -188,20 +199,21 @@ async fn sharded_quality(args: &Args, gateway: &Path, bm25: &Path, tmp: &Path) {
         for i in 0..s {
             let file = tmp.join(format!("shard-{s}-{i}.jsonl"));
             let part: Vec<&str> = lines.iter().copied().skip(i).step_by(s).collect();
-            std::fs::write(&file, part.join("\n") + "\n").unwrap_or_else(|e| fail(&e.to_string()));
+            std::fs::write(&file, part.join("\n") + "\n").with_context(|| format!("write {}", file.display()))?;
             let data = tmp.join(format!("shard-{s}-{i}"));
-            index(bm25, &data, &file);
+            index(bm25, &data, &file)?;
             let cmd = json!([path(bm25), "serve", "--data-dir", path(&data)]);
             shard_entries.push(json!({"id": format!("s{i}"), "collection": "cranfield", "command": cmd}));
             rrf_entries.push(json!({"id": format!("s{i}"), "command": cmd}));
         }
         for (label, entries) in [("score merge", shard_entries), ("RRF of shards", rrf_entries)] {
             let registry = tmp.join(format!("shards-{s}-{}.json", label.replace(' ', "-")));
-            std::fs::write(&registry, json!({"engines": entries}).to_string()).unwrap_or_else(|e| fail(&e.to_string()));
-            let client = connect_gateway(gateway, &registry).await;
-            let scores = evaluate(&c, &rankings(&client, &c).await);
+            write_registry(&registry, entries)?;
+            let client = connect_gateway(gateway, &registry).await?;
+            let scores = evaluate(&c, &rankings(&client, &c).await.with_context(|| format!("{s} shards, {label}"))?);
             let _ = client.shutdown().await;
             println!("{:>28} {:>8.4} {:>8.4}", format!("{s} shards, {label}"), scores.ndcg10, scores.recall100);
         }
     }
+    Ok(())
 }

@@ -8,9 +8,11 @@
 //! Without `--url` it serves a no-op engine in-process on 127.0.0.1 (its own runtime, so the
 //! server and the load share the machine's cores as they would with an external server).
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::percentile;
 use rcp_protocol::capabilities::RetrieveCapability;
@@ -49,20 +51,39 @@ impl Retrieve for Noop {
     }
 }
 
-fn start_in_process(threads: usize) -> String {
+/// Serves the no-op engine on 127.0.0.1 from a thread of its own (with its own runtime of
+/// `threads` workers); its base URL.
+fn start_in_process(threads: usize) -> anyhow::Result<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build();
-        let Ok(rt) = rt else { return };
+        let started = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build();
+        let rt = match started.context("build the server's runtime") {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
         rt.block_on(async move {
             let server = Server::builder("noop", "0").retrieve(Noop).build();
-            let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else { return };
-            let Ok(addr) = listener.local_addr() else { return };
-            let _ = tx.send(format!("http://{addr}/rcp"));
+            let bound = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .and_then(|listener| listener.local_addr().map(|addr| (listener, addr)))
+                .context("listen on 127.0.0.1");
+            let listener = match bound {
+                Ok((listener, addr)) => {
+                    let _ = tx.send(Ok(format!("http://{addr}/rcp")));
+                    listener
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
             let _ = rcp_server::http::serve_on(&server, listener, HttpOptions::default(), std::future::pending()).await;
         });
     });
-    rx.recv().unwrap_or_default()
+    rx.recv().context("the server thread ended before it listened")?
 }
 
 async fn level(url: &str, clients: usize, seconds: f64) -> (usize, usize, Vec<f64>) {
@@ -115,12 +136,17 @@ async fn level(url: &str, clients: usize, seconds: f64) -> (usize, usize, Vec<f6
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let args = Args::parse();
-    let url = args.url.clone().unwrap_or_else(|| start_in_process(args.server_threads));
+async fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(Args::parse()).await)
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let url = match args.url.clone() {
+        Some(url) => url,
+        None => start_in_process(args.server_threads).context("could not start the in-process server")?,
+    };
     if url.is_empty() {
-        eprintln!("could not start the in-process server");
-        std::process::exit(1);
+        bail!("--url is empty");
     }
     // Warm up connections and code paths.
     let _ = level(&url, 4, 0.5).await;
@@ -137,4 +163,5 @@ async fn main() {
         let max = lat.iter().copied().fold(0.0, f64::max);
         println!("{c:>8} {rps:>12.0} {p50:>10.3} {p99:>10.3} {max:>10.3} {errors:>8}");
     }
+    Ok(())
 }

@@ -31,10 +31,11 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
-use std::process::Child;
+use std::process::{Child, ExitCode};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, anyhow, bail};
 use clap::Parser;
 use rcp_bench::proc::Status;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
@@ -176,21 +177,25 @@ impl Run {
     }
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
     if args.mix.len() != 4 || args.mix.iter().sum::<u32>() == 0 {
-        return Err("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping".into());
+        bail!("--mix takes four weights: retrieve k=10, retrieve k=100, index/add, ping");
     }
-    let collection =
-        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
+    let cranfield = args.cranfield.clone().unwrap_or_else(cranfield_dir);
+    let collection = Collection::load(&cranfield)
+        .with_context(|| format!("load the Cranfield collection in {}", cranfield.display()))?;
     let corpus: Vec<Value> = std::fs::read_to_string(&collection.corpus)
-        .map_err(|e| format!("{}: {e}", collection.corpus.display()))?
+        .with_context(|| format!("read {}", collection.corpus.display()))?
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     let queries: Vec<String> = collection.queries.iter().map(|(_, q)| q.clone()).collect();
     if corpus.is_empty() || queries.is_empty() {
-        return Err("the collection has no documents or no queries".into());
+        bail!("the collection has no documents or no queries");
     }
     let (corpus, queries) = (Arc::new(corpus), Arc::new(queries));
     let work = std::env::temp_dir().join(format!("rcp-load-{}", std::process::id()));
@@ -220,7 +225,7 @@ fn main() -> Result<(), String> {
                 let data = match &args.data {
                     Some(src) => {
                         let dst = work.join(format!("{si}-{inflight}"));
-                        copy_dir(src, &dst).map_err(|e| format!("copy {}: {e}", src.display()))?;
+                        copy_dir(src, &dst).with_context(|| format!("copy {}", src.display()))?;
                         Some(dst)
                     }
                     None => None,
@@ -234,9 +239,10 @@ fn main() -> Result<(), String> {
                     .collect();
                 let mix = Mix::new(&args.mix, &queries, &corpus);
                 let mut run = match transport {
-                    Transport::Stdio => drive(&argv, inflight.max(1), &args, mix)?,
-                    Transport::Http => drive_http(argv, inflight.max(1), &args, mix)?,
-                };
+                    Transport::Stdio => drive(&argv, inflight.max(1), args, mix),
+                    Transport::Http => drive_http(argv, inflight.max(1), args, mix),
+                }
+                .with_context(|| format!("{label} at {inflight} in flight"))?;
                 let mut total = 0usize;
                 for kind in Kind::ALL {
                     let Some(k) = run.kinds.get_mut(&kind) else { continue };
@@ -281,7 +287,7 @@ fn main() -> Result<(), String> {
 }
 
 /// Starts `argv`, initialises it, keeps `window` requests in flight for `--seconds`.
-fn drive(argv: &[String], window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+fn drive(argv: &[String], window: usize, args: &Args, mix: Mix) -> anyhow::Result<Run> {
     let mut child = spawn_quiet(argv)?;
     let result = drive_child(&mut child, window, args, mix);
     let _ = child.kill();
@@ -299,17 +305,19 @@ fn io_thread_start(args: &Args) -> Arc<dyn Fn() + Send + Sync> {
     }
 }
 
-fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> anyhow::Result<Run> {
     let pid = child.id();
     let start = io_thread_start(args);
-    let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().ok_or("no stdin")?)));
-    let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().context("no stdin")?)));
+    let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}});
-    locked(&stdin).and_then(|mut w| writeln!(w, "{hello}").and_then(|_| w.flush())).map_err(|e| e.to_string())?;
+    locked(&stdin).and_then(|mut w| writeln!(w, "{hello}").and_then(|_| w.flush())).context("initialize: write")?;
     let mut line = String::new();
-    stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+    if stdout.read_line(&mut line).context("initialize: read")? == 0 {
+        bail!("initialize: server closed stdout");
+    }
     if !line.contains("\"result\"") {
-        return Err(format!("initialize failed: {line}"));
+        bail!("initialize failed: {line}");
     }
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
@@ -374,7 +382,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Resul
     let writer = {
         let (stdin, in_flight) = (Arc::clone(&stdin), Arc::clone(&in_flight));
         let mut mix = mix;
-        std::thread::spawn(move || -> Result<u64, String> {
+        std::thread::spawn(move || -> anyhow::Result<u64> {
             start();
             let mut sent = 0u64;
             let mut unflushed = 0;
@@ -383,14 +391,14 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Resul
                 // and at least every FLUSH_EVERY frames: while answers keep freeing places a frame
                 // would otherwise wait in the buffer for several milliseconds, its clock running.
                 if unflushed >= FLUSH_EVERY {
-                    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+                    locked(&stdin).and_then(|mut w| w.flush()).context("write")?;
                     unflushed = 0;
                 }
                 if permits_rx.try_recv().is_err() {
-                    locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+                    locked(&stdin).and_then(|mut w| w.flush()).context("write")?;
                     unflushed = 0;
                     if permits_rx.recv_timeout(Duration::from_secs(60)).is_err() {
-                        return Err("no answer for 60 s".into());
+                        bail!("no answer for 60 s");
                     }
                 }
                 unflushed += 1;
@@ -399,13 +407,13 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Resul
                 if let Ok(mut m) = in_flight.lock() {
                     m.insert(sent, (kind, Instant::now()));
                 }
-                locked(&stdin).and_then(|mut w| writeln!(w, "{frame}")).map_err(|e| format!("write: {e}"))?;
+                locked(&stdin).and_then(|mut w| writeln!(w, "{frame}")).context("write")?;
             }
-            locked(&stdin).and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))?;
+            locked(&stdin).and_then(|mut w| w.flush()).context("write")?;
             Ok(sent)
         })
     };
-    let sent = writer.join().map_err(|_| "writer thread panicked")??;
+    let sent = writer.join().map_err(|_| anyhow!("writer thread panicked"))??;
     if let Some(probe) = probe {
         let _ = probe.join();
     }
@@ -415,7 +423,7 @@ fn drive_child(child: &mut Child, window: usize, args: &Args, mix: Mix) -> Resul
     let end = rcp_bench::proc::status(pid);
     drop(stdin);
     let _ = child.kill();
-    let kinds = reader.join().map_err(|_| "reader thread panicked")?;
+    let kinds = reader.join().map_err(|_| anyhow!("reader thread panicked"))?;
     Ok(Run::new(kinds, elapsed, idle, end, sampled_threads))
 }
 
@@ -499,14 +507,14 @@ impl Mix {
 }
 
 /// A port free on 127.0.0.1 right now.
-fn free_port() -> Result<u16, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("find a free port on 127.0.0.1")?;
+    l.local_addr().map(|a| a.port()).context("find a free port on 127.0.0.1")
 }
 
 /// Over HTTP: the server started with `--http`, `window` clients each with its own keep-alive
 /// connection sending one request at a time (stateless requests, no session).
-fn drive_http(mut argv: Vec<String>, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+fn drive_http(mut argv: Vec<String>, window: usize, args: &Args, mix: Mix) -> anyhow::Result<Run> {
     let port = free_port()?;
     argv.extend(["--http".to_owned(), format!("127.0.0.1:{port}")]);
     let mut child = spawn_quiet(&argv)?;
@@ -516,13 +524,13 @@ fn drive_http(mut argv: Vec<String>, window: usize, args: &Args, mix: Mix) -> Re
     result
 }
 
-fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mix: Mix) -> Result<Run, String> {
+fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mix: Mix) -> anyhow::Result<Run> {
     let pid = child.id();
     let url = format!("http://127.0.0.1:{port}/rcp");
     let started_at = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if started_at.elapsed() > Duration::from_secs(60) {
-            return Err(format!("nothing listens on port {port} after 60 s"));
+            bail!("nothing listens on port {port} after 60 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -539,7 +547,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
             move || start()
         })
         .build()
-        .map_err(|e| e.to_string())?;
+        .context("build the clients' runtime")?;
     std::thread::sleep(Duration::from_millis(200));
     let idle = rcp_bench::proc::status(pid);
     let sampler = thread_sampler(pid, idle.threads);
@@ -591,7 +599,7 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
     let end = rcp_bench::proc::status(pid);
     let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
     if let Some(probe) = probe {
-        kinds.insert(Kind::Probe, probe.join().map_err(|_| "the probe panicked")?);
+        kinds.insert(Kind::Probe, probe.join().map_err(|_| anyhow!("the probe panicked"))?);
     }
     for r in results {
         for (kind, k) in r {

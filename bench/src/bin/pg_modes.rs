@@ -12,9 +12,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, evaluate, percentile};
 use rcp_bench::scratch::Cleanup;
@@ -40,27 +41,31 @@ struct Args {
     cranfield: Option<PathBuf>,
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
     let dir = args.bin_dir.clone().unwrap_or_else(|| {
         std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)).unwrap_or_default()
     });
     let bin = |name: &str| dir.join(name);
     for name in ["rcp-bm25", "rcp-dense", "rcp-pg"] {
         if !bin(name).exists() {
-            return Err(format!("{} not built (cargo build --release -p {name})", bin(name).display()));
+            bail!("{} not built (cargo build --release -p {name})", bin(name).display());
         }
     }
-    let collection =
-        Collection::load(&args.cranfield.clone().unwrap_or_else(cranfield_dir)).map_err(|e| e.to_string())?;
+    let cranfield = args.cranfield.clone().unwrap_or_else(cranfield_dir);
+    let collection = Collection::load(&cranfield)
+        .with_context(|| format!("load the Cranfield collection in {}", cranfield.display()))?;
     let corpus = collection.corpus.clone();
-    let docs = rcp_corpus::count_lines(&corpus).map_err(|e| e.to_string())?;
+    let docs = rcp_corpus::count_lines(&corpus).context("count the Cranfield documents")?;
     let _cluster;
     let url = match &args.database_url {
         Some(url) => url.clone(),
         None => {
-            let c = PgCluster::start()?;
-            let url = c.create_database("bench")?;
+            let c = PgCluster::start().map_err(anyhow::Error::msg).context("start a private PostgreSQL")?;
+            let url = c.create_database("bench").map_err(anyhow::Error::msg).context("create the bench database")?;
             _cluster = c;
             url
         }
@@ -71,11 +76,11 @@ fn main() -> Result<(), String> {
 
     println!("indexing {docs} Cranfield documents (each engine's own `index` command, one run)");
     println!("{:<10} {:>9} {:>9}", "engine", "seconds", "docs/s");
-    let index = |label: &str, cmd: &mut Command| -> Result<(), String> {
+    let index = |label: &str, cmd: &mut Command| -> anyhow::Result<()> {
         let started = Instant::now();
-        let out = cmd.output().map_err(|e| format!("{label}: {e}"))?;
+        let out = cmd.output().with_context(|| format!("{label}: run {cmd:?}"))?;
         if !out.status.success() {
-            return Err(format!("{label} index failed: {}", String::from_utf8_lossy(&out.stderr)));
+            bail!("{label} index failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
         }
         let secs = started.elapsed().as_secs_f64();
         println!("{label:<10} {secs:>9.1} {:>9.1}", docs as f64 / secs);
@@ -102,16 +107,20 @@ fn main() -> Result<(), String> {
         let program = if label.starts_with("rcp-pg") { bin("rcp-pg") } else { bin(label.as_str()) };
         let mut cmd = Command::new(program);
         cmd.args(&argv).stderr(std::process::Stdio::null());
-        let mut server = StdioServer::spawn(cmd)?;
+        let mut server = StdioServer::spawn(cmd).with_context(|| format!("serve {label}"))?;
         for (_, q) in queries.iter().take(10) {
-            server.call("retrieve", json!({"query": q, "k": 10, "includeText": false}))?;
+            server
+                .call("retrieve", json!({"query": q, "k": 10, "includeText": false}))
+                .with_context(|| format!("{label}: warm-up query {q:?}"))?;
         }
         let mut latencies = Vec::with_capacity(queries.len());
         let mut rankings = HashMap::new();
         let started = Instant::now();
         for (qid, q) in &queries {
             let t = Instant::now();
-            let r = server.call("retrieve", json!({"query": q, "k": 10, "includeText": false}))?;
+            let r = server
+                .call("retrieve", json!({"query": q, "k": 10, "includeText": false}))
+                .with_context(|| format!("{label}: query {qid}"))?;
             latencies.push(t.elapsed().as_secs_f64() * 1e3);
             let ids: Vec<String> = r["hits"]
                 .as_array()
@@ -127,7 +136,7 @@ fn main() -> Result<(), String> {
             percentile(&mut latencies, 99.0),
             scores.ndcg10
         );
-        server.shutdown()?;
+        server.shutdown().with_context(|| format!("{label}: shutdown"))?;
     }
     Ok(())
 }

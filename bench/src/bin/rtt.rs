@@ -19,9 +19,10 @@
 //! ```
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::process::{ChildStdin, ChildStdout};
+use std::process::{ChildStdin, ChildStdout, ExitCode};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use rcp_bench::quality::percentile;
 use rcp_bench::stdio::{server_spec, spawn_quiet};
@@ -73,14 +74,17 @@ impl Placement {
 }
 
 /// Pins this process (the client) to CPU 0.
-fn pin_client() -> Result<(), String> {
+fn pin_client() -> anyhow::Result<()> {
     let pid = std::process::id().to_string();
     let status = std::process::Command::new("taskset")
         .args(["-a", "-p", "-c", "0", &pid])
         .stdout(std::process::Stdio::null())
         .status()
-        .map_err(|e| format!("taskset: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("taskset exited with {status}")) }
+        .context("taskset")?;
+    if !status.success() {
+        bail!("taskset exited with {status}");
+    }
+    Ok(())
 }
 
 struct Peer {
@@ -91,14 +95,14 @@ struct Peer {
 
 impl Peer {
     /// Sends one frame and reads lines until the answer to `id`; whether it is a result.
-    fn call(&mut self, frame: &[u8], id: u64) -> Result<bool, String> {
-        self.stdin.write_all(frame).and_then(|_| self.stdin.flush()).map_err(|e| format!("write: {e}"))?;
+    fn call(&mut self, frame: &[u8], id: u64) -> anyhow::Result<bool> {
+        self.stdin.write_all(frame).and_then(|_| self.stdin.flush()).context("write")?;
         let wanted_a = format!("\"id\":{id},");
         let wanted_b = format!("\"id\": {id},");
         loop {
             self.line.clear();
-            if self.stdout.read_until(b'\n', &mut self.line).map_err(|e| format!("read: {e}"))? == 0 {
-                return Err("server closed stdout".into());
+            if self.stdout.read_until(b'\n', &mut self.line).context("read")? == 0 {
+                bail!("server closed stdout");
             }
             let head = &self.line[..self.line.len().min(64)];
             let head = String::from_utf8_lossy(head);
@@ -113,8 +117,11 @@ fn frame(id: u64, method: &str, params: &str) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}\n").into_bytes()
 }
 
-fn main() -> Result<(), String> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
     let mut placements = args.placement.clone();
     placements.sort();
     placements.dedup();
@@ -127,17 +134,17 @@ fn main() -> Result<(), String> {
             continue;
         }
         if placement != Placement::Free {
-            pin_client()?;
+            pin_client().context("pin the client to CPU 0")?;
         }
         for (si, spec) in args.servers.iter().enumerate() {
-            measure(&args, placement, si, spec)?;
+            measure(args, placement, si, spec)?;
         }
     }
     Ok(())
 }
 
 /// One server under one placement: ping, then retrieve.
-fn measure(args: &Args, placement: Placement, si: usize, spec: &str) -> Result<(), String> {
+fn measure(args: &Args, placement: Placement, si: usize, spec: &str) -> anyhow::Result<()> {
     let place = match placement {
         Placement::Free => "free",
         Placement::Split => "split",
@@ -151,17 +158,17 @@ fn measure(args: &Args, placement: Placement, si: usize, spec: &str) -> Result<(
             argv.extend(["taskset", "-c", cpu]);
         }
         argv.extend(command.split_whitespace());
-        let mut child = spawn_quiet(&argv)?;
+        let mut child = spawn_quiet(&argv).with_context(|| format!("server {label}"))?;
         let mut peer = Peer {
-            stdin: BufWriter::new(child.stdin.take().ok_or("no stdin")?),
-            stdout: BufReader::new(child.stdout.take().ok_or("no stdout")?),
+            stdin: BufWriter::new(child.stdin.take().context("no stdin")?),
+            stdout: BufReader::new(child.stdout.take().context("no stdout")?),
             line: Vec::new(),
         };
         let hello = frame(0, "initialize", r#"{"protocolVersion":1,"client":{"name":"rcp-bench-rtt","version":"0"}}"#);
-        if !peer.call(&hello, 0)? {
-            return Err(format!("{label}: initialize failed"));
+        if !peer.call(&hello, 0).with_context(|| format!("{label}: initialize"))? {
+            bail!("{label}: initialize failed");
         }
-        let query = serde_json::to_string(&args.query).map_err(|e| e.to_string())?;
+        let query = serde_json::to_string(&args.query).context("--query as JSON")?;
         let methods = [("ping", "{}".to_owned()), ("retrieve", format!("{{\"query\":{query},\"k\":1}}"))];
         let mut id = 0u64;
         for (method, params) in &methods {
@@ -171,7 +178,7 @@ fn measure(args: &Args, placement: Placement, si: usize, spec: &str) -> Result<(
                 id += 1;
                 let f = frame(id, method, params);
                 let started = Instant::now();
-                ok = peer.call(&f, id)?;
+                ok = peer.call(&f, id).with_context(|| format!("{label}: {method} ({place})"))?;
                 let took = started.elapsed().as_secs_f64() * 1e6;
                 if !ok {
                     break;

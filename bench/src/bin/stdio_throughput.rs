@@ -31,6 +31,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use memchr::memmem;
 use rcp_client::ndjson::{LineRef, LineSplitter, MAX_READ_LINE_BYTES};
@@ -133,13 +134,13 @@ struct ServerSpec {
 impl ServerSpec {
     /// Parses `[LABEL=]COMMAND [ARG...]`. A `=` in the first word only introduces a label when
     /// the part before it contains no `/` (so `./a=b` stays a path).
-    fn parse(spec: &str) -> Result<Self, String> {
+    fn parse(spec: &str) -> anyhow::Result<Self> {
         let mut words = spec.split_whitespace();
-        let first = words.next().ok_or_else(|| format!("empty --server spec {spec:?}"))?;
+        let first = words.next().with_context(|| format!("empty --server spec {spec:?}"))?;
         let (label, program) = match first.split_once('=') {
             Some((label, program)) if !label.is_empty() && !label.contains('/') => {
                 let program = if program.is_empty() {
-                    words.next().ok_or_else(|| format!("no command in --server spec {spec:?}"))?
+                    words.next().with_context(|| format!("no command in --server spec {spec:?}"))?
                 } else {
                     program
                 };
@@ -573,16 +574,16 @@ fn thousands(x: f64) -> String {
 }
 
 /// Resolves `--server`, `--server-args` and `--label` into the list of servers.
-fn servers(args: &Args) -> Result<Vec<ServerSpec>, String> {
-    let mut specs = args.servers.iter().map(|s| ServerSpec::parse(s)).collect::<Result<Vec<_>, _>>()?;
+fn servers(args: &Args) -> anyhow::Result<Vec<ServerSpec>> {
+    let mut specs = args.servers.iter().map(|s| ServerSpec::parse(s)).collect::<anyhow::Result<Vec<_>>>()?;
     if !args.server_args.is_empty() {
         if specs.len() != 1 {
-            return Err("--server-args needs exactly one --server; put arguments inside each --server spec".into());
+            bail!("--server-args needs exactly one --server; put arguments inside each --server spec");
         }
         specs[0].args.extend(args.server_args.iter().cloned());
     }
     if args.labels.len() > specs.len() {
-        return Err(format!("{} labels for {} servers", args.labels.len(), specs.len()));
+        bail!("{} labels for {} servers", args.labels.len(), specs.len());
     }
     for (spec, label) in specs.iter_mut().zip(&args.labels) {
         spec.label.clone_from(label);
@@ -594,6 +595,15 @@ fn servers(args: &Args) -> Result<Vec<ServerSpec>, String> {
             n += 1;
             specs[i].label = format!("{base}#{n}");
         }
+    }
+    Ok(specs)
+}
+
+/// The servers to run, once the arguments are checked.
+fn usage(args: &Args) -> anyhow::Result<Vec<ServerSpec>> {
+    let specs = servers(args)?;
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        bail!("--timeout must be a positive number of seconds");
     }
     Ok(specs)
 }
@@ -810,17 +820,11 @@ fn slow_probe(args: &Args, specs: &[ServerSpec]) -> bool {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let specs = match servers(&args) {
+    let specs = match usage(&args) {
         Ok(specs) => specs,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return std::process::ExitCode::from(2);
-        }
+        // A usage error exits 2, as clap's own do; a failed run exits 1.
+        Err(e) => return rcp_bench::exit::finish_with(env!("CARGO_BIN_NAME"), Err(e), 2),
     };
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        eprintln!("error: --timeout must be a positive number of seconds");
-        return std::process::ExitCode::from(2);
-    }
     let ok = if args.slow_probe { slow_probe(&args, &specs) } else { throughput(&args, &specs) };
     if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
 }
