@@ -200,7 +200,7 @@ async fn a_client_flooding_connections_does_not_starve_another() {
     let flood = tokio::spawn(async move {
         let mut held = std::collections::VecDeque::new();
         let mut opened = 0usize;
-        loop {
+        for attempt in 1usize.. {
             match connect_from(FLOODER, addr).await {
                 Ok(s) => {
                     opened += 1;
@@ -212,7 +212,7 @@ async fn a_client_flooding_connections_does_not_starve_another() {
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
             }
-            if opened % 16 == 0 {
+            if attempt.is_multiple_of(16) {
                 tokio::select! {
                     _ = &mut flood_stopped => break,
                     () = tokio::time::sleep(Duration::from_millis(1)) => {}
