@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::engine::redact_url;
 use crate::error::HttpTargetError;
 use crate::stdio::error_frame;
 use crate::wire::{Direction, WireLog};
@@ -76,8 +77,13 @@ impl HttpTarget {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let frame = error_frame(&id, -32603, format!("cannot reach {}: {e}", self.base), None);
-                wire.record(engine, Direction::Received, source, frame.clone());
+                let frame = error_frame(
+                    &id,
+                    -32603,
+                    format!("cannot reach {}: {}", redact_url(&self.base), e.without_url()),
+                    None,
+                );
+                wire.record(engine, Direction::Received, source, &frame);
                 return (StatusCode::BAD_GATEWAY, axum::Json(frame)).into_response();
             }
         };
@@ -113,8 +119,13 @@ impl HttpTarget {
                 (status, out, bytes).into_response()
             }
             Err(e) => {
-                let frame = error_frame(&id, -32603, format!("reading the answer of {}: {e}", self.base), None);
-                wire.record(engine, Direction::Received, source, frame.clone());
+                let frame = error_frame(
+                    &id,
+                    -32603,
+                    format!("reading the answer of {}: {}", redact_url(&self.base), e.without_url()),
+                    None,
+                );
+                wire.record(engine, Direction::Received, source, &frame);
                 (StatusCode::BAD_GATEWAY, axum::Json(frame)).into_response()
             }
         }
@@ -128,13 +139,13 @@ impl HttpTarget {
                 Ok(r) => {
                     let status = r.status().as_u16();
                     let body = r.text().await.unwrap_or_default();
-                    json!({"url": url, "status": status, "body": body.chars().take(200).collect::<String>()})
+                    json!({"url": redact_url(&url), "status": status, "body": body.chars().take(200).collect::<String>()})
                 }
-                Err(e) => json!({"url": url, "error": e.to_string()}),
+                Err(e) => json!({"url": redact_url(&url), "error": e.without_url().to_string()}),
             }
         };
         let (healthz, readyz) = tokio::join!(probe("/healthz"), probe("/readyz"));
-        json!({"transport": "http", "url": self.base, "healthz": healthz, "readyz": readyz})
+        json!({"transport": "http", "url": redact_url(&self.base), "healthz": healthz, "readyz": readyz})
     }
 }
 

@@ -84,9 +84,9 @@ impl Shared {
     }
 
     fn send(&self, source: &str, frame: Value) {
-        let text = frame.to_string().into_bytes();
-        self.wire.record(&self.engine, Direction::Sent, source, frame);
-        let _ = self.lines.send(text);
+        let text = frame.to_string();
+        self.wire.record_line(&self.engine, Direction::Sent, source, &frame, &text);
+        let _ = self.lines.send(text.into_bytes());
     }
 
     /// Routes one line the engine wrote.
@@ -102,12 +102,12 @@ impl Shared {
             drop(routes);
             match pending {
                 Some(p) => {
-                    self.wire.record_line(&self.engine, Direction::Received, &p.source, frame.clone(), line);
+                    self.wire.record_line(&self.engine, Direction::Received, &p.source, &frame, line);
                     let mut answer = frame;
                     answer["id"] = p.orig;
                     let _ = p.tx.send(answer);
                 }
-                None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
+                None => self.wire.record_line(&self.engine, Direction::Received, "engine", &frame, line),
             }
             return;
         }
@@ -120,10 +120,10 @@ impl Shared {
         drop(routes);
         match routed {
             Some((source, tx)) => {
-                self.wire.record_line(&self.engine, Direction::Received, &source, frame.clone(), line);
+                self.wire.record_line(&self.engine, Direction::Received, &source, &frame, line);
                 let _ = tx.send(frame);
             }
-            None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
+            None => self.wire.record_line(&self.engine, Direction::Received, "engine", &frame, line),
         }
     }
 
