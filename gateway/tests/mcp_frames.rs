@@ -1,6 +1,7 @@
 //! The MCP bridge at its edges, through the real `rcp-gateway mcp` binary over stdio: frames
 //! that are not messages are answered as JSON-RPC 2.0 requires (`-32700` / `-32600` with
-//! `"id": null` unless the frame has a valid id) and the bridge keeps serving; an engine dead
+//! `"id": null` unless the frame has a valid id), an over-long line is skipped unread and
+//! answered, and the bridge keeps serving; an engine dead
 //! from the start is reported with its cause (issue #29, case 9).
 
 mod common;
@@ -137,6 +138,15 @@ fn malformed_frames_get_json_rpc_errors_and_the_bridge_keeps_serving() {
         let frame = bridge.next();
         assert_eq!(code_and_id(&frame), (-32600, id), "{what}: {frame}");
     }
+
+    // A line over the 16 MiB frame cap is skipped unread and answered.
+    let mut long = br#"{"jsonrpc":"2.0","id":8,"method":"ping","params":{"pad":""#.to_vec();
+    long.resize(17 << 20, b'x');
+    long.extend_from_slice(br#""}}"#);
+    bridge.send(&long);
+    let frame = bridge.next();
+    assert_eq!(code_and_id(&frame), (-32600, Value::Null), "{frame}");
+    assert_eq!(frame["error"]["data"]["limit"], 16 << 20, "{frame}");
 
     // Still serving: a tool call after all of it is answered.
     bridge.send(
