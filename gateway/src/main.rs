@@ -12,7 +12,6 @@ use rcp_gateway::mcp::Bridge;
 use rcp_gateway::{Gateway, GatewayOptions, GatewayRegistry};
 use rcp_protocol::fusion::FusionMethod;
 use rcp_server::cli::ServeArgs;
-use rmcp::ServiceExt;
 
 /// An RCP aggregator: one server in front of the engines of an `rcp.json` registry.
 ///
@@ -184,9 +183,8 @@ async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
     };
     let options = args.federation.options(default)?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
-    let service = Bridge::new(gateway).serve(rmcp::transport::stdio()).await?;
-    service.waiting().await?;
-    Ok(())
+    let limits = rcp_gateway::mcp::frames::FrameLimits::default();
+    Ok(Bridge::new(gateway).serve_ndjson(tokio::io::stdin(), tokio::io::stdout(), limits).await?)
 }
 
 fn spec(id: String, transport: Transport) -> EngineSpec {

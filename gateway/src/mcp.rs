@@ -11,6 +11,13 @@
 //!   answers from the hits its recent searches returned (kept in full, most recent 1,000), and
 //!   otherwise searches for the id itself (`retrieve` with the id as query) and returns the hit
 //!   whose id matches exactly.
+//!
+//! Over stdio ([`Bridge::serve_ndjson`]) frames are read by [`frames`]: bounded lines, and
+//! malformed ones answered `-32700` / `-32600` / `-32602` as JSON-RPC 2.0 requires. A tool
+//! whose engines fail says why (the cause rcp-client reports: the spawn error, the exit
+//! status, the engine's last stderr lines), not only "backend unavailable".
+
+pub mod frames;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,7 +31,7 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext as McpContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::gateway::{Gateway, META_COLLECTIONS};
@@ -35,6 +42,8 @@ const CACHE: usize = 1000;
 const SNIPPET: usize = 300;
 /// `k` when the caller gives none.
 const DEFAULT_K: u64 = 5;
+/// How long the bridge keeps writing queued frames after its input ends.
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// An MCP server whose tools query a [`Gateway`].
 #[derive(Clone)]
@@ -73,6 +82,25 @@ impl Bridge {
     /// A bridge over `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
         Self { gateway, recent: Arc::default() }
+    }
+
+    /// Serves MCP over NDJSON on `input` and `output` (stdin and stdout for `rcp-gateway
+    /// mcp`) until the input ends, with the frame checks and bounds of [`frames`]; then writes
+    /// what is still queued (for at most [`DRAIN`]).
+    pub async fn serve_ndjson<R, W>(self, input: R, output: W, limits: frames::FrameLimits) -> std::io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (transport, pump) = frames::transport(input, output, limits);
+        let served = match self.serve(transport).await {
+            Ok(running) => running.waiting().await.map(drop).map_err(std::io::Error::other),
+            Err(e) => Err(std::io::Error::other(e)),
+        };
+        let drained = tokio::time::timeout(DRAIN, pump.finish())
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "stdout not drained")));
+        served.and(drained)
     }
 
     /// The tools, with input schemas derived from the federation's filter fields.
@@ -393,8 +421,14 @@ fn with_structured(text: String, structured: Value) -> CallToolResult {
     r
 }
 
+/// A tool result with `isError`: the RCP error's message, its cause (`error.data.detail`: for
+/// an unavailable engine, why) and its code.
 fn tool_error(e: RcpError) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!("{} (RCP error {})", e.message, e.code.0))])
+    let text = match e.data.as_ref().and_then(|d| d.detail.as_deref()) {
+        Some(detail) if !detail.is_empty() => format!("{}: {detail} (RCP error {})", e.message, e.code.0),
+        _ => format!("{} (RCP error {})", e.message, e.code.0),
+    };
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 #[cfg(test)]
@@ -417,6 +451,18 @@ mod tests {
         assert_eq!(s["properties"]["year"]["type"], "integer");
         assert_eq!(s["properties"]["topic"]["type"], "string");
         assert_eq!(describe_fields(&cap), "topic:keyword, year:int");
+    }
+
+    #[test]
+    fn a_tool_error_says_why() {
+        let r =
+            tool_error(RcpError::backend_unavailable("every engine failed: engine 'a' failed: exited with status 3"));
+        let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap_or_default();
+        assert_eq!(
+            text,
+            "backend unavailable: every engine failed: engine 'a' failed: exited with status 3 (RCP error -32010)"
+        );
+        assert_eq!(r.is_error, Some(true));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -167,8 +167,28 @@ struct WireQuery {
     after: u64,
 }
 
-async fn wire(State(app): State<Arc<App>>, Query(q): Query<WireQuery>) -> Json<Value> {
-    Json(json!({"entries": app.wire.since(q.after)}))
+/// `{"entries": [...], "more": bool}`: the entries after `after`, at most
+/// [`crate::wire::RESPONSE_BYTES`] of them, streamed one entry at a time (the log hands out
+/// shared entries; nothing is copied whole).
+async fn wire(State(app): State<Arc<App>>, Query(q): Query<WireQuery>) -> Response {
+    let page = app.wire.since(q.after);
+    let tail = format!("],\"more\":{}}}", page.more);
+    let entries = page.entries.into_iter().enumerate().map(|(i, entry)| {
+        let mut chunk = Vec::new();
+        if i > 0 {
+            chunk.push(b',');
+        }
+        if serde_json::to_writer(&mut chunk, &*entry).is_err() {
+            chunk.extend_from_slice(b"null");
+        }
+        Ok::<_, std::convert::Infallible>(Bytes::from(chunk))
+    });
+    let body = futures::stream::iter(
+        std::iter::once(Ok(Bytes::from_static(b"{\"entries\":[")))
+            .chain(entries)
+            .chain(std::iter::once(Ok(Bytes::from(tail)))),
+    );
+    ([(header::CONTENT_TYPE, "application/json")], Body::from_stream(body)).into_response()
 }
 
 async fn wire_clear(State(app): State<Arc<App>>) -> StatusCode {
@@ -183,8 +203,26 @@ async fn rpc(
     body: Bytes,
 ) -> Response {
     let Some(e) = app.engine(&engine) else { return not_found(&engine) };
+    if !forwardable(&method) {
+        return unknown_method(&method, &body);
+    }
     let source = headers.get(SOURCE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("page").to_owned();
     e.rpc(&method, body, &headers, app.wire.clone(), &source).await
+}
+
+/// Whether the inspector forwards `method` to an engine: a method of RCP/1 (§7) or
+/// `notifications/cancel` (§7.14). Anything else, such as a path that climbs out of the base
+/// (`..%2F..%2Fmetrics`), is never sent, so the engine's credentials go to RCP methods only.
+pub fn forwardable(method: &str) -> bool {
+    rcp_protocol::methods::Method::from_name(method).is_some() || method == rcp_protocol::notifications::CANCEL
+}
+
+/// `404` with a `-32601` frame for a method the inspector does not forward.
+fn unknown_method(method: &str, body: &[u8]) -> Response {
+    let id = serde_json::from_slice::<Value>(body).ok().and_then(|f| f.get("id").cloned()).unwrap_or(Value::Null);
+    let shown: String = method.chars().take(120).collect();
+    let message = format!("method not found: '{shown}' is not an RCP method; the inspector forwards RCP methods only");
+    (StatusCode::NOT_FOUND, Json(crate::stdio::error_frame(&id, -32601, message, None))).into_response()
 }
 
 /// What the Compare panel asks for.

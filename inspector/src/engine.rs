@@ -74,26 +74,20 @@ impl Engine {
     pub fn describe(&self) -> Value {
         let (transport, target) = match &self.spec.transport {
             Transport::Stdio { command } => ("stdio", command.join(" ")),
-            Transport::Http { url } => ("http", url.clone()),
+            Transport::Http { url } => ("http", redact_url(url)),
         };
         let error = match &self.link {
             Link::Failed { reason, stderr } => json!({"message": reason, "stderr": stderr}),
             _ => Value::Null,
         };
-        // What `curl` needs to replay a request: the configured headers, with any credential
+        // What `curl` needs to replay a request: the configured headers, with every credential
         // left to the shell (`$VAR`) rather than written into the page.
-        let mut curl_headers: Vec<String> =
-            self.spec
-                .headers
-                .iter()
-                .map(|(k, v)| {
-                    if k.eq_ignore_ascii_case("authorization") {
-                        format!("{k}: $RCP_TOKEN")
-                    } else {
-                        format!("{k}: {v}")
-                    }
-                })
-                .collect();
+        let mut curl_headers: Vec<String> = self
+            .spec
+            .headers
+            .iter()
+            .map(|(k, v)| if is_secret_header(k) { format!("{k}: ${}", shell_var(k)) } else { format!("{k}: {v}") })
+            .collect();
         if let Some(var) = &self.spec.token_env {
             curl_headers.push(format!("Authorization: Bearer ${var}"));
         }
@@ -160,6 +154,39 @@ impl Engine {
     }
 }
 
+/// Whether a header's value is a credential, never shown on the page: `Authorization`,
+/// `Proxy-Authorization`, `Cookie`, and any name containing `key`, `token`, `secret`,
+/// `password`, `auth`, `session`, `credential` or `signature` (`X-Api-Key`, `X-Auth-Token`,
+/// `RCP-Session`, ...). Over-redacting costs the page a `$VAR` to fill in; under-redacting leaks.
+pub fn is_secret_header(name: &str) -> bool {
+    const WORDS: [&str; 9] =
+        ["auth", "cookie", "key", "token", "secret", "password", "session", "credential", "signature"];
+    let name = name.to_ascii_lowercase();
+    WORDS.iter().any(|w| name.contains(w))
+}
+
+/// The shell variable a redacted header is left to in the page's curl commands: `RCP_TOKEN`
+/// for `Authorization`, else `RCP_` and the header's name in upper snake case
+/// (`X-Api-Key` → `RCP_X_API_KEY`).
+fn shell_var(name: &str) -> String {
+    if name.eq_ignore_ascii_case("authorization") {
+        return "RCP_TOKEN".to_owned();
+    }
+    let snake: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("RCP_{snake}")
+}
+
+/// `url` with any user information (`user:password@`) replaced by `***@`.
+pub fn redact_url(url: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[after_scheme..].find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
+    match url[after_scheme..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..after_scheme], &url[after_scheme + at..]),
+        None => url.to_owned(),
+    }
+}
+
 /// Waits for the response, dropping progress frames (the caller did not ask for a stream).
 async fn json_answer(mut flight: InFlight) -> Response {
     while let Some(frame) = flight.frames.recv().await {
@@ -181,4 +208,44 @@ fn sse(flight: InFlight) -> Response {
         Some((event, if last { None } else { Some(flight) }))
     });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_recognised_and_left_to_the_shell() {
+        for secret in ["Authorization", "x-api-key", "X-Auth-Token", "Cookie", "RCP-Session", "X-Client-Secret"] {
+            assert!(is_secret_header(secret), "{secret}");
+        }
+        for plain in ["X-Team", "Accept", "Content-Type", "X-Request-Id"] {
+            assert!(!is_secret_header(plain), "{plain}");
+        }
+        assert_eq!(shell_var("Authorization"), "RCP_TOKEN");
+        assert_eq!(shell_var("X-Api-Key"), "RCP_X_API_KEY");
+    }
+
+    #[test]
+    fn user_information_is_cut_from_urls() {
+        assert_eq!(redact_url("http://u:p@h:8080/rcp"), "http://***@h:8080/rcp");
+        assert_eq!(redact_url("http://h:8080/rcp?x=a@b"), "http://h:8080/rcp?x=a@b");
+        assert_eq!(redact_url("https://h"), "https://h");
+    }
+
+    #[tokio::test]
+    async fn the_described_engine_shows_no_secret() {
+        let mut spec = EngineSpec::new("e", Transport::Http { url: "http://me:pw@127.0.0.1:9/rcp".into() });
+        spec.headers = vec![
+            ("X-Api-Key".into(), "k3y-value".into()),
+            ("Authorization".into(), "Bearer b34rer".into()),
+            ("X-Team".into(), "ir".into()),
+        ];
+        let engine = Engine::open(spec, Arc::default()).await;
+        let text = engine.describe().to_string();
+        for secret in ["k3y-value", "b34rer", "pw@"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        assert!(text.contains("X-Api-Key: $RCP_X_API_KEY") && text.contains("X-Team: ir"), "{text}");
+    }
 }

@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::engine::redact_url;
 use crate::error::HttpTargetError;
 use crate::stdio::error_frame;
 use crate::wire::{Direction, WireLog};
@@ -76,8 +77,13 @@ impl HttpTarget {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let frame = error_frame(&id, -32603, format!("cannot reach {}: {e}", self.base), None);
-                wire.record(engine, Direction::Received, source, frame.clone());
+                let frame = error_frame(
+                    &id,
+                    -32603,
+                    format!("cannot reach {}: {}", redact_url(&self.base), e.without_url()),
+                    None,
+                );
+                wire.record(engine, Direction::Received, source, &frame);
                 return (StatusCode::BAD_GATEWAY, axum::Json(frame)).into_response();
             }
         };
@@ -105,16 +111,17 @@ impl HttpTarget {
             });
             return (status, out, Body::from_stream(stream)).into_response();
         }
-        match resp.bytes().await {
+        match read_bounded(resp, MAX_ANSWER_BYTES).await {
             Ok(bytes) => {
                 if !bytes.is_empty() {
                     wire.record_text(engine, Direction::Received, source, &bytes);
                 }
                 (status, out, bytes).into_response()
             }
-            Err(e) => {
-                let frame = error_frame(&id, -32603, format!("reading the answer of {}: {e}", self.base), None);
-                wire.record(engine, Direction::Received, source, frame.clone());
+            Err(why) => {
+                let message = format!("reading the answer of {}: {why}", redact_url(&self.base));
+                let frame = error_frame(&id, -32603, message, None);
+                wire.record(engine, Direction::Received, source, &frame);
                 (StatusCode::BAD_GATEWAY, axum::Json(frame)).into_response()
             }
         }
@@ -128,29 +135,87 @@ impl HttpTarget {
                 Ok(r) => {
                     let status = r.status().as_u16();
                     let body = r.text().await.unwrap_or_default();
-                    json!({"url": url, "status": status, "body": body.chars().take(200).collect::<String>()})
+                    json!({"url": redact_url(&url), "status": status, "body": body.chars().take(200).collect::<String>()})
                 }
-                Err(e) => json!({"url": url, "error": e.to_string()}),
+                Err(e) => json!({"url": redact_url(&url), "error": e.without_url().to_string()}),
             }
         };
         let (healthz, readyz) = tokio::join!(probe("/healthz"), probe("/readyz"));
-        json!({"transport": "http", "url": self.base, "healthz": healthz, "readyz": readyz})
+        json!({"transport": "http", "url": redact_url(&self.base), "healthz": healthz, "readyz": readyz})
     }
 }
 
-/// Splits an SSE byte stream into the data of its events (the concatenated `data:` lines).
-#[derive(Debug, Default)]
+/// The largest answer (a JSON body, or one SSE event) read from an HTTP engine: the frame cap
+/// of rcp-client's transport, so the inspector bounds an engine's frames as every client does.
+pub const MAX_ANSWER_BYTES: usize = rcp_client::ndjson::MAX_READ_LINE_BYTES;
+
+/// The body of `resp`, or why not: a transport error, or a body over `max` bytes (the read
+/// stops there; nothing more is buffered).
+async fn read_bounded(resp: reqwest::Response, max: usize) -> Result<Bytes, String> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(format!("the answer announces more than {max} bytes"));
+    }
+    let mut body = BytesMut::new();
+    let mut chunks = resp.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| e.without_url().to_string())?;
+        if body.len() + chunk.len() > max {
+            return Err(format!("the answer is longer than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// Splits an SSE byte stream into the data of its events (the concatenated `data:` lines). An
+/// event longer than its cap is not buffered: it is reported once, as a marker, and skipped.
+#[derive(Debug)]
 pub struct SseTap {
     buf: BytesMut,
+    /// Bytes of `buf` already searched for an event's end (less the separator's length).
+    searched: usize,
+    /// Skipping the rest of an over-long event.
+    skipping: bool,
+    max: usize,
+}
+
+impl Default for SseTap {
+    fn default() -> Self {
+        Self::new(MAX_ANSWER_BYTES)
+    }
 }
 
 impl SseTap {
-    /// Feeds a chunk; returns the data of every event it completed.
+    /// A tap that buffers at most `max` bytes of one event.
+    pub fn new(max: usize) -> Self {
+        Self { buf: BytesMut::new(), searched: 0, skipping: false, max: max.max(1) }
+    }
+
+    /// Feeds a chunk; returns the data of every event it completed (and a marker for an event
+    /// over the cap).
     pub fn push(&mut self, chunk: &[u8]) -> Vec<String> {
         self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
-        while let Some((end, sep)) = event_end(&self.buf) {
+        loop {
+            let from = self.searched.saturating_sub(3);
+            let Some((end, sep)) = event_end(&self.buf[from..]).map(|(e, s)| (from + e, s)) else {
+                self.searched = self.buf.len();
+                if !self.skipping && self.buf.len() > self.max {
+                    out.push(format!("[an SSE event of more than {} bytes, not logged]", self.max));
+                    self.skipping = true;
+                }
+                if self.skipping {
+                    // Only a separator's possible start is kept.
+                    let _ = self.buf.split_to(self.buf.len().saturating_sub(3));
+                    self.searched = self.buf.len();
+                }
+                return out;
+            };
             let event = self.buf.split_to(end + sep);
+            self.searched = 0;
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
             let text = String::from_utf8_lossy(&event[..end]);
             let data: Vec<&str> = text
                 .lines()
@@ -161,7 +226,6 @@ impl SseTap {
                 out.push(data.join("\n"));
             }
         }
-        out
     }
 }
 
@@ -185,6 +249,19 @@ mod tests {
         assert!(tap.push(b"data: {\"a\":").is_empty());
         assert_eq!(tap.push(b"1}\n\n: keep-alive\n\ndata: 2\r\n\r\n"), vec!["{\"a\":1}".to_owned(), "2".to_owned()]);
         assert!(tap.push(b"data: 3\n").is_empty());
+    }
+
+    #[test]
+    fn an_endless_sse_event_is_reported_once_and_never_buffered() {
+        let mut tap = SseTap::new(100);
+        assert!(tap.push(b"data: ").is_empty());
+        let mut markers = 0;
+        for _ in 0..1000 {
+            markers += tap.push(&[b'x'; 64]).len();
+            assert!(tap.buf.len() <= 100 + 64, "{}", tap.buf.len());
+        }
+        assert_eq!(markers, 1);
+        assert_eq!(tap.push(b"x\n\ndata: ok\n\n"), vec!["ok".to_owned()], "the next event is read again");
     }
 
     #[test]

@@ -95,8 +95,18 @@ impl Inspector {
     /// Starts every engine of `target` (concurrently) and binds `127.0.0.1:port` (0 picks a
     /// free port). An engine that fails to start is kept, with its error, for the page to show.
     pub async fn start(target: &Target, port: u16, schema: Option<PathBuf>) -> Result<Self, InspectorError> {
+        Self::start_with(target, port, schema, wire::WireLimits::default()).await
+    }
+
+    /// [`Inspector::start`] with the wire log bounded by `limits`.
+    pub async fn start_with(
+        target: &Target,
+        port: u16,
+        schema: Option<PathBuf>,
+        limits: wire::WireLimits,
+    ) -> Result<Self, InspectorError> {
         let (registry, is_registry) = target.registry()?;
-        let wire = Arc::new(wire::WireLog::default());
+        let wire = Arc::new(wire::WireLog::new(limits));
         let engines = futures::future::join_all(
             registry.engines.into_iter().map(|spec| engine::Engine::open(spec, wire.clone())),
         )

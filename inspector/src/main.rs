@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
+use rcp_inspector::wire::WireLimits;
 use rcp_inspector::{Inspector, Target};
 
 /// Explore an RCP server in the browser: capabilities, queries, streaming, fusion, wire frames
@@ -32,6 +33,12 @@ struct Args {
     /// The RCP JSON Schema for the Conformance panel (default: $RCP_SCHEMA when set).
     #[arg(long, value_name = "PATH")]
     schema: Option<PathBuf>,
+    /// Bytes of one frame the Wire panel keeps; a longer frame is cut, with a marker.
+    #[arg(long, value_name = "BYTES", default_value_t = WireLimits::default().entry_bytes)]
+    wire_frame_bytes: usize,
+    /// Bytes the Wire panel's log holds in all; the oldest frames are dropped beyond it.
+    #[arg(long, value_name = "BYTES", default_value_t = WireLimits::default().total_bytes)]
+    wire_bytes: usize,
 }
 
 fn target(args: &Args) -> Result<Target, Box<dyn std::error::Error>> {
@@ -68,7 +75,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let inspector = match Inspector::start(&target, args.port, schema).await {
+    let limits =
+        WireLimits { entry_bytes: args.wire_frame_bytes, total_bytes: args.wire_bytes, ..WireLimits::default() };
+    let inspector = match Inspector::start_with(&target, args.port, schema, limits).await {
         Ok(i) => i,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");

@@ -21,6 +21,10 @@ use crate::wire::{Direction, WireLog};
 /// How many lines of the engine's stderr are kept to explain a failure.
 const STDERR_LINES: usize = 40;
 
+/// Frames of one request waiting for its caller: progress notifications take at most all but
+/// one place, so the answer always has one.
+const QUEUED_FRAMES: usize = 64;
+
 /// How long the handshake may take (the dense engine loads its model first).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -40,7 +44,7 @@ struct Pending {
     /// Who sent it (for the wire log).
     source: String,
     /// Where its progress notifications and answer go.
-    tx: mpsc::UnboundedSender<Value>,
+    tx: mpsc::Sender<Value>,
     /// Its `_meta.progressToken`, as JSON text.
     token: Option<String>,
 }
@@ -84,9 +88,9 @@ impl Shared {
     }
 
     fn send(&self, source: &str, frame: Value) {
-        let text = frame.to_string().into_bytes();
-        self.wire.record(&self.engine, Direction::Sent, source, frame);
-        let _ = self.lines.send(text);
+        let text = frame.to_string();
+        self.wire.record_line(&self.engine, Direction::Sent, source, &frame, &text);
+        let _ = self.lines.send(text.into_bytes());
     }
 
     /// Routes one line the engine wrote.
@@ -102,12 +106,13 @@ impl Shared {
             drop(routes);
             match pending {
                 Some(p) => {
-                    self.wire.record_line(&self.engine, Direction::Received, &p.source, frame.clone(), line);
+                    self.wire.record_line(&self.engine, Direction::Received, &p.source, &frame, line);
                     let mut answer = frame;
                     answer["id"] = p.orig;
-                    let _ = p.tx.send(answer);
+                    // Progress always leaves the answer a place (see `QUEUED_FRAMES`).
+                    let _ = p.tx.try_send(answer);
                 }
-                None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
+                None => self.wire.record_line(&self.engine, Direction::Received, "engine", &frame, line),
             }
             return;
         }
@@ -120,10 +125,14 @@ impl Shared {
         drop(routes);
         match routed {
             Some((source, tx)) => {
-                self.wire.record_line(&self.engine, Direction::Received, &source, frame.clone(), line);
-                let _ = tx.send(frame);
+                self.wire.record_line(&self.engine, Direction::Received, &source, &frame, line);
+                // A caller that does not keep up loses progress frames, never its answer, and
+                // the engine cannot grow the queue.
+                if tx.capacity() > 1 {
+                    let _ = tx.try_send(frame);
+                }
             }
-            None => self.wire.record_line(&self.engine, Direction::Received, "engine", frame, line),
+            None => self.wire.record_line(&self.engine, Direction::Received, "engine", &frame, line),
         }
     }
 
@@ -136,7 +145,7 @@ impl Shared {
         for id in ids {
             if let Some(p) = routes.take(id) {
                 let msg = format!("engine '{}' {reason}", self.engine);
-                let _ = p.tx.send(error_frame(&p.orig, -32603, msg, Some(data.clone())));
+                let _ = p.tx.try_send(error_frame(&p.orig, -32603, msg, Some(data.clone())));
             }
         }
     }
@@ -145,8 +154,9 @@ impl Shared {
 /// A request in flight: its progress frames and then its answer arrive on `frames`; dropping it
 /// before the answer cancels the request at the engine.
 pub struct InFlight {
-    /// Progress notifications, then the response (with the caller's id).
-    pub frames: mpsc::UnboundedReceiver<Value>,
+    /// Progress notifications (at most `QUEUED_FRAMES - 1` waiting; more are dropped), then
+    /// the response (with the caller's id).
+    pub frames: mpsc::Receiver<Value>,
     shared: Arc<Shared>,
     id: u64,
 }
@@ -264,7 +274,7 @@ impl StdioSession {
     /// the caller when the engine is gone.
     pub fn request(&self, mut frame: Value, source: &str) -> Result<InFlight, Value> {
         let orig = frame.get("id").cloned().unwrap_or(Value::Null);
-        let (tx, frames) = mpsc::unbounded_channel();
+        let (tx, frames) = mpsc::channel(QUEUED_FRAMES);
         let id = {
             let Ok(mut routes) = self.shared.routes.lock() else {
                 return Err(error_frame(&orig, -32603, "the inspector's session state is poisoned", None));

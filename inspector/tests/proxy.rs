@@ -1,6 +1,7 @@
 //! The inspector's HTTP surface without a browser: the RCP proxy in front of a stdio engine
-//! and an HTTP engine (JSON and SSE), the wire log, the guards, engine failures, and
-//! `rcp inspect` handing over to `rcp-inspect`.
+//! and an HTTP engine (JSON and SSE), the wire log and its bounds, the guards, method paths
+//! outside the method table, secrets kept off the page, engine failures, and `rcp inspect`
+//! handing over to `rcp-inspect`.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -134,11 +135,11 @@ async fn stdio_engine_behind_the_proxy() {
     assert!(health["pid"].is_u64());
 }
 
-#[tokio::test]
-async fn http_engine_sse_is_passed_through_and_logged() {
+/// `rcp-bm25 serve --http` on a free port, requiring the bearer token `s3cret-token`, once it
+/// answers `/readyz` 200.
+async fn bm25_http() -> (Reaper, u16) {
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
-    // Bearer tokens required: the inspector sends the one it reads from the environment.
     let server = Command::new(&bm25)
         .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--tokens-env", "INSPECT_TEST_TOKENS"])
         .env("INSPECT_TEST_TOKENS", "s3cret-token")
@@ -146,7 +147,7 @@ async fn http_engine_sse_is_passed_through_and_logged() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start rcp-bm25 --http");
-    let _server = Reaper(server);
+    let server = Reaper(server);
     let deadline = Instant::now() + Duration::from_secs(30);
     // Ready, not only listening: the engine answers /readyz 200 once its index is open.
     loop {
@@ -157,6 +158,12 @@ async fn http_engine_sse_is_passed_through_and_logged() {
         assert!(Instant::now() < deadline, "rcp-bm25 --http was not ready within 30 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    (server, port)
+}
+
+#[tokio::test]
+async fn http_engine_sse_is_passed_through_and_logged() {
+    let (_server, port) = bm25_http().await;
     let base = format!("http://127.0.0.1:{port}/rcp");
     let (_inspector, url) = {
         // `start` inherits this process's environment; set the variable for the child only.
@@ -238,6 +245,117 @@ async fn rcp_inspect_subcommand_runs_the_inspector() {
         let r = reqwest::get(format!("{url}{asset}")).await.expect("asset");
         assert_eq!(r.status(), 200, "{asset}");
     }
+}
+
+/// Issue #29, case 10: a method path that climbs out of the base (`..%2F..%2Fmetrics`) was
+/// forwarded to the engine's `/metrics` with the bearer token, and `X-Api-Key` values were
+/// shown by `/api/targets`.
+#[tokio::test]
+async fn method_paths_outside_the_method_table_are_refused_and_secrets_are_not_shown() {
+    let (_server, port) = bm25_http().await;
+    let base = format!("http://127.0.0.1:{port}/rcp");
+    let mut child = Command::new(inspector())
+        .args(["--http", &base, "--token-env", "INSPECT_TEST_TOKEN", "--header", "X-Api-Key: k3y-s3cret-value"])
+        .args(["--header", "X-Team: retrieval"])
+        .env("INSPECT_TEST_TOKEN", "s3cret-token")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rcp-inspect");
+    let stderr = child.stderr.take().expect("stderr");
+    let _inspector = Reaper(child);
+    let url = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("RCP_INSPECT_URL=").map(str::to_owned))
+        .expect("RCP_INSPECT_URL=...");
+
+    let targets = reqwest::get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
+    assert!(!targets.contains("k3y-s3cret-value") && !targets.contains("s3cret-token"), "{targets}");
+    assert!(targets.contains("X-Api-Key: $RCP_X_API_KEY"), "curl gets a variable: {targets}");
+    assert!(targets.contains("X-Team: retrieval"), "other headers are shown: {targets}");
+
+    // RCP methods are forwarded (and the engine's metrics now have something to show). Before
+    // the fix `..%2F..%2Fmetrics` reached the engine's GET-only `/metrics` route (`405`).
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let v: Value = post(&format!("{url}rpc/engine/ping"), &ping, None).await.json().await.expect("json");
+    assert_eq!(v["result"], json!({}), "{v}");
+    for path in ["..%2F..%2Fmetrics", "..%2Fmetrics", "metrics", "x-acme%2Ffoo", "notifications%2Fprogress"] {
+        let r = post(&format!("{url}rpc/engine/{path}"), &ping, None).await;
+        let status = r.status();
+        let text = r.text().await.expect("body");
+        assert!(!text.contains("rcp_requests_total"), "{path}: the engine's metrics reached the page: {text}");
+        assert_eq!(status, 404, "{path}: {text}");
+        let v: Value = serde_json::from_str(&text).expect("a JSON-RPC error");
+        assert_eq!((&v["error"]["code"], &v["id"]), (&json!(-32601), &json!(1)), "{path}: {v}");
+    }
+}
+
+/// The resident set of `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Issue #29, case 10: 400 requests of 1.9 MB then `GET /api/wire` took the inspector from
+/// 9.8 MB to 769 MB, then 2.9 GB (the wire log kept every frame whole, and the endpoint copied
+/// it). The log is now a ring bounded by bytes, each frame cut with a marker, and the endpoint
+/// streams: the peak stays within 64 MB of the idle process.
+#[tokio::test]
+async fn large_frames_keep_the_wire_log_bounded() {
+    let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
+    let command = format!("{} serve", bm25.display());
+    let mut child = Command::new(inspector())
+        .args(["--stdio", &command])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rcp-inspect");
+    let pid = child.id();
+    let stderr = child.stderr.take().expect("stderr");
+    let _inspector = Reaper(child);
+    let url = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("RCP_INSPECT_URL=").map(str::to_owned))
+        .expect("RCP_INSPECT_URL=...");
+    let rpc = format!("{url}rpc/rcp-bm25/ping");
+    let small = json!({"jsonrpc": "2.0", "id": 0, "method": "ping"});
+    for _ in 0..3 {
+        assert_eq!(post(&rpc, &small, None).await.status(), 200);
+        wire(&url).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let idle = rss(pid);
+    assert!(idle > 0, "no RSS reading for {pid}");
+    let sampler = rcp_testkit::PeakSampler::start(idle, Duration::from_millis(10), move || rss(pid));
+
+    let pad = "x".repeat(1_500_000);
+    let frames = 50;
+    for id in 1..=frames {
+        let big = json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {"pad": pad}});
+        let status = post(&rpc, &big, None).await.status();
+        assert_eq!(status, 200, "request {id}");
+    }
+    let mut logged = Vec::new();
+    for _ in 0..3 {
+        logged = wire(&url).await;
+    }
+    let peak = sampler.stop();
+    let growth = peak.saturating_sub(idle);
+    eprintln!("inspector RSS: idle {} MB, peak {} MB after {frames} frames of 1.5 MB", idle >> 20, peak >> 20);
+    assert!(growth < 64 << 20, "RSS grew by {} MB (idle {} MB)", growth >> 20, idle >> 20);
+
+    let big: Vec<&Value> = logged.iter().filter(|e| e["dir"] == "sent" && e["truncated"].is_u64()).collect();
+    assert_eq!(big.len(), frames as usize, "every large frame is logged, truncated");
+    let e = big[0];
+    assert_eq!(e["frame"]["method"], "ping", "{}", e["frame"]);
+    assert_eq!(e["frame"]["params"], "[truncated]");
+    assert!(e["raw"].as_str().is_some_and(|r| r.len() < 100_000 && r.ends_with(" kept]")));
 }
 
 /// Hard-links `from` to `to` (cheap for large binaries), copying when linking is impossible.

@@ -1,10 +1,11 @@
 //! The HTTP transport at its edges (§15.5, §15.6), over real sockets on 127.0.0.1 with short
 //! configured timeouts: slow or idle peers are cut off, a connection flood beyond the cap is
-//! refused while a valid request still gets through, stalled bodies take no in-flight slots,
-//! an unauthenticated body is refused unread, and a token source without a token does not
-//! start a server without authentication.
+//! refused while a valid request still gets through, one client flooding connections does not
+//! starve another (per-client shares of the cap), stalled bodies take no in-flight slots, an
+//! unauthenticated body is refused unread, and a token source without a token does not start a
+//! server without authentication.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -15,7 +16,7 @@ use rcp_server::http::HttpOptions;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 
 const TOKEN: &str = "edge-token";
@@ -134,7 +135,8 @@ async fn a_slow_body_is_cut_off_by_the_body_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_beyond_the_connection_cap_is_refused_and_a_valid_request_still_served() {
-    let (addr, _stop) = start(HttpOptions { max_connections: 8, ..edges() }).await;
+    let opts = HttpOptions { max_connections: 8, max_connections_per_client: Some(8), ..edges() };
+    let (addr, _stop) = start(opts).await;
     let mut idle = Vec::new();
     for _ in 0..8 {
         idle.push(TcpStream::connect(addr).await.expect("connect"));
@@ -159,6 +161,81 @@ async fn a_flood_beyond_the_connection_cap_is_refused_and_a_valid_request_still_
         assert!(Instant::now() < deadline, "the idle connections were never released");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A connection to `addr` from the local address `source` (any 127.0.0.0/8 address is routed
+/// to loopback on Linux without setup, so two of them are two clients).
+async fn connect_from(source: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(source, 0))?;
+    socket.connect(addr).await
+}
+
+/// A ping from `source` on a fresh connection: whether it was answered `200` with a result.
+async fn ping_from(source: IpAddr, addr: SocketAddr, id: i64) -> bool {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+    let Ok(mut s) = connect_from(source, addr).await else { return false };
+    let request = head("ping", body.len(), true).replace("\r\n\r\n", "\r\nconnection: close\r\n\r\n") + &body;
+    if s.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let Some(text) = until_closed(&mut s, Duration::from_secs(5)).await else { return false };
+    let (status, v) = status_and_body(&text);
+    status == 200 && v["result"] == json!({})
+}
+
+/// Issue #29, case 6: one client holding every connection it can open (idle, "half-open")
+/// took the whole connection cap, and another client's pings were refused `503` (3 of 60
+/// served). With per-client shares the flooder is refused on its own share and the other
+/// client's pings are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_flooding_connections_does_not_starve_another() {
+    const FLOODER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    // Idle connections are kept for the whole test (a long header timeout), as in the
+    // campaign; the cap is small so the flood exceeds it many times over.
+    let opts = HttpOptions { max_connections: 64, header_read_timeout: Duration::from_secs(30), ..edges() };
+    let (addr, _stop) = start(opts).await;
+    let (stop_flood, mut flood_stopped) = oneshot::channel::<()>();
+    let flood = tokio::spawn(async move {
+        let mut held = std::collections::VecDeque::new();
+        let mut opened = 0usize;
+        for attempt in 1usize.. {
+            match connect_from(FLOODER, addr).await {
+                Ok(s) => {
+                    opened += 1;
+                    held.push_back(s);
+                    // Keeps the newest 300: far more than the cap, fewer than the fd limit.
+                    if held.len() > 300 {
+                        held.pop_front();
+                    }
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+            if attempt.is_multiple_of(16) {
+                tokio::select! {
+                    _ = &mut flood_stopped => break,
+                    () = tokio::time::sleep(Duration::from_millis(1)) => {}
+                }
+            }
+        }
+        opened
+    });
+    // Let the flood take everything it can before the other client starts.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut served = 0;
+    let pings = 100;
+    for id in 0..pings {
+        if ping_from(CLIENT, addr, id).await {
+            served += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = stop_flood.send(());
+    let opened = flood.await.expect("flood task");
+    eprintln!("{served} of {pings} pings served while another client opened {opened} connections");
+    assert!(opened > 200, "the flood opened only {opened} connections");
+    assert!(served * 100 >= pings * 99, "{served} of {pings} pings served while another client flooded connections");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

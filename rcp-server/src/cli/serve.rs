@@ -69,6 +69,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
 
+    /// HTTP: most connections one client (IP address; an IPv6 /64) may hold open at once, so
+    /// one client cannot take every connection; more are answered 503 at once. Default: half
+    /// of --max-connections. Behind a reverse proxy, set it to --max-connections.
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_client: Option<usize>,
+
     /// HTTP: seconds a connection has to send a request's headers, counted from when it opens
     /// or its previous response is sent (so also the idle keep-alive timeout); then it is closed.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
@@ -238,6 +244,7 @@ impl ServeArgs {
             cors_origins: (!self.cors_origins.is_empty()).then(|| self.cors_origins.clone()),
             require_session: self.require_session,
             max_connections: self.max_connections.max(1),
+            max_connections_per_client: self.max_connections_per_client,
             header_read_timeout: Duration::from_secs(self.header_timeout.max(1)),
             body_read_timeout: Duration::from_secs(self.body_timeout.max(1)),
             ops,
@@ -296,6 +303,10 @@ mod tests {
             (opts.max_connections, opts.header_read_timeout, opts.body_read_timeout),
             (8, Duration::from_secs(2), Duration::from_secs(3))
         );
+        assert_eq!(opts.connections_per_client(), 4, "half the cap by default");
+        let opts =
+            parse(&["--http", "127.0.0.1:0", "--max-connections-per-client", "3"]).http_options().expect("options");
+        assert_eq!((opts.max_connections_per_client, opts.connections_per_client()), (Some(3), 3));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The accept loop (§15.5): every connection is served by hyper with a header-read timeout,
-//! counted against a global cap, and drained on shutdown.
+//! counted against its client's share and a global cap, and drained on shutdown.
 //!
 //! Slow or idle peers must not hold resources for ever: hyper's header timer starts whenever a
 //! connection is ready for its next request, so it bounds slow headers and idle keep-alive
-//! alike; a connection beyond the cap is answered `503` with `Retry-After` and closed at once,
-//! before anything is read from it.
+//! alike; a connection beyond its client's share ([`super::share`]) or beyond the cap is
+//! answered `503` with `Retry-After` and closed at once, before anything is read from it. The
+//! share is checked first, so a client flooding connections is refused on its own share and
+//! leaves the rest of the cap to the others.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,11 +22,15 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_service::Service;
 
+use super::share::ConnectionShares;
+
 /// What a connection is allowed before it is closed.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ConnectionLimits {
     /// Most connections open at once; more are refused with `503`.
     pub(super) max_connections: usize,
+    /// Most connections one client may hold open at once; more are refused with `503`.
+    pub(super) max_connections_per_client: usize,
     /// Time a connection has to deliver complete request headers, from when it is ready for a
     /// request (accepted, or its previous response sent).
     pub(super) header_read_timeout: Duration,
@@ -46,6 +52,7 @@ pub(super) async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let shares = Arc::new(ConnectionShares::new(limits.max_connections_per_client));
     // HTTP/1.1 only, as before: hyper's header timer covers slow headers and idle keep-alive.
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
@@ -63,11 +70,13 @@ pub(super) async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(place) = shares.take(peer.ip()) else {
+            refuse(&stream);
+            tracing::debug!(target: "rcp_server::http", %peer, limit = limits.max_connections_per_client, "connection refused: the client holds its whole share of connections");
+            continue;
+        };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            // Best effort and non-blocking: a peer that does not read the refusal just sees
-            // the connection close.
-            let _ = stream.try_write(REFUSED);
-            crate::observe::reject(crate::observe::Rejection::Connections);
+            refuse(&stream);
             tracing::warn!(target: "rcp_server::http", %peer, limit = limits.max_connections, "connection refused: at the connection cap");
             continue;
         };
@@ -84,12 +93,20 @@ pub(super) async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(target: "rcp_server::http", %peer, error = %e, "connection ended with an error");
             }
-            drop(permit);
+            drop((permit, place));
         });
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// Answers a connection refused before anything is read from it, and counts the refusal. Best
+/// effort and non-blocking: a peer that does not read the refusal just sees the connection
+/// close (when `stream` is dropped).
+fn refuse(stream: &tokio::net::TcpStream) {
+    let _ = stream.try_write(REFUSED);
+    crate::observe::reject(crate::observe::Rejection::Connections);
 }
 
 #[cfg(test)]

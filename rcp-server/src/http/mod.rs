@@ -4,7 +4,8 @@
 //!
 //! Slow clients (§15.5): a connection has `header_read_timeout` to send each request's headers
 //! (also the idle keep-alive limit) and `body_read_timeout` to send its body (else `408`); at
-//! most `max_connections` are open at once (more: `503` with `Retry-After`). Authentication is
+//! most `max_connections` are open at once, and at most `max_connections_per_client` of them
+//! from one client (more: `503` with `Retry-After`). Authentication is
 //! decided from the headers, so an unauthenticated body is never read beyond a small prefix,
 //! and a request takes one of its client's in-flight slots only once its body is read.
 //!
@@ -24,6 +25,7 @@ mod ops;
 mod options;
 mod router;
 mod session;
+mod share;
 mod sse;
 
 use std::future::Future;
@@ -56,7 +58,8 @@ pub async fn serve(server: &Server, addr: SocketAddr, opts: HttpOptions) -> std:
 /// Serves `server` over HTTP on a bound listener until `shutdown` completes, then drains:
 /// readiness fails at once ([`Server::begin_drain`]), the listener stays open for
 /// `opts.drain_grace`, then closes while in-flight requests finish. Connections are capped and
-/// timed out as `opts` says (`max_connections`, `header_read_timeout`). Logs the start-up line
+/// timed out as `opts` says (`max_connections`, `max_connections_per_client`,
+/// `header_read_timeout`). Logs the start-up line
 /// first.
 pub async fn serve_on(
     server: &Server,
@@ -67,6 +70,7 @@ pub async fn serve_on(
     server.log_startup("http", listener.local_addr().ok());
     let limits = connections::ConnectionLimits {
         max_connections: opts.max_connections,
+        max_connections_per_client: opts.connections_per_client(),
         header_read_timeout: opts.header_read_timeout,
     };
     let draining = server.clone();

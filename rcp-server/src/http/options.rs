@@ -55,6 +55,12 @@ pub struct HttpOptions {
     pub require_session: bool,
     /// Most connections open at once (§15.5); more are answered `503` with `Retry-After`.
     pub max_connections: usize,
+    /// Most connections one client (IP address; an IPv6 /64) may hold open at once, so one
+    /// client cannot take every place under `max_connections`; more are answered `503` with
+    /// `Retry-After` at once. `None` (the default): half of `max_connections`
+    /// ([`HttpOptions::connections_per_client`]). Behind a reverse proxy every client has the
+    /// proxy's address: set it to `max_connections` there.
+    pub max_connections_per_client: Option<usize>,
     /// Time a connection has to send a request's complete headers, counted from when it is
     /// ready for a request (accepted, or its previous response sent): it is also the idle
     /// keep-alive timeout. Expired: the connection is closed.
@@ -84,6 +90,7 @@ impl Default for HttpOptions {
             cors_origins: None,
             require_session: true,
             max_connections: 1024,
+            max_connections_per_client: None,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             ops: OpsPaths::default(),
@@ -93,5 +100,31 @@ impl Default for HttpOptions {
     }
 }
 
+impl HttpOptions {
+    /// The connections one client may hold: `max_connections_per_client`, or half of
+    /// `max_connections` when unset; at least 1, at most `max_connections`.
+    pub fn connections_per_client(&self) -> usize {
+        let cap = self.max_connections.max(1);
+        self.max_connections_per_client.unwrap_or(cap / 2).clamp(1, cap)
+    }
+}
+
 /// The default bind address: loopback only (§15).
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_gets_half_the_cap_unless_told_otherwise() {
+        let opts = HttpOptions::default();
+        assert_eq!(opts.connections_per_client(), 512);
+        let opts = HttpOptions { max_connections: 1, ..HttpOptions::default() };
+        assert_eq!(opts.connections_per_client(), 1);
+        let opts = HttpOptions { max_connections: 8, max_connections_per_client: Some(3), ..HttpOptions::default() };
+        assert_eq!(opts.connections_per_client(), 3);
+        let opts = HttpOptions { max_connections: 8, max_connections_per_client: Some(80), ..HttpOptions::default() };
+        assert_eq!(opts.connections_per_client(), 8);
+    }
+}

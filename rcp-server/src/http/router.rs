@@ -88,7 +88,10 @@ fn error_response(status: StatusCode, id: Option<&str>, e: &RcpError) -> Respons
 
 async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     let started = Instant::now();
-    let ip = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| super::share::client_of(c.0.ip()));
     let base = format!("/{}", state.opts.base.trim_matches('/'));
     let path_method = req
         .uri()
