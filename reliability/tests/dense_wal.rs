@@ -275,7 +275,8 @@ fn repair_beside_a_live_server_is_refused_and_no_acknowledged_write_is_lost() {
     let d = dir.path().to_str().expect("utf-8");
     let mut e = serve(dir.path());
     let add = |e: &mut Engine, i: usize| {
-        let r = e.ok("index/add", json!({"documents": [{"id": format!("w{i}"), "text": format!("wal record number {i}")}]}));
+        let r = e
+            .ok("index/add", json!({"documents": [{"id": format!("w{i}"), "text": format!("wal record number {i}")}]}));
         assert_eq!(r["ids"], json!([format!("w{i}")]));
     };
     for i in 0..5 {

@@ -38,7 +38,9 @@ pub enum StoreError {
     },
     /// Another process (a running `serve`, `index` or `repair`) holds the data directory's
     /// lock. Nothing was changed.
-    #[error("{path}: the data directory is in use by another rcp-dense process (a running `serve`, `index` or `repair`?): stop it first; nothing was changed")]
+    #[error(
+        "{path}: the data directory is in use by another rcp-dense process (a running `serve`, `index` or `repair`?): stop it first; nothing was changed"
+    )]
     InUse {
         /// The data directory.
         path: PathBuf,
