@@ -89,6 +89,11 @@ impl Gateway {
             () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
             g = gathered => g.map_err(|RequiredFailed { id, error, .. }| {
                 let mut err = error.to_rcp();
+                // A transport failure has no error object of its own: its cause goes in
+                // `error.data.detail`, as an engine's own error carries it.
+                if err.data.as_ref().is_none_or(|d| d.detail.is_none()) {
+                    err = err.with_detail(error.to_string());
+                }
                 err.message = format!("required engine '{id}' failed: {}", err.message);
                 err
             })?,
