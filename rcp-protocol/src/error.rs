@@ -214,6 +214,18 @@ impl RcpError {
         self
     }
 
+    /// Sets `error.data.limit`: the limit the request exceeded (how many entries, bytes or
+    /// parameters are allowed), so a client can tell its input is too large and by how much.
+    pub fn with_limit(mut self, limit: u64) -> Self {
+        self.data_mut().extra.insert("limit".to_owned(), Value::from(limit));
+        self
+    }
+
+    /// `error.data.limit`, if set (see [`RcpError::with_limit`]).
+    pub fn limit(&self) -> Option<u64> {
+        self.data.as_ref()?.extra.get("limit")?.as_u64()
+    }
+
     /// `error.data.field`, if set.
     pub fn field(&self) -> Option<&str> {
         self.data.as_ref()?.field.as_deref()

@@ -265,3 +265,67 @@ fn kill_9_loop_keeps_every_acknowledged_write_and_delete() {
     }
     eprintln!("rcp-dense kill -9 loop: {cycles} cycles, {adds} acknowledged adds and {deletes} deletes verified");
 }
+
+/// `repair` takes the lock `serve` holds: beside a live server it refuses and changes nothing,
+/// so the server's later writes do not go to a log that repair replaced (they were lost:
+/// 10 acknowledged, 0 present after a restart). Once the server is gone it repairs.
+#[test]
+fn repair_beside_a_live_server_is_refused_and_no_acknowledged_write_is_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let mut e = serve(dir.path());
+    let add = |e: &mut Engine, i: usize| {
+        let r = e
+            .ok("index/add", json!({"documents": [{"id": format!("w{i}"), "text": format!("wal record number {i}")}]}));
+        assert_eq!(r["ids"], json!([format!("w{i}")]));
+    };
+    for i in 0..5 {
+        add(&mut e, i);
+    }
+    // Damage the log under the live server (stray bytes after its last record): what a repair
+    // would cut, replacing the file.
+    let wal = dir.path().join("wal.log");
+    let mut bytes = std::fs::read(&wal).expect("wal");
+    bytes.extend_from_slice(b"garbage");
+    std::fs::write(&wal, &bytes).expect("write");
+
+    let out = run(&["repair", "--data-dir", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "repair ran beside a live server: {stderr}");
+    assert!(stderr.contains("in use") && stderr.contains("stop it first"), "{stderr}");
+    assert_eq!(std::fs::read(&wal).expect("wal"), bytes, "a refused repair changes nothing");
+
+    for i in 5..15 {
+        add(&mut e, i);
+    }
+    kill9(&mut e);
+    let out = run(&["repair", "--data-dir", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("kept 15 records"), "{stderr}");
+    let ids = present(dir.path());
+    assert_eq!(ids.len(), 15, "every acknowledged write, before and after the refused repair: {ids:?}");
+}
+
+/// An unreadable `manifest.json` is refused by `serve` (naming the file and `repair`), and
+/// `repair` sets it aside and rebuilds it: never "nothing changed" with the directory still
+/// unservable.
+#[test]
+fn an_unreadable_manifest_is_set_aside_and_rebuilt_by_repair() {
+    let (_root, data) = snapshot_and_log();
+    let d = data.to_str().expect("utf-8");
+    std::fs::write(data.join("manifest.json"), b"{\"format\": 1, \"ident").expect("truncate manifest");
+
+    let out = run(&["serve", "--fetch-model", "--data-dir", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "served an unreadable manifest: {stderr}");
+    assert!(stderr.contains("manifest.json") && stderr.contains("repair"), "{stderr}");
+
+    let out = run(&["repair", "--data-dir", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("nothing changed"), "{stderr}");
+    assert!(stderr.contains("set aside") && stderr.contains("manifest.json rebuilt"), "{stderr}");
+    let ids = present(&data);
+    assert_eq!(ids.len(), 12 + DOCS, "the snapshot's 12 documents and every logged write: {ids:?}");
+}

@@ -24,7 +24,7 @@ use rcp_server::{EngineStats, Server, Status};
 
 use crate::ann::{Backend, Precision};
 use crate::embedder::Embedder;
-use crate::store::{HnswOverride, Store, StoreOptions, stored};
+use crate::store::{HnswOverride, ManifestOutcome, ManifestRepair, Store, StoreOptions, stored};
 use crate::wal::Origin;
 use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
 
@@ -167,31 +167,33 @@ fn say(msg: &str) {
     eprintln!("rcp-dense: {msg}");
 }
 
+/// `rcp-dense repair`: with the data directory's lock held (refused beside a live `serve` or
+/// `index`), repairs the manifest (rebuilt when missing, set aside and rebuilt when
+/// unreadable), then salvages the write-ahead log.
 fn repair(dir: &std::path::Path) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Err(anyhow::anyhow!("{}: no such data directory", dir.display()));
     }
-    if !dir.join("manifest.json").exists() {
-        let fields = |docs: &[crate::wal::StoredDoc]| {
-            let as_corpus: Vec<CorpusDoc> = docs
-                .iter()
-                .map(|d| CorpusDoc { id: Some(d.id.clone()), title: None, text: String::new(), meta: d.meta.clone() })
-                .collect();
-            infer_fields(&as_corpus)
-        };
-        let rebuilt = crate::store::rebuild_manifest(dir, fields)?;
-        for (generation, why) in &rebuilt.skipped {
-            say(&format!("snapshot generation {generation} is incomplete, left in place: {why}"));
+    let _lock = crate::store::DirLock::acquire(dir)?;
+    let fields = |docs: &[crate::wal::StoredDoc]| {
+        let as_corpus: Vec<CorpusDoc> = docs
+            .iter()
+            .map(|d| CorpusDoc { id: Some(d.id.clone()), title: None, text: String::new(), meta: d.meta.clone() })
+            .collect();
+        infer_fields(&as_corpus)
+    };
+    let manifest_changed = match crate::store::repair_manifest(dir, fields)? {
+        ManifestOutcome::Intact => false,
+        ManifestOutcome::Rebuilt(rebuilt) => {
+            say_rebuilt(&rebuilt);
+            true
         }
-        let listed: Vec<String> = rebuilt.fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
-        say(&format!(
-            "manifest.json rebuilt: snapshot {}, {} documents, the whole write-ahead log replays on open; \
-             filter fields inferred from the documents: {} (re-declare with `serve --field` if they differed)",
-            rebuilt.generation.map_or_else(|| "none".to_owned(), |g| format!("generation {g}")),
-            rebuilt.docs,
-            if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }
-        ));
-    }
+        ManifestOutcome::Replaced { reason, set_aside, repair } => {
+            say(&format!("manifest.json was {reason}; set aside as {}", set_aside.display()));
+            say_rebuilt(&repair);
+            true
+        }
+    };
     let wal = dir.join("wal.log");
     if !wal.exists() {
         say(&format!("{}: no write-ahead log; nothing to repair", dir.display()));
@@ -201,7 +203,8 @@ fn repair(dir: &std::path::Path) -> anyhow::Result<()> {
         crate::wal::salvage(&wal, crate::model::DIMENSION).map_err(|e| anyhow::anyhow!("{}: {e}", wal.display()))?;
     let seqs = report.seq_range.map_or_else(|| "none".to_owned(), |(a, b)| format!("{a}..={b}"));
     if report.dropped.is_empty() {
-        say(&format!("{}: intact, {} records (sequence {seqs}); nothing changed", wal.display(), report.kept));
+        let unchanged = if manifest_changed { "" } else { "; nothing changed" };
+        say(&format!("{}: intact, {} records (sequence {seqs}){unchanged}", wal.display(), report.kept));
         return Ok(());
     }
     let ranges: Vec<String> = report.dropped.iter().map(|(a, b)| format!("[{a}, {b})")).collect();
@@ -214,6 +217,20 @@ fn repair(dir: &std::path::Path) -> anyhow::Result<()> {
         report.backup.as_deref().map_or_else(|| "-".into(), |b| b.display().to_string())
     ));
     Ok(())
+}
+
+fn say_rebuilt(rebuilt: &ManifestRepair) {
+    for (generation, why) in &rebuilt.skipped {
+        say(&format!("snapshot generation {generation} is incomplete, left in place: {why}"));
+    }
+    let listed: Vec<String> = rebuilt.fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
+    say(&format!(
+        "manifest.json rebuilt: snapshot {}, {} documents, the whole write-ahead log replays on open; \
+         filter fields inferred from the documents: {} (re-declare with `serve --field` if they differed)",
+        rebuilt.generation.map_or_else(|| "none".to_owned(), |g| format!("generation {g}")),
+        rebuilt.docs,
+        if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }
+    ));
 }
 
 fn store_options(hnsw: &HnswArgs) -> StoreOptions {

@@ -37,6 +37,10 @@ pub enum DbError {
     /// The schema is missing, newer than this binary, or damaged.
     #[error("schema: {0}")]
     Schema(String),
+    /// The request's filter compiles to more bind parameters than one statement takes; the
+    /// statement was not sent.
+    #[error("{0} bind parameters; PostgreSQL takes at most {max}", max = crate::input::MAX_BIND_PARAMS)]
+    TooManyParams(usize),
 }
 
 /// How long a caller should wait before retrying after the database went away.
@@ -75,13 +79,35 @@ fn is_outage(e: &tokio_postgres::Error) -> bool {
     }
 }
 
+impl DbError {
+    /// Whether the request's own values are at fault: too many parameters, or a value
+    /// PostgreSQL refuses to hold (SQLSTATE 22021, 22P05: U+0000 in text or jsonb) or a
+    /// statement beyond its limits (class 54: too complex, too deep). Retrying cannot help.
+    pub fn is_client_input(&self) -> bool {
+        match self {
+            DbError::TooManyParams(_) => true,
+            DbError::Sql(e) => e.code().is_some_and(|c| {
+                *c == SqlState::CHARACTER_NOT_IN_REPERTOIRE
+                    || *c == SqlState::UNTRANSLATABLE_CHARACTER
+                    || c.code().starts_with("54")
+            }),
+            _ => false,
+        }
+    }
+}
+
 impl From<DbError> for RcpError {
-    /// An outage is `-32010` (backend unavailable) with `retryAfterMs`; anything else is an
+    /// An outage is `-32010` (backend unavailable) with `retryAfterMs`; the request's own
+    /// values at fault are `-32602` (see [`DbError::is_client_input`]); anything else is an
     /// internal error whose message names the failure (never the URL).
     fn from(e: DbError) -> Self {
         if e.is_outage() {
             RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, format!("the database is unavailable: {e}"))
                 .with_retry_after_ms(RETRY_AFTER_MS)
+        } else if let DbError::TooManyParams(n) = e {
+            crate::input::too_many_params(n)
+        } else if e.is_client_input() {
+            RcpError::invalid_params("params", format!("PostgreSQL refused the request's values: {e}"))
         } else {
             RcpError::internal(e.to_string())
         }

@@ -7,6 +7,8 @@
 //! - [`store`]: BM25 in SQL over a GIN-indexed `tsvector`, cosine over pgvector's HNSW, both
 //!   lists in one round trip, and writes as one transaction each;
 //! - [`filter`]: §8 filters compiled to parameterised SQL over the JSONB metadata;
+//! - [`input`]: client input PostgreSQL would refuse (U+0000, more than 65,535 bind
+//!   parameters), refused first as `-32602` naming the field;
 //! - [`cursor`]: stable-or-refused pagination (§10);
 //! - [`service`]: `retrieve` in `sparse`, `dense` and `hybrid` modes (fusion §16.3), `embed`,
 //!   `index/*`;
@@ -25,6 +27,7 @@ pub mod cli;
 pub mod cursor;
 pub mod db;
 pub mod filter;
+pub mod input;
 pub mod migrate;
 pub mod service;
 pub mod store;

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::cursor::{Cursor, fingerprint};
 use crate::db::DbError;
+use crate::input::{refuse_nul, refuse_nul_in_filter, refuse_nul_in_object};
 use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
 
 /// The modes this engine serves (§7.7).
@@ -84,7 +85,7 @@ impl PgEngine {
 }
 
 fn db_error(e: DbError) -> RcpError {
-    if !e.is_outage() {
+    if !e.is_outage() && !e.is_client_input() {
         tracing::error!(error = %e, "database statement failed");
     }
     e.into()
@@ -144,6 +145,10 @@ impl Retrieve for PgEngine {
         let cursor = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
         let offset = cursor.as_ref().map_or(0, |c| c.offset);
         let text = p.query.text();
+        refuse_nul(|| "query".to_owned(), &text)?;
+        if let Some(filter) = &req.filter {
+            refuse_nul_in_filter(filter)?;
+        }
         let vector = match lists {
             Lists::Sparse => None,
             _ => self.embed_texts(vec![text.clone()], &ctx, Lane::Read).await?.pop(),
@@ -313,6 +318,7 @@ impl Index for PgEngine {
         if params.chunk == Some(true) {
             return Err(RcpError::option_unsupported("chunk", "true", &[]));
         }
+        refuse_nul_in_documents(&params)?;
         let docs: Vec<CorpusDoc> = params.documents.iter().map(CorpusDoc::from_document).collect();
         let ids: Vec<String> = docs
             .iter()
@@ -342,7 +348,25 @@ impl Index for PgEngine {
     }
 
     async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        for (i, id) in params.ids.iter().enumerate() {
+            refuse_nul(|| format!("ids[{i}]"), id)?;
+        }
         let (deleted, _) = self.store.delete(&params.ids).await.map_err(db_error)?;
         Ok(IndexDeleteResult { deleted, ..Default::default() })
     }
+}
+
+/// Refuses (`-32602`, naming the field) a document whose id, text or metadata holds U+0000:
+/// PostgreSQL cannot store it, and storing the rest would alter what was acknowledged.
+fn refuse_nul_in_documents(params: &IndexAddParams) -> Result<(), RcpError> {
+    for (i, doc) in params.documents.iter().enumerate() {
+        if let Some(id) = &doc.id {
+            refuse_nul(|| format!("documents[{i}].id"), id)?;
+        }
+        refuse_nul(|| format!("documents[{i}].text"), &doc.text)?;
+        if let Some(meta) = &doc.meta {
+            refuse_nul_in_object(&format!("documents[{i}].meta"), meta)?;
+        }
+    }
+    Ok(())
 }

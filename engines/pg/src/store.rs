@@ -19,6 +19,7 @@ use tokio_postgres::Row;
 
 use crate::db::{Database, DbError};
 use crate::filter::{Params, compile};
+use crate::input::MAX_BIND_PARAMS;
 
 /// BM25 term-frequency saturation.
 pub const BM25_K1: f64 = 1.2;
@@ -271,6 +272,9 @@ impl Store {
             (Lists::Both, Some(v)) => format!("WITH {sparse_cte} ({sparse_select}) UNION ALL ({})", dense_select(v)),
             (_, None) => return Err(DbError::Schema("a dense search needs a query vector".into())),
         };
+        if p.len() > MAX_BIND_PARAMS {
+            return Err(DbError::TooManyParams(p.len()));
+        }
         let client = self.read.client().await?;
         let ef = s.ef_search.max(s.limit).clamp(1, MAX_EF_SEARCH).to_string();
         let rows = if s.lists == Lists::Sparse || exact {

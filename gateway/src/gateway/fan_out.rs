@@ -11,9 +11,10 @@ use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::{Meta, RcpError, RetrieveParams, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::fusion::empty_result;
+use super::limits::{self, GATEWAY_META_KEYS};
 use super::startup::{Gateway, META_COLLECTIONS};
 use crate::hop::Hop;
 
@@ -28,7 +29,9 @@ impl Gateway {
         let started = Instant::now();
         let params = req.params;
         let k = req.k.max(1);
-        let hop = Hop::from_meta(params.meta.as_ref(), self.options.depth);
+        let hop = Hop::from_meta(params.meta.as_ref(), self.options.depth)?;
+        limits::check(&params)?;
+        let wanted = limits::collections(&params)?;
         let mut notes: Vec<String> = Vec::new();
         if hop.visited(&self.options.identity) {
             notes.push(format!(
@@ -41,14 +44,8 @@ impl Gateway {
             notes.push(format!("federation depth exhausted at gateway '{}': not forwarded", self.options.identity));
             return Ok(empty_result(notes, &[], started));
         };
-        let wanted: Option<Vec<String>> = params
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(META_COLLECTIONS))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
         if let Some(w) = &wanted
-            && let Some(unknown) = w.iter().find(|n| !self.collections.iter().any(|c| &c.name == *n))
+            && let Some(unknown) = w.iter().find(|n| !self.collections.iter().any(|c| c.name == **n))
         {
             return Err(RcpError::invalid_params(
                 format!("_meta.{META_COLLECTIONS}"),
@@ -62,7 +59,7 @@ impl Gateway {
         let targets: Vec<usize> = self
             .collections
             .iter()
-            .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.name)))
+            .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.name.as_str())))
             .flat_map(|c| c.shards.iter().copied())
             .collect();
         // Connect concurrently first: a dead engine costs one connect timeout, not one each.
@@ -92,6 +89,11 @@ impl Gateway {
             () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
             g = gathered => g.map_err(|RequiredFailed { id, error, .. }| {
                 let mut err = error.to_rcp();
+                // A transport failure has no error object of its own: its cause goes in
+                // `error.data.detail`, as an engine's own error carries it.
+                if err.data.as_ref().is_none_or(|d| d.detail.is_none()) {
+                    err = err.with_detail(error.to_string());
+                }
                 err.message = format!("required engine '{id}' failed: {}", err.message);
                 err
             })?,
@@ -147,7 +149,7 @@ impl Gateway {
         p.min_score = None;
         let mut meta = Meta::new();
         for (key, v) in params.meta.iter().flatten() {
-            if !matches!(key.as_str(), "federation" | "deadlineMs" | "progressToken" | META_COLLECTIONS) {
+            if !GATEWAY_META_KEYS.contains(&key.as_str()) {
                 meta.insert(key.clone(), v.clone());
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use rcp_client::Client;
-use rcp_client::federation::{Gathered, Reply, fusion_method};
+use rcp_client::federation::{Gathered, Reply, fusion_method, no_answer};
 use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use rcp_server::HandlerResult;
@@ -50,14 +50,14 @@ impl Gateway {
                 }
                 Reply::Failed(e) => {
                     notes.push(format!("engine '{id}' failed: {e}"));
-                    failures.push(id.clone());
-                    degraded.push(id);
+                    degraded.push(id.clone());
+                    failures.push((id, e));
                 }
             }
         }
         if answers.is_empty() {
             if !failures.is_empty() || asked > 0 {
-                return Err(RcpError::backend_unavailable(format!("every engine failed: {}", notes.join("; "))));
+                return Err(no_answer(failures.iter().map(|(id, e)| (id.as_str(), e))));
             }
             return Ok(empty_result(notes, &degraded, started));
         }

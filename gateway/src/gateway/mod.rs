@@ -10,11 +10,13 @@
 //! - `fusion`: the shards of a collection merged (by score when comparable), collections
 //!   fused (§16.3);
 //! - `writes`: `index/add`/`index/delete` routed to the shard owning each id;
-//! - `catalog`: `catalog/list`.
+//! - `catalog`: `catalog/list`;
+//! - `limits`: what one request may carry into a fan-out, checked before it is copied.
 
 mod catalog;
 mod fan_out;
 mod fusion;
+pub mod limits;
 mod startup;
 mod writes;
 

@@ -55,13 +55,15 @@ impl Index for Gateway {
 
     /// Routes each document to the shard owning its id (a gateway-minted id when it has
     /// none), one `index/add` per shard, concurrently; ids come back in request order.
-    async fn add(&self, params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+    async fn add(&self, mut params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
         let target = self.write_target(params.meta.as_ref())?;
         let n = target.shards.len();
+        // The documents move to their shards; the per-shard params copy everything else.
+        let documents = std::mem::take(&mut params.documents);
         let mut per_shard: Vec<(Vec<usize>, IndexAddParams)> =
             (0..n).map(|_| (Vec::new(), IndexAddParams { documents: Vec::new(), ..params.clone() })).collect();
         let key = params.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
-        for (pos, mut doc) in params.documents.into_iter().enumerate() {
+        for (pos, mut doc) in documents.into_iter().enumerate() {
             let id = doc.id.get_or_insert_with(|| format!("gw-{}", uuid::Uuid::new_v4())).clone();
             let s = shard::owner(&id, n);
             per_shard[s].0.push(pos);

@@ -7,7 +7,8 @@
 //! Engines that do not advertise `retrieve` (or cannot honour the request's filter) are
 //! skipped, not failed. Each engine gets its own client-side deadline, so a slow non-required
 //! engine is dropped; a `required` engine's failure fails the whole query with its error; if
-//! every engine fails the query fails with `-32010`, never an empty success. Skipped and failed
+//! every engine fails the query fails, never with an empty success: with an engine's own
+//! refusal of the request (`-32602`, ...) when there is one, else `-32010` ([`no_answer`]). Skipped and failed
 //! engines are listed in `usage.notes` and `_meta.degraded`. Fusion is RRF by default,
 //! `weighted` on request, and `convex` only when every contributing engine advertises
 //! `scoreFloor` (otherwise RRF, with a note).
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use rcp_protocol::capabilities::Capability;
 use rcp_protocol::fusion::{self, EngineList, FusionMethod};
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
+use rcp_protocol::{Hit, Meta, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -28,9 +29,11 @@ use crate::error::ClientError;
 use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
 
+mod failure;
 mod fan_out;
 mod params;
 
+pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
 pub use params::{engine_params, fusion_method};
 
@@ -282,8 +285,11 @@ impl Federation {
             outcomes.push((id, outcome));
         }
         if lists.is_empty() {
-            let detail = notes.join("; ");
-            return Err(ClientError::Rpc(RcpError::backend_unavailable(format!("every engine failed: {detail}"))));
+            let failures = outcomes.iter().filter_map(|(id, o)| match o {
+                EngineOutcome::Failed(e) => Some((id.as_str(), e)),
+                _ => None,
+            });
+            return Err(ClientError::Rpc(no_answer(failures)));
         }
         let method = fusion_method(&self.options.fusion, &params);
         let fused = fusion::fuse_or_fallback(&lists, &method, usize::try_from(k).unwrap_or(usize::MAX))

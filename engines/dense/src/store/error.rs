@@ -36,6 +36,15 @@ pub enum StoreError {
         /// What is wrong and what to do.
         detail: String,
     },
+    /// Another process (a running `serve`, `index` or `repair`) holds the data directory's
+    /// lock. Nothing was changed.
+    #[error(
+        "{path}: the data directory is in use by another rcp-dense process (a running `serve`, `index` or `repair`?): stop it first; nothing was changed"
+    )]
+    InUse {
+        /// The data directory.
+        path: PathBuf,
+    },
     /// The ANN index failed.
     #[error("ANN index: {0}")]
     Ann(#[from] AnnError),

@@ -88,9 +88,14 @@ impl Manifest {
     /// Reads the manifest at `path`; `None` when there is none.
     pub(super) fn read(path: &Path) -> Result<Option<Self>, StoreError> {
         match fs::read(path) {
-            Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes)
-                .map(Some)
-                .map_err(|e| StoreError::Incompatible { path: path.to_path_buf(), detail: e.to_string() }),
+            Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes).map(Some).map_err(|e| StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "unreadable ({e}). Nothing was changed. Run `rcp-dense repair --data-dir {}` to set it aside \
+                     and rebuild it from the newest complete snapshot (the write-ahead log is then replayed)",
+                    path.parent().map_or_else(|| ".".into(), |d| d.display().to_string())
+                ),
+            }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(StoreError::Io { path: path.to_path_buf(), source: e }),
         }

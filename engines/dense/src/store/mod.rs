@@ -31,7 +31,8 @@
 //! | `manifest` | `manifest.json` ([`Manifest`]) |
 //! | `generation` | a snapshot generation's `.jsonl` and `.f32` files |
 //! | `graph` | a generation's saved `.graph`: saved, checked, loaded or rebuilt |
-//! | `repair` | a data directory that lost its manifest ([`rebuild_manifest`]) |
+//! | `repair` | a data directory whose manifest is lost or unreadable ([`repair_manifest`]) |
+//! | `lock` | the data directory's lock ([`DirLock`]): serve, index and repair exclude each other |
 //! | `layout`, `durable`, `options`, `error` | file names, durable writes, tunables, errors |
 
 use std::collections::BTreeMap;
@@ -49,6 +50,7 @@ mod error;
 mod generation;
 mod graph;
 mod layout;
+mod lock;
 mod manifest;
 mod open;
 mod options;
@@ -62,10 +64,11 @@ mod tests;
 
 pub use error::StoreError;
 pub use graph::GraphSource;
+pub use lock::DirLock;
 pub use manifest::{GraphInfo, Manifest, SnapshotInfo};
 pub use open::OpenReport;
 pub use options::{HnswOverride, StoreOptions};
-pub use repair::{ManifestRepair, rebuild_manifest};
+pub use repair::{ManifestOutcome, ManifestRepair, rebuild_manifest, repair_manifest};
 pub use search::SearchPath;
 pub use table::Table;
 

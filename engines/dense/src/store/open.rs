@@ -11,7 +11,8 @@ use rcp_embedder::model::DIMENSION;
 use super::error::{StoreError, io_at};
 use super::generation::load_snapshot;
 use super::graph::{GraphSource, open_graph};
-use super::layout::{LOCK, MANIFEST, WAL};
+use super::layout::{MANIFEST, WAL};
+use super::lock::DirLock;
 use super::manifest::Manifest;
 use super::options::StoreOptions;
 use super::repair::refuse_orphaned_data;
@@ -35,15 +36,7 @@ pub struct OpenReport {
 /// manifest is written back with the parameters and backend `options` chose.
 pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<(Table, Writer, OpenReport), StoreError> {
     fs::create_dir_all(dir).map_err(io_at(dir))?;
-    let lock_path = dir.join(LOCK);
-    let lock =
-        fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_at(&lock_path))?;
-    if lock.try_lock().is_err() {
-        return Err(StoreError::Incompatible {
-            path: dir.to_path_buf(),
-            detail: "the data directory is in use by another rcp-dense process".to_owned(),
-        });
-    }
+    let lock = DirLock::acquire(dir)?;
     let manifest_path = dir.join(MANIFEST);
     let mut manifest = match Manifest::read(&manifest_path)? {
         Some(manifest) => manifest,

@@ -1,5 +1,7 @@
-//! A data directory that lost its manifest: refused on open (serving it empty would lose
-//! acknowledged writes), and repaired on request from the newest complete snapshot.
+//! A data directory that lost its manifest, or whose manifest is unreadable: refused on open
+//! (serving it empty would lose acknowledged writes), and repaired on request from the newest
+//! complete snapshot. An unreadable manifest is set aside (`manifest.json.corrupt-<secs>`),
+//! never overwritten; one written for another format or model is refused, not repaired.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,7 +12,7 @@ use rcp_protocol::filter::FieldType;
 use crate::ann::{Backend, HnswParams};
 use crate::wal::StoredDoc;
 
-use super::error::StoreError;
+use super::error::{StoreError, io_at};
 use super::generation::read_generation;
 use super::layout::{MANIFEST, WAL, generations};
 use super::manifest::{Manifest, SnapshotInfo};
@@ -40,6 +42,51 @@ pub(super) fn refuse_orphaned_data(dir: &Path, manifest_path: &Path) -> Result<(
             dir.display()
         ),
     })
+}
+
+/// What [`repair_manifest`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestOutcome {
+    /// The manifest is readable and servable; nothing was changed.
+    Intact,
+    /// There was none; a new one was written.
+    Rebuilt(ManifestRepair),
+    /// It was unreadable (the reason); it was renamed to `set_aside` and a new one written.
+    Replaced {
+        /// Why it could not be read.
+        reason: String,
+        /// Where the unreadable file now is.
+        set_aside: std::path::PathBuf,
+        /// The new manifest.
+        repair: ManifestRepair,
+    },
+}
+
+/// Repairs the manifest of `dir` (call with the directory's [`super::DirLock`] held): a
+/// missing one is rebuilt ([`rebuild_manifest`]); an unreadable one is set aside and rebuilt;
+/// a readable one written by another format or model, or one that cannot be read at all
+/// (permissions), is an error and nothing is changed.
+pub fn repair_manifest(
+    dir: &Path,
+    fields: impl FnOnce(&[StoredDoc]) -> BTreeMap<String, FieldType>,
+) -> Result<ManifestOutcome, StoreError> {
+    let path = dir.join(MANIFEST);
+    match Manifest::read(&path) {
+        Ok(Some(manifest)) => {
+            manifest.check_servable(&path)?;
+            Ok(ManifestOutcome::Intact)
+        }
+        Ok(None) => rebuild_manifest(dir, fields).map(ManifestOutcome::Rebuilt),
+        Err(StoreError::Damaged { detail, .. }) => {
+            let reason = detail.split(". Nothing was changed").next().unwrap_or(&detail).to_owned();
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let set_aside = dir.join(format!("{MANIFEST}.corrupt-{stamp}"));
+            fs::rename(&path, &set_aside).map_err(io_at(&path))?;
+            let repair = rebuild_manifest(dir, fields)?;
+            Ok(ManifestOutcome::Replaced { reason, set_aside, repair })
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// What [`rebuild_manifest`] did.

@@ -1,7 +1,6 @@
 //! The write path's state (the data directory and its lock, the log, the manifest, the next
 //! sequence number): logging a batch durably and committing a snapshot generation.
 
-use std::fs::File;
 use std::path::PathBuf;
 
 use crate::wal::{Op, Wal};
@@ -9,6 +8,7 @@ use crate::wal::{Op, Wal};
 use super::error::StoreError;
 use super::generation::{remove_generations_except, write_snapshot};
 use super::graph::write_graph;
+use super::lock::DirLock;
 use super::manifest::{Manifest, SnapshotInfo};
 use super::table::Table;
 
@@ -16,7 +16,7 @@ use super::table::Table;
 #[derive(Debug)]
 pub(super) struct Writer {
     /// Held for the store's lifetime: one process per data directory.
-    _lock: Option<File>,
+    _lock: Option<DirLock>,
     /// The data directory (`None` in memory).
     pub(super) dir: Option<PathBuf>,
     /// The write-ahead log (`None` in memory).
@@ -36,7 +36,7 @@ impl Writer {
     }
 
     /// The writer of the data directory `dir`, holding its `lock`.
-    pub(super) fn on_disk(lock: File, dir: PathBuf, wal: Wal, manifest: Manifest, next_seq: u64) -> Self {
+    pub(super) fn on_disk(lock: DirLock, dir: PathBuf, wal: Wal, manifest: Manifest, next_seq: u64) -> Self {
         Self { _lock: Some(lock), dir: Some(dir), wal: Some(wal), manifest, next_seq, minted: 0 }
     }
 
