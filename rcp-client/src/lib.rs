@@ -9,6 +9,7 @@ mod error;
 pub mod eval;
 pub mod federation;
 mod gate;
+mod limits;
 pub mod ndjson;
 pub mod registry;
 pub mod retry;
@@ -16,7 +17,8 @@ pub mod selector;
 mod transport;
 
 pub use client::{Client, ClientOptions, Streaming};
-pub use error::{ClientError, ConnectError, Disconnect};
+pub use error::{ClientError, ConnectError, Disconnect, LimitExceeded};
 pub use federation::{Federation, FederationOptions};
+pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
