@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod breaker;
 mod client;
 mod error;
 pub mod eval;
