@@ -194,22 +194,28 @@ fn a_stalled_sse_event_fails_within_the_frame_timeout() {
 
 #[test]
 fn an_engine_that_stops_reading_gets_calls_refused_once_its_queue_is_full() {
-    let entries = vec![stdio_entry("a", &[]), stdio_entry("h", &["--mode", "stall-stdin"])];
+    let mut stalled = stdio_entry("h", &["--mode", "stall-stdin"]);
+    stalled["collection"] = json!("stalled");
+    let entries = vec![stdio_entry("a", &[]), stalled];
     let (mut gw, idle) = warm(entries, &["--engine-timeout-ms", "2000", "--max-queued-bytes", "1000000"]);
-    // 40 pipelined queries of 100 KB: 4 MB for an engine that reads nothing, over a 1 MB
+    // 40 pipelined queries of 100 KB to the engine that reads nothing: 4 MB, over a 1 MB
     // queue (the default is 8 MiB).
     let query = "wing ".repeat(20_000);
+    let params = json!({"query": query, "k": 3, "_meta": {"collections": ["stalled"]}});
     let ids_sent: Vec<Value> = (0..40)
         .map(|i| {
             let id = json!(format!("q{i}"));
-            gw.engine.send(&json!({"jsonrpc": "2.0", "id": id, "method": "retrieve", "params": {"query": query, "k": 3}}));
+            gw.engine.send(&json!({"jsonrpc": "2.0", "id": id, "method": "retrieve", "params": params}));
             id
         })
         .collect();
     let answers: Vec<Value> = ids_sent.iter().map(|id| gw.engine.response_for(id, Duration::from_secs(30))).collect();
-    assert!(answers.iter().all(|r| ids(r) == ["a-1"]), "every query answered by the good engine");
-    let refused = answers.iter().filter(|r| notes(r).contains("max_queued_bytes")).count();
-    assert!(refused > 0, "no call refused for a full queue: {}", answers[39]);
+    let refused = answers.iter().filter(|r| r["error"].to_string().contains("max_queued_bytes")).count();
+    assert!(refused >= 20, "{refused} calls refused for a full queue: {}", answers[39]);
+    // The other engine still serves, and a query to both names the stalled one's failure.
+    let r = gw.retrieve(json!({}));
+    assert_eq!(ids(&r), ["a-1"], "{r}");
+    assert!(notes(&r).contains("engine 'h' failed"), "{r}");
     gw.assert_answers();
     gw.assert_peak_within(idle, "engine not reading stdin");
 }

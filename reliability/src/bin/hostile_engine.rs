@@ -178,7 +178,9 @@ fn serve_stdio(c: &Config) -> io::Result<()> {
         }
         match c.mode {
             Mode::HugeLine => {
-                out.write_all(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"hits\":[],\"pad\":\"").as_bytes())?;
+                out.write_all(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"hits\":[],\"pad\":\"").as_bytes(),
+                )?;
                 stream_padding(&mut out, c.bytes)?;
                 out.write_all(b"\"}}\n")?;
                 out.flush()?;
@@ -296,9 +298,12 @@ fn serve_connection(c: &Config, stream: TcpStream) -> io::Result<()> {
     };
     match (answer, c.mode) {
         (Some(answer), _) => write_json(&mut out, &answer),
-        (None, Mode::EndlessBody) => {
-            endless(&mut out, "application/json", format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"pad\":\""), None)
-        }
+        (None, Mode::EndlessBody) => endless(
+            &mut out,
+            "application/json",
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"pad\":\""),
+            None,
+        ),
         (None, Mode::SseFlood) => endless(&mut out, "text/event-stream", "data: {\"pad\":\"".into(), None),
         (None, Mode::SseStall) => {
             endless(&mut out, "text/event-stream", "data: {\"pad\":\"".into(), Some(Duration::from_millis(50)))
@@ -309,7 +314,11 @@ fn serve_connection(c: &Config, stream: TcpStream) -> io::Result<()> {
 }
 
 fn write_json(out: &mut impl Write, body: &[u8]) -> io::Result<()> {
-    write!(out, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())?;
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )?;
     out.write_all(body)?;
     out.flush()
 }
