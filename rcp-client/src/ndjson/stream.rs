@@ -276,7 +276,6 @@ fn owned(line: LineRef<'_>, max: usize) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt as _;
 
     #[tokio::test]
     async fn lines_round_trip_over_a_duplex_and_over_long_ones_are_refused() {
