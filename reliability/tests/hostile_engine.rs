@@ -284,3 +284,34 @@ fn an_engine_that_crashes_after_initialize_is_backed_off_not_respawned_per_reque
     let stderr = std::fs::read_to_string(&gw.stderr).unwrap_or_default();
     assert!(stderr.contains("circuit open"), "the breaker opening is logged:\n{stderr}");
 }
+
+/// `rcp retrieve --stdio "<hostile_engine> --mode MODE" wing`: its exit status, its output
+/// and stderr, and its peak RSS (sampled) in kB.
+fn rcp_retrieve(mode: &str) -> (bool, String, u64) {
+    let rcp = rcp_testkit::workspace_bin("rcp-client", "rcp");
+    let engine = format!("{} --mode {mode}", hostile());
+    let child = Command::new(rcp)
+        .args(["retrieve", "--stdio", &engine, "wing", "-k", "3", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rcp");
+    let pid = child.id();
+    let sampler = rcp_testkit::PeakSampler::start(0, Duration::from_millis(5), move || {
+        status_kb(pid, "VmRSS:")
+    });
+    let out = child.wait_with_output().expect("rcp runs");
+    let peak = sampler.stop();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text, peak)
+}
+
+#[test]
+fn rcp_survives_non_utf8_stderr_and_refuses_an_endless_line_without_holding_it() {
+    let (ok, text, _) = rcp_retrieve("bad-stderr");
+    assert!(ok && text.contains("hostile-1"), "{text}");
+    let (ok, text, peak) = rcp_retrieve("huge-line");
+    assert!(!ok && text.contains("max_frame_bytes"), "{text}");
+    eprintln!("rcp under a 2 GiB line: peak RSS {peak} kB");
+    assert!(peak < 96 * 1024, "rcp peaked at {peak} kB");
+}
