@@ -26,7 +26,7 @@ fn stdio_entry(id: &str, args: &[&str]) -> Value {
     json!({"id": id, "transport": "stdio", "command": command})
 }
 
-/// An HTTP hostile engine, killed when dropped.
+/// A process serving HTTP (a hostile engine, or a gateway), killed when dropped.
 struct HttpEngine {
     child: Child,
     url: String,
@@ -297,9 +297,7 @@ fn rcp_retrieve(mode: &str) -> (bool, String, u64) {
         .spawn()
         .expect("spawn rcp");
     let pid = child.id();
-    let sampler = rcp_testkit::PeakSampler::start(0, Duration::from_millis(5), move || {
-        status_kb(pid, "VmRSS:")
-    });
+    let sampler = rcp_testkit::PeakSampler::start(0, Duration::from_millis(5), move || status_kb(pid, "VmRSS:"));
     let out = child.wait_with_output().expect("rcp runs");
     let peak = sampler.stop();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -314,4 +312,53 @@ fn rcp_survives_non_utf8_stderr_and_refuses_an_endless_line_without_holding_it()
     assert!(!ok && text.contains("max_frame_bytes"), "{text}");
     eprintln!("rcp under a 2 GiB line: peak RSS {peak} kB");
     assert!(peak < 96 * 1024, "rcp peaked at {peak} kB");
+}
+
+/// One HTTP/1.1 exchange with `addr`; the response, headers and body (empty while nothing
+/// listens).
+fn http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return String::new() };
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+#[test]
+fn the_breaker_is_on_metrics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = dir.path().join("rcp.json");
+    let entries = vec![stdio_entry("a", &[]), stdio_entry("h", &["--mode", "crash"])];
+    std::fs::write(&registry, json!({"engines": entries}).to_string()).expect("registry");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let addr = format!("127.0.0.1:{port}");
+    let gateway = rcp_testkit::workspace_bin("rcp-gateway", "rcp-gateway");
+    let child = Command::new(gateway)
+        .args(["serve", "--registry"])
+        .arg(&registry)
+        .args(["--http", &addr, "--reconnect-after-ms", "5000"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the gateway");
+    let _gateway = HttpEngine { child, url: String::new() };
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "retrieve", "params": {"query": "wing", "k": 3}}).to_string();
+    let post = format!(
+        "POST /rcp/retrieve HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !http(&addr, &post).contains("a-1") {
+        assert!(Instant::now() < deadline, "the gateway never served");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..5 {
+        assert!(http(&addr, &post).contains("a-1"));
+    }
+    let metrics = http(&addr, "GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    assert!(metrics.contains("rcp_gateway_engine_breaker_state{engine=\"h\"} 2"), "{metrics}");
+    assert!(metrics.contains("rcp_gateway_engine_breaker_state{engine=\"a\"} 0"), "{metrics}");
+    assert!(metrics.contains("rcp_gateway_engine_consecutive_failures{engine=\"h\"} 3"), "{metrics}");
 }

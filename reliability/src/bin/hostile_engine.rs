@@ -23,7 +23,7 @@ enum Mode {
     Good,
     /// Answers with one line of `--bytes` bytes (default 2 GiB), streamed, never buffered.
     HugeLine,
-    /// Stops reading stdin (and answering) for good.
+    /// Stops reading stdin (and answering) for good; exits when its parent is gone.
     StallStdin,
     /// Sends `--lines` `notifications/log` frames (default 100,000), then the good answer.
     LogFlood,
@@ -185,9 +185,15 @@ fn serve_stdio(c: &Config) -> io::Result<()> {
                 out.write_all(b"\"}}\n")?;
                 out.flush()?;
             }
-            Mode::StallStdin => loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            },
+            Mode::StallStdin => {
+                // Reads nothing more, so it would never see its stdin end: it leaves when its
+                // parent does instead (a killed client cannot leave it behind).
+                let parent = std::os::unix::process::parent_id();
+                while std::os::unix::process::parent_id() == parent {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return Ok(());
+            }
             Mode::LogFlood => {
                 for i in 0..c.lines {
                     let note = json!({"jsonrpc": "2.0", "method": "notifications/log",
