@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{Request, Router, Transport, response_outcome};
 use crate::error::{ClientError, ConnectError, Disconnect, LimitExceeded};
+use crate::limits::Limits;
 
 /// The HTTP transport. Dropping a call's future drops its request, which the server treats as
 /// a cancel, so nothing else is sent when a call is abandoned.
@@ -124,57 +125,47 @@ impl State {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
         let limits = *self.router.limits();
-        let max = limits.max_frame_bytes;
-        if !is_sse
-            && let Some(len) = resp.content_length()
-            && len > max as u64
-        {
-            return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen: len, limit: max as u64 }));
+        if !is_sse {
+            let body = read_body(resp, &limits).await?;
+            return self.answer(&body, status, url, id);
         }
+        // An SSE answer: notifications, then the response, each event under the limits.
         let mut stream = resp.bytes_stream();
-        if is_sse {
-            let mut events = SseEvents::new(limits.max_frame_bytes);
-            let mut started: Option<tokio::time::Instant> = None;
-            loop {
-                // An event under way must complete within the frame timeout.
-                let chunk = match started {
-                    Some(at) => tokio::time::timeout_at(at + limits.frame_timeout, stream.next())
-                        .await
-                        .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))?,
-                    None => stream.next().await,
-                };
-                let Some(chunk) = chunk else { break };
-                for data in events.push(&chunk.map_err(http_err)?)? {
-                    let frame: Value = serde_json::from_str(&data).map_err(|e| ClientError::decode("SSE frame", e))?;
-                    if frame.get("id").is_some() {
-                        return response_outcome(frame);
-                    }
-                    self.router.on_frame(frame);
+        let mut events = SseEvents::new(limits.max_frame_bytes);
+        let mut started: Option<tokio::time::Instant> = None;
+        loop {
+            // An event under way must complete within the frame timeout.
+            let chunk = match started {
+                Some(at) => tokio::time::timeout_at(at + limits.frame_timeout, stream.next())
+                    .await
+                    .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))?,
+                None => stream.next().await,
+            };
+            let Some(chunk) = chunk else { break };
+            for data in events.push(&chunk.map_err(http_err)?)? {
+                let frame: Value = serde_json::from_str(&data).map_err(|e| ClientError::decode("SSE frame", e))?;
+                if frame.get("id").is_some() {
+                    return response_outcome(frame);
                 }
-                started = match events.pending() {
-                    0 => None,
-                    _ => started.or_else(|| Some(tokio::time::Instant::now())),
-                };
+                self.router.on_frame(frame);
             }
-            return Err(ClientError::Closed(Disconnect::StreamEnded));
+            started = match events.pending() {
+                0 => None,
+                _ => started.or_else(|| Some(tokio::time::Instant::now())),
+            };
         }
-        // The whole body is one frame: bounded in size, and in time once the headers are in.
-        let body = async {
-            let mut body = Vec::new();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(http_err)?;
-                if body.len() + chunk.len() > max {
-                    let seen = (body.len() + chunk.len()) as u64;
-                    return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen, limit: max as u64 }));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(body)
-        };
-        let body = tokio::time::timeout(limits.frame_timeout, body)
-            .await
-            .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))??;
-        let text = String::from_utf8_lossy(&body);
+        Err(ClientError::Closed(Disconnect::StreamEnded))
+    }
+
+    /// The outcome of a JSON (not SSE) answer `body` with HTTP `status`, to the request `id`.
+    fn answer(
+        &self,
+        body: &[u8],
+        status: reqwest::StatusCode,
+        url: String,
+        id: Option<&RequestId>,
+    ) -> Result<Value, ClientError> {
+        let text = String::from_utf8_lossy(body);
         match serde_json::from_str::<Value>(&text) {
             Ok(frame) if frame.get("id").is_some() => {
                 if let (Some(want), Some(got)) =
@@ -194,6 +185,36 @@ impl State {
             })),
         }
     }
+}
+
+/// Reads the body of an HTTP response as one frame, under `limits`: at most
+/// [`Limits::max_frame_bytes`] (a larger `content-length` is refused before reading, a body
+/// without one is refused as soon as it passes the cap) and within [`Limits::frame_timeout`]
+/// once the headers are in. The client reads every JSON answer with it; a proxy that relays
+/// an engine's answers can too.
+pub async fn read_body(resp: reqwest::Response, limits: &Limits) -> Result<Vec<u8>, ClientError> {
+    let max = limits.max_frame_bytes;
+    if let Some(len) = resp.content_length()
+        && len > max as u64
+    {
+        return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen: len, limit: max as u64 }));
+    }
+    let mut stream = resp.bytes_stream();
+    let body = async {
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ClientError::Closed(Disconnect::Http(Arc::new(e))))?;
+            if body.len() + chunk.len() > max {
+                let seen = (body.len() + chunk.len()) as u64;
+                return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen, limit: max as u64 }));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(limits.frame_timeout, body)
+        .await
+        .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))?
 }
 
 /// The base URL, or an error saying how to fix it (no scheme: "add http://").

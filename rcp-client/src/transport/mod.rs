@@ -10,6 +10,8 @@
 //!   of a stateful server (§11).
 
 pub(crate) mod http;
+
+pub use http::read_body;
 pub(crate) mod stream;
 
 use std::collections::HashMap;
