@@ -105,7 +105,7 @@ impl HttpTarget {
             });
             return (status, out, Body::from_stream(stream)).into_response();
         }
-        match rcp_client::read_body(resp, &rcp_client::Limits::default()).await {
+        match resp.bytes().await {
             Ok(bytes) => {
                 if !bytes.is_empty() {
                     wire.record_text(engine, Direction::Received, source, &bytes);
