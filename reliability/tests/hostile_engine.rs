@@ -234,6 +234,7 @@ fn log_floods_on_stdout_and_stderr_are_rate_limited_into_the_gateway_log() {
     // 3 × 2 × 20,000 lines of ~220 bytes (26 MB) reach the gateway.
     let logged = gw.stderr_bytes();
     let log = std::fs::read_to_string(&gw.stderr).unwrap_or_default();
+    eprintln!("log floods: the gateway logged {logged} bytes for 3 queries");
     assert!(logged < 2_000_000, "the gateway logged {logged} bytes");
     assert!(log.contains("suppressed"), "no 'suppressed N lines' summary:\n{}", &log[..log.len().min(2000)]);
     gw.assert_peak_within(idle, "log floods");
@@ -265,6 +266,7 @@ fn an_engine_that_crashes_after_initialize_is_backed_off_not_respawned_per_reque
     // The start-up spawn, then one respawn per failure below the threshold (2); the breaker
     // opens at the third failure and holds for 1.5 s ± 20%.
     let spawned = count(&spawns);
+    eprintln!("crash loop: {spawned} spawns for 30 queries");
     assert!(spawned <= 4, "{spawned} spawns for 30 requests");
     let catalog = gw.engine.call("catalog/list", json!({}));
     let health = &catalog["result"]["_meta"]["health"]["h"];
