@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use rcp_client::Limits;
+use rcp_client::breaker::Backoff;
 use rcp_client::registry::{EngineSpec, Transport};
 use rcp_gateway::mcp::Bridge;
 use rcp_gateway::{Gateway, GatewayOptions, GatewayRegistry};
@@ -58,9 +60,40 @@ struct FederationArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     connect_timeout_ms: u64,
 
-    /// After a failed connection, skip the engine for this long (milliseconds).
-    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    /// The first back-off of an engine that keeps failing, and the pause after a failed
+    /// connection before its circuit breaker opens (milliseconds); it doubles per failure.
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
     reconnect_after_ms: u64,
+
+    /// The longest back-off of an engine that keeps failing (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    backoff_max_ms: u64,
+
+    /// Consecutive failures (failed connects, connections that closed) that open an
+    /// engine's circuit breaker: then no spawn or connect until the back-off ends.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    breaker_threshold: u32,
+
+    /// Largest frame accepted from an engine: a stdio line, an HTTP body, an SSE event (bytes).
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_frame_bytes)]
+    max_frame_bytes: usize,
+
+    /// Longest time one frame from an engine may take once its first byte arrived (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().frame_timeout.as_millis() as u64)]
+    frame_timeout_ms: u64,
+
+    /// Bytes queued to a stdio engine that is not reading; over it calls fail at once.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_queued_bytes)]
+    max_queued_bytes: usize,
+
+    /// Frames queued to a stdio engine that is not reading; over it calls fail at once.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_queued_frames)]
+    max_queued_frames: usize,
+
+    /// Engine stderr lines and log notifications relayed per second per engine (the rest
+    /// are counted in a "suppressed N lines" event).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().log_lines_per_sec)]
+    log_lines_per_sec: u32,
 
     /// Default fusion of collections: rrf, weighted or convex (§16.3).
     #[arg(long, value_name = "METHOD", default_value = "rrf")]
@@ -76,7 +109,17 @@ impl FederationArgs {
             depth: self.depth,
             engine_timeout: Duration::from_millis(self.engine_timeout_ms),
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
-            reconnect_after: Duration::from_millis(self.reconnect_after_ms),
+            backoff: Backoff {
+                threshold: self.breaker_threshold.max(1),
+                base: Duration::from_millis(self.reconnect_after_ms),
+                max: Duration::from_millis(self.backoff_max_ms.max(self.reconnect_after_ms)),
+                ..Backoff::default()
+            },
+            limits: Limits::default()
+                .with_max_frame_bytes(self.max_frame_bytes)
+                .with_frame_timeout(Duration::from_millis(self.frame_timeout_ms))
+                .with_queue(self.max_queued_frames, self.max_queued_bytes)
+                .with_logs(self.log_lines_per_sec, Limits::default().max_log_line_bytes),
             fusion,
             ..GatewayOptions::default()
         })

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rcp_client::ndjson::{ChildProcess, LineReader, LineWriter, MAX_READ_LINE_BYTES, Stderr, StderrHandle};
+use rcp_client::Limits;
+use rcp_client::ndjson::{ChildProcess, LineReader, LineWriter, Stderr, StderrHandle};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -209,7 +210,7 @@ impl StdioSession {
         let s = shared.clone();
         let exit = child.exit();
         tokio::spawn(async move {
-            let mut lines = LineReader::new(stdout, MAX_READ_LINE_BYTES);
+            let mut lines = LineReader::with_limits(stdout, &Limits::default());
             while let Ok(Some(line)) = lines.next_line().await {
                 s.on_line(&line);
             }

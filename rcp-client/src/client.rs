@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ClientError, ConnectError, Disconnect};
 use crate::gate;
+use crate::limits::Limits;
 use crate::transport::http::HttpTransport;
 use crate::transport::stream::StreamTransport;
 use crate::transport::{Request, Router, Transport};
@@ -59,6 +60,17 @@ pub struct ClientOptions {
     pub http_headers: Vec<(String, String)>,
     /// A label for diagnostics (the registry id in a federation).
     pub label: String,
+    /// What the server may make this connection hold: frame size and time, the outbound
+    /// queue, stderr and log forwarding ([`Limits`] documents the defaults).
+    pub limits: Limits,
+}
+
+impl ClientOptions {
+    /// These options with `limits` (see [`Limits`]).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
 }
 
 impl Default for ClientOptions {
@@ -71,6 +83,7 @@ impl Default for ClientOptions {
             receive_logs: false,
             http_headers: Vec::new(),
             label: String::new(),
+            limits: Limits::default(),
         }
     }
 }
@@ -79,6 +92,7 @@ struct Inner {
     transport: Box<dyn Transport>,
     router: Arc<Router>,
     next_id: AtomicU64,
+    answers: AtomicU64,
     info: OnceLock<InitializeResult>,
     options: ClientOptions,
 }
@@ -118,7 +132,8 @@ impl Client {
     /// stderr is forwarded to `tracing` (target `rcp_client::engine`). Runs `initialize`.
     pub async fn connect_stdio(command: &[String], options: ClientOptions) -> Result<Self, ClientError> {
         let program = command.first().ok_or(ConnectError::EmptyCommand)?;
-        let router = Router::new(if options.label.is_empty() { program.clone() } else { options.label.clone() });
+        let router =
+            Router::new(if options.label.is_empty() { program.clone() } else { options.label.clone() }, options.limits);
         let transport = StreamTransport::spawn(command, &router)?;
         Self::start(Box::new(transport), router, options).await
     }
@@ -132,7 +147,10 @@ impl Client {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let router = Router::new(if options.label.is_empty() { "stream".to_owned() } else { options.label.clone() });
+        let router = Router::new(
+            if options.label.is_empty() { "stream".to_owned() } else { options.label.clone() },
+            options.limits,
+        );
         let transport = StreamTransport::new(reader, writer, &router);
         Self::start(Box::new(transport), router, options).await
     }
@@ -140,7 +158,8 @@ impl Client {
     /// Connects to an HTTP server at `base` (e.g. `http://127.0.0.1:8080/rcp`) and runs
     /// `initialize`; a stateful server's `_meta.session` is sent back as `RCP-Session` (§11).
     pub async fn connect_http(base: &str, options: ClientOptions) -> Result<Self, ClientError> {
-        let router = Router::new(if options.label.is_empty() { base.to_owned() } else { options.label.clone() });
+        let router =
+            Router::new(if options.label.is_empty() { base.to_owned() } else { options.label.clone() }, options.limits);
         let transport = HttpTransport::new(base, options.http_headers.clone(), options.connect_timeout, &router)?;
         Self::start(Box::new(transport), router, options).await
     }
@@ -150,7 +169,14 @@ impl Client {
         router: Arc<Router>,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let inner = Inner { transport, router, next_id: AtomicU64::new(1), info: OnceLock::new(), options };
+        let inner = Inner {
+            transport,
+            router,
+            next_id: AtomicU64::new(1),
+            answers: AtomicU64::new(0),
+            info: OnceLock::new(),
+            options,
+        };
         let client = Self { inner: Arc::new(inner) };
         client.handshake().await?;
         Ok(client)
@@ -240,6 +266,13 @@ impl Client {
     /// Why the transport is closed, if it is.
     pub fn closed_reason(&self) -> Option<String> {
         self.inner.router.closed().map(|d| d.to_string())
+    }
+
+    /// How many calls the server has answered (with a result or a JSON-RPC error), the
+    /// handshake included: lets a pool tell a connection that serves from one that dies
+    /// after `initialize`.
+    pub fn answers(&self) -> u64 {
+        self.inner.answers.load(Ordering::Relaxed)
     }
 
     /// Number of calls awaiting an answer.
@@ -489,6 +522,9 @@ impl Client {
             None => call.await,
         };
         guard.armed = false;
+        if matches!(result, Ok(_) | Err(ClientError::Rpc(_))) {
+            self.inner.answers.fetch_add(1, Ordering::Relaxed);
+        }
         result
     }
 }

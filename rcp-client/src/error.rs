@@ -70,6 +70,44 @@ pub enum ClientError {
     /// A frame did not have the expected shape (no underlying decoder error).
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// The call went over one of the connection's [`crate::Limits`] (an HTTP body or SSE
+    /// event too large or too slow, or too many frames queued to a server that does not read);
+    /// the connection stays usable.
+    #[error("{0}")]
+    Limit(#[source] LimitExceeded),
+}
+
+/// Which of the [`crate::Limits`] a server went over, with the figures.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitExceeded {
+    /// A frame (stdio line, HTTP body or SSE event) over `max_frame_bytes`; it was discarded
+    /// as it arrived, not held.
+    #[error("the server sent a frame of at least {seen} bytes, over the limit of {limit} bytes (max_frame_bytes)")]
+    FrameTooLarge {
+        /// Bytes of the frame seen when it was refused (a lower bound of its size).
+        seen: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A frame whose first byte arrived but which did not complete within `frame_timeout`.
+    #[error("the server started a frame and did not complete it within {} ms (frame_timeout)", .0.as_millis())]
+    FrameTimeout(std::time::Duration),
+    /// The server is not reading its input: too many frames or bytes already queued to it.
+    #[error(
+        "the server is not reading its input: {frames} frames ({bytes} bytes) already queued, \
+         limits {max_frames} frames (max_queued_frames) and {max_bytes} bytes (max_queued_bytes)"
+    )]
+    QueueFull {
+        /// Frames queued when the call was refused.
+        frames: usize,
+        /// Bytes queued when the call was refused.
+        bytes: usize,
+        /// The frame limit.
+        max_frames: usize,
+        /// The byte limit.
+        max_bytes: usize,
+    },
 }
 
 /// Why a transport closed (§13.1): the cause of [`ClientError::Closed`].
@@ -127,6 +165,11 @@ pub enum Disconnect {
     /// The client closed the connection itself (e.g. the negotiated version was too old).
     #[error("{0}")]
     Aborted(String),
+    /// The server went over one of the connection's [`crate::Limits`] in a way that leaves
+    /// the stream unusable (an over-long or never-ending stdio line): the connection was closed
+    /// and the engine process, if any, killed.
+    #[error("{0}")]
+    Limit(#[source] LimitExceeded),
 }
 
 /// An error's message followed by those of its causes (reqwest's own message omits them:
@@ -199,6 +242,22 @@ pub enum ConnectError {
     /// No engine could be used (selection by a registry, a bad command line, ...).
     #[error("{0}")]
     Unavailable(String),
+    /// The engine failed `failures` times in a row, so its circuit breaker is open: no
+    /// attempt (no spawn, no connect) is made before the back-off ends.
+    #[error(
+        "engine '{engine}' is backing off after {failures} consecutive failures; next attempt in {} ms; last failure: {last}",
+        .retry_in.as_millis()
+    )]
+    CircuitOpen {
+        /// The registry id of the engine.
+        engine: String,
+        /// Consecutive failures so far.
+        failures: u32,
+        /// Time left before the next attempt (a half-open probe).
+        retry_in: std::time::Duration,
+        /// The last failure, as text.
+        last: String,
+    },
 }
 
 impl ClientError {
@@ -216,7 +275,7 @@ impl ClientError {
             Self::VersionTooOld { .. } => ErrorCode::VERSION_MISMATCH,
             Self::Timeout(_) => ErrorCode::TIMEOUT,
             Self::Cancelled => ErrorCode::CANCELLED,
-            Self::Closed(_) | Self::Connect(_) => ErrorCode::BACKEND_UNAVAILABLE,
+            Self::Closed(_) | Self::Connect(_) | Self::Limit(_) => ErrorCode::BACKEND_UNAVAILABLE,
             Self::Decode { .. } | Self::Protocol(_) => return None,
         })
     }

@@ -4,11 +4,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod breaker;
 mod client;
 mod error;
 pub mod eval;
 pub mod federation;
 mod gate;
+mod limits;
 pub mod ndjson;
 pub mod registry;
 pub mod retry;
@@ -16,7 +18,9 @@ pub mod selector;
 mod transport;
 
 pub use client::{Client, ClientOptions, Streaming};
-pub use error::{ClientError, ConnectError, Disconnect};
+pub use error::{ClientError, ConnectError, Disconnect, LimitExceeded};
 pub use federation::{Federation, FederationOptions};
+pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
+pub use transport::read_body;

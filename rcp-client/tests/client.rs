@@ -194,6 +194,26 @@ async fn engines_that_failed_to_connect_are_not_retried_on_every_query() {
 }
 
 #[tokio::test]
+async fn an_engine_that_crashes_on_every_query_is_backed_off_not_respawned_per_query() {
+    let entries = [
+        stdio_entry("good", 0, &["--doc", "a:wing"]),
+        stdio_entry("crash", 0, &["--name", "crash", "--exit-after", "0", "--doc", "c:wing"]),
+    ];
+    let options = FederationOptions { reconnect_after: Duration::from_secs(3), ..Default::default() };
+    let fed = Federation::new(registry(&entries), options);
+    for _ in 0..12 {
+        let out = fed.retrieve(RetrieveParams::new("wing", 1)).await.expect("good answers");
+        assert_eq!(out.result.hits.len(), 1);
+    }
+    // One connection each, then two respawns of the crashing engine; the third failure opens
+    // its breaker for 3 s ± 20%.
+    assert_eq!(fed.connection_attempts(), 4, "the crashing engine was respawned per query");
+    let out = fed.retrieve(RetrieveParams::new("wing", 1)).await.expect("good answers");
+    let notes = out.result.usage.unwrap().notes.join("; ");
+    assert!(notes.contains("backing off after 3 consecutive failures"), "{notes}");
+}
+
+#[tokio::test]
 async fn a_required_failure_fails_the_query_and_all_failing_is_backend_unavailable() {
     let mut bad = stdio_entry("bad", 0, &["--fail"]);
     bad["required"] = serde_json::json!(true);

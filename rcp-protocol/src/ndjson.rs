@@ -95,6 +95,12 @@ impl LineSplitter {
         self.push_each(data, |line| out.push(line.into()));
     }
 
+    /// Bytes of an unfinished line received so far (held, or being discarded as too long);
+    /// `0` between lines. Lets a reader bound the time one line may take.
+    pub fn partial_len(&self) -> usize {
+        self.discarding.unwrap_or(self.buf.len())
+    }
+
     /// At the end of the stream: a final line without `\n` still counts.
     pub fn finish_each(&mut self, mut each: impl FnMut(LineRef<'_>)) {
         if let Some(skipped) = self.discarding.take() {

@@ -11,6 +11,11 @@
 //!   repaired by `rcp-bm25 repair` with an exact count of what was kept; never served as less
 //!   data. Also: a mistyped `--data-dir`, an aborted `index` run, and group commit.
 //!
+//! - `hostile_engine.rs`: a real `rcp-gateway` in front of the `hostile_engine` fixture
+//!   (`src/bin/hostile_engine.rs`: endless lines and bodies, endless and stalled SSE events,
+//!   stalled stdin, log floods, non-UTF-8 stderr, a crash loop): precise errors, other
+//!   requests served, peak RSS within 64 MB of idle, crash loops backed off.
+//!
 //! Short runs are part of `cargo test --workspace`; long runs raise the environment knobs.
 
 #![forbid(unsafe_code)]

@@ -1,6 +1,8 @@
 //! `catalog/list` (§7.13): each engine's own identity and capabilities, the endpoints the
-//! registry exposes, the engines that are unavailable and the collections' shards.
+//! registry exposes, the engines that are unavailable, each engine's health (its circuit
+//! breaker: `_meta.health`) and the collections' shards.
 
+use rcp_client::breaker::BreakerHealth;
 use rcp_client::registry::Transport;
 use rcp_protocol::Meta;
 use rcp_protocol::capabilities::CatalogCapability;
@@ -32,6 +34,14 @@ impl Catalog for Gateway {
         }
         let mut meta = Meta::new();
         meta.insert("unavailable".into(), json!(unavailable));
+        let health: Meta = self
+            .pool
+            .entries()
+            .iter()
+            .zip(self.pool.health())
+            .map(|(entry, h)| (entry.spec.id.clone(), health_json(&h)))
+            .collect();
+        meta.insert("health".into(), Value::Object(health));
         let collections: Meta = self
             .collections
             .iter()
@@ -43,6 +53,25 @@ impl Catalog for Gateway {
         meta.insert("collections".into(), Value::Object(collections));
         Ok(CatalogListResult { engines, meta: Some(meta) })
     }
+}
+
+/// One engine's breaker as `_meta.health.<id>`: `state` (closed, open, half-open),
+/// `consecutiveFailures`, `failuresTotal`, `connectsTotal`, and while backing off `retryInMs`;
+/// `lastError` once something failed.
+fn health_json(h: &BreakerHealth) -> Value {
+    let mut v = json!({
+        "state": h.state.as_str(),
+        "consecutiveFailures": h.consecutive_failures,
+        "failuresTotal": h.failures_total,
+        "connectsTotal": h.connects_total,
+    });
+    if let Some(retry) = h.retry_in {
+        v["retryInMs"] = json!(retry.as_millis() as u64);
+    }
+    if let Some(e) = &h.last_error {
+        v["lastError"] = json!(e);
+    }
+    v
 }
 
 fn endpoint(transport: &Transport) -> Endpoint {

@@ -9,11 +9,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcp_client::Client;
+use rcp_client::breaker::Backoff;
+use rcp_client::{Client, Limits};
 use rcp_protocol::capabilities::{Capabilities, IndexCapability, RetrieveCapability};
 use rcp_protocol::fusion::FusionMethod;
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
-use rcp_server::{Server, ServerBuilder};
+use rcp_server::{EngineStats, Server, ServerBuilder, Status};
 
 use crate::capabilities::{FederatedRetrieve, federate_retrieve};
 use crate::pool::{PATH_ENV, Pool, PoolOptions};
@@ -36,8 +37,11 @@ pub struct GatewayOptions {
     pub engine_timeout: Duration,
     /// Deadline for connecting to one engine.
     pub connect_timeout: Duration,
-    /// After a failed connection, the engine is skipped for this long.
-    pub reconnect_after: Duration,
+    /// How an engine that keeps failing (failed connects, connections that close) is backed
+    /// off: its circuit breaker's threshold, first and longest back-off, jitter.
+    pub backoff: Backoff,
+    /// What each engine may make the gateway hold (frame size and time, outbound queue, logs).
+    pub limits: Limits,
     /// Each engine is asked for `k × k_multiplier` hits, for fusion headroom (§16.2).
     pub k_multiplier: u64,
     /// Fusion of collections when the request names none (§16.3; default RRF).
@@ -57,7 +61,8 @@ impl Default for GatewayOptions {
             depth: 3,
             engine_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
-            reconnect_after: Duration::from_secs(5),
+            backoff: Backoff::default(),
+            limits: Limits::default(),
             k_multiplier: 2,
             fusion: FusionMethod::default(),
         }
@@ -101,7 +106,8 @@ impl Gateway {
         ancestry.push(options.identity.clone());
         let pool_options = PoolOptions {
             connect_timeout: options.connect_timeout,
-            reconnect_after: options.reconnect_after,
+            backoff: options.backoff,
+            limits: options.limits,
             client: PeerInfo::new(options.identity.clone(), env!("CARGO_PKG_VERSION")),
             ancestry,
         };
@@ -176,6 +182,7 @@ impl Gateway {
     pub fn builder(self: &Arc<Self>) -> ServerBuilder {
         let mut b = Server::builder(self.options.identity.clone(), env!("CARGO_PKG_VERSION"))
             .catalog(Arc::clone(self))
+            .status(Arc::clone(self))
             .streaming()
             .conformance(ConformanceLevel::L1);
         if self.federated.is_some() {
@@ -185,5 +192,14 @@ impl Gateway {
             b = b.index(Arc::clone(self));
         }
         b
+    }
+}
+
+/// The gateway's report to `/metrics`: each scrape refreshes the engines' breaker gauges
+/// ([`crate::pool::Pool::publish_metrics`]); the gateway holds no index of its own.
+impl Status for Gateway {
+    fn stats(&self) -> EngineStats {
+        self.pool.publish_metrics();
+        EngineStats::default()
     }
 }

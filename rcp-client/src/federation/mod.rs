@@ -24,8 +24,9 @@ use rcp_protocol::{Hit, Meta, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+use crate::breaker::{Backoff, Breaker, BreakerState, Failure};
 use crate::client::{Client, ClientOptions};
-use crate::error::ClientError;
+use crate::error::{ClientError, ConnectError};
 use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
 
@@ -51,7 +52,8 @@ pub struct FederationOptions {
     /// Each engine is asked for `k × k_multiplier` hits (at least `k`) to give fusion headroom.
     pub k_multiplier: u64,
     /// After an engine fails to connect, queries skip it for this long instead of waiting for
-    /// another connection attempt each time.
+    /// another connection attempt each time; also the first back-off of an engine that keeps
+    /// failing (its [`Breaker`] opens at the default threshold and doubles the wait).
     pub reconnect_after: Duration,
 }
 
@@ -121,8 +123,13 @@ impl FederatedResult {
     }
 }
 
-/// An engine's last connection outcome and when it happened.
-type Connection = (Result<Client, ClientError>, Instant);
+/// An engine's last connection outcome and its breaker.
+struct Connection {
+    last: Result<Client, ClientError>,
+    /// Calls the client had answered when it connected (its handshake).
+    answers_at_connect: u64,
+    breaker: Breaker,
+}
 
 /// Queries every engine of a registry as one.
 pub struct Federation {
@@ -158,17 +165,47 @@ impl Federation {
     /// engines are kept. Returns each engine's connection outcome.
     pub async fn connect(&self) -> Vec<(String, Result<Client, ClientError>)> {
         let mut clients = self.clients.lock().await;
-        // (Re)connect engines that never connected, whose transport has since died, or whose
-        // last failed attempt is older than `reconnect_after`.
+        // (Re)connect engines that never connected or whose transport has since died, unless
+        // their breaker says to wait (a failed connect, or an engine that keeps failing).
         let now = Instant::now();
+        let backoff = Backoff { base: self.options.reconnect_after, ..Backoff::default() };
         let todo: Vec<_> = self
             .registry
             .engines
             .iter()
-            .filter(|e| match clients.get(&e.id) {
-                None => true,
-                Some((Ok(c), _)) => c.closed_reason().is_some(),
-                Some((Err(_), at)) => now.duration_since(*at) >= self.options.reconnect_after,
+            .filter(|e| {
+                let Some(conn) = clients.get_mut(&e.id) else { return true };
+                if let Ok(c) = &conn.last {
+                    let served = c.answers() > conn.answers_at_connect;
+                    match c.closed_reason() {
+                        None => {
+                            if served {
+                                conn.breaker.healthy();
+                            }
+                            return false;
+                        }
+                        Some(reason) => {
+                            if served {
+                                conn.breaker.healthy();
+                            }
+                            conn.breaker.failure(Failure::Closed, reason, now);
+                        }
+                    }
+                }
+                match conn.breaker.check(now) {
+                    Ok(()) => true,
+                    Err(retry_in) => {
+                        if conn.breaker.state() != BreakerState::Closed || conn.last.is_ok() {
+                            conn.last = Err(ClientError::Connect(ConnectError::CircuitOpen {
+                                engine: e.id.clone(),
+                                failures: conn.breaker.consecutive_failures(),
+                                retry_in,
+                                last: conn.breaker.last_error().unwrap_or_default().to_owned(),
+                            }));
+                        }
+                        false
+                    }
+                }
             })
             .collect();
         self.attempts.fetch_add(todo.len(), Ordering::Relaxed);
@@ -181,12 +218,26 @@ impl Federation {
             (spec.id.clone(), r)
         });
         for (id, r) in futures::future::join_all(attempts).await {
-            clients.insert(id, (r, Instant::now()));
+            let conn = clients.entry(id).or_insert_with(|| Connection {
+                last: Err(ClientError::Connect(ConnectError::Unavailable("not connected yet".into()))),
+                answers_at_connect: 0,
+                breaker: Breaker::new(backoff),
+            });
+            match &r {
+                Ok(c) => {
+                    conn.breaker.connected();
+                    conn.answers_at_connect = c.answers();
+                }
+                Err(e) => {
+                    conn.breaker.failure(Failure::Connect, e.to_string(), Instant::now());
+                }
+            }
+            conn.last = r;
         }
         self.registry
             .engines
             .iter()
-            .filter_map(|e| clients.get(&e.id).map(|(r, _)| (e.id.clone(), r.clone())))
+            .filter_map(|e| clients.get(&e.id).map(|c| (e.id.clone(), c.last.clone())))
             .collect()
     }
 

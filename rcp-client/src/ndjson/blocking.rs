@@ -97,7 +97,9 @@ impl<R: Read> LineReader<R> {
                 return line;
             }
             match self.reader.read(&mut self.buf) {
-                Ok(n) => self.framer.feed(&self.buf[..n]),
+                Ok(n) => {
+                    self.framer.feed(&self.buf[..n]);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }

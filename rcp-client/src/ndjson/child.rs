@@ -6,11 +6,12 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
 
 use crate::error::ConnectError;
+use crate::limits::{Limits, LogBudget};
 
 /// What happens to a child's stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,10 @@ pub enum Stderr {
     Null,
     /// Forwarded line by line to `tracing` (target `rcp_client::engine`, field `engine` =
     /// `label`), and its last `lines` lines kept, without ANSI colours, to explain a failure.
+    /// Read as bytes until the process closes it, whatever it writes: invalid UTF-8 is
+    /// replaced (lossy), lines are cut at [`Limits::max_log_line_bytes`], and forwarding is
+    /// rate-limited by [`Limits::log_lines_per_sec`] (a "suppressed N lines" event stands for
+    /// the rest), so an engine never blocks, or dies of a closed pipe, because of its stderr.
     Tail {
         /// How many of the last lines are kept.
         lines: usize,
@@ -45,15 +50,30 @@ impl ChildProcess {
     /// Spawns `command` (program and arguments) with piped stdin and stdout, and stderr as
     /// `stderr` says. Must run inside a tokio runtime.
     pub fn spawn(command: &[String], stderr: Stderr) -> Result<Self, ConnectError> {
+        Self::spawn_with_limits(command, stderr, &Limits::default())
+    }
+
+    /// [`Self::spawn`], its stderr forwarded under `limits` (line length, lines per second).
+    pub fn spawn_with_limits(command: &[String], stderr: Stderr, limits: &Limits) -> Result<Self, ConnectError> {
         let (program, args) = command.split_first().ok_or(ConnectError::EmptyCommand)?;
         let mut cmd = Command::new(program);
         cmd.args(args);
-        Self::from_command(cmd, program.clone(), stderr)
+        Self::from_command_with_limits(cmd, program.clone(), stderr, limits)
     }
 
     /// [`Self::spawn`] for a prepared command (environment, working directory, ...);
     /// `program` names it in errors.
-    pub fn from_command(mut cmd: Command, program: String, stderr: Stderr) -> Result<Self, ConnectError> {
+    pub fn from_command(cmd: Command, program: String, stderr: Stderr) -> Result<Self, ConnectError> {
+        Self::from_command_with_limits(cmd, program, stderr, &Limits::default())
+    }
+
+    /// [`Self::from_command`] under `limits`.
+    pub fn from_command_with_limits(
+        mut cmd: Command,
+        program: String,
+        stderr: Stderr,
+        limits: &Limits,
+    ) -> Result<Self, ConnectError> {
         let err = match &stderr {
             Stderr::Inherit => Stdio::inherit(),
             Stderr::Null => Stdio::null(),
@@ -67,7 +87,7 @@ impl ChildProcess {
             .spawn()
             .map_err(|e| ConnectError::Spawn { program: program.clone(), source: Arc::new(e) })?;
         let tail = match (stderr, child.stderr.take()) {
-            (Stderr::Tail { lines, label }, Some(pipe)) => Some(StderrTail::collect(pipe, lines, label)),
+            (Stderr::Tail { lines, label }, Some(pipe)) => Some(StderrTail::collect(pipe, lines, label, limits)),
             _ => None,
         };
         let (stdin, stdout, pid) = (child.stdin.take(), child.stdout.take(), child.id());
@@ -191,27 +211,95 @@ struct StderrTail {
 }
 
 impl StderrTail {
-    fn collect(stderr: ChildStderr, keep: usize, label: String) -> Self {
-        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(keep)));
+    fn collect(stderr: ChildStderr, keep: usize, label: String, limits: &Limits) -> Self {
+        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(keep.min(64))));
         let ring = Arc::clone(&lines);
         let (open_tx, open) = watch::channel(true);
+        let budget = LogBudget::new(limits);
+        let max_line = limits.max_log_line_bytes.max(1);
         tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                tracing::info!(target: "rcp_client::engine", engine = %label, "{line}");
-                if let Ok(mut ring) = ring.lock() {
+            let mut stderr = stderr;
+            let mut splitter = StderrLines::new(max_line);
+            let mut buf = vec![0; 8 * 1024];
+            let mut each = |line: &[u8]| {
+                let line = strip_ansi(&String::from_utf8_lossy(line));
+                match budget.admit() {
+                    Some(0) => tracing::info!(target: "rcp_client::engine", engine = %label, "{line}"),
+                    Some(n) => {
+                        tracing::warn!(target: "rcp_client::engine", engine = %label, suppressed = n, "suppressed {n} stderr lines (over the log rate limit)");
+                        tracing::info!(target: "rcp_client::engine", engine = %label, "{line}");
+                    }
+                    None => {}
+                }
+                if keep > 0
+                    && let Ok(mut ring) = ring.lock()
+                {
                     if ring.len() == keep {
                         ring.pop_front();
                     }
-                    if keep > 0 {
-                        ring.push_back(strip_ansi(&line));
-                    }
+                    ring.push_back(line);
                 }
+            };
+            // Read until the end whatever arrives: an error is the pipe's end too.
+            while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+                splitter.push(&buf[..n], &mut each);
+            }
+            splitter.finish(&mut each);
+            let n = budget.take_suppressed();
+            if n > 0 {
+                tracing::warn!(target: "rcp_client::engine", engine = %label, suppressed = n, "suppressed {n} stderr lines (over the log rate limit)");
             }
             let _ = open_tx.send(false);
         });
         Self { lines, open }
     }
+}
+
+/// stderr cut into lines of at most `max` bytes: the rest of a longer line is dropped as it
+/// arrives, so one line never holds more than `max` bytes.
+#[derive(Debug)]
+struct StderrLines {
+    line: Vec<u8>,
+    max: usize,
+}
+
+impl StderrLines {
+    fn new(max: usize) -> Self {
+        Self { line: Vec::new(), max }
+    }
+
+    /// Feeds bytes; each completed line (cut to `max`, without `\r\n`) goes to `each`.
+    fn push(&mut self, mut data: &[u8], each: &mut impl FnMut(&[u8])) {
+        while !data.is_empty() {
+            let (chunk, done) = match memchr_newline(data) {
+                Some(i) => (&data[..i], Some(i + 1)),
+                None => (data, None),
+            };
+            let room = self.max.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            match done {
+                Some(next) => {
+                    let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+                    each(line);
+                    self.line.clear();
+                    data = &data[next..];
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The last line, if it did not end with `\n`.
+    fn finish(&mut self, each: &mut impl FnMut(&[u8])) {
+        if !self.line.is_empty() {
+            each(&self.line);
+            self.line.clear();
+        }
+    }
+}
+
+fn memchr_newline(data: &[u8]) -> Option<usize> {
+    data.iter().position(|b| *b == b'\n')
 }
 
 /// `line` without ANSI escape sequences (an engine's coloured log output).
@@ -266,5 +354,26 @@ mod tests {
         let started = std::time::Instant::now();
         stderr.closed(Duration::from_secs(10)).await;
         assert!(started.elapsed() < Duration::from_secs(10), "the child outlived its handle");
+    }
+
+    #[tokio::test]
+    async fn stderr_is_read_as_bytes_to_its_end_whatever_it_holds() {
+        // Invalid UTF-8, then an over-long line, then a line the engine writes after them.
+        let script = "printf 'boot \\377\\n' >&2; head -c 10000 /dev/zero | tr '\\0' x >&2; echo >&2; echo after >&2; exec sleep 30";
+        let command = ["sh", "-c", script].map(String::from);
+        let limits = Limits::default().with_logs(1000, 100);
+        let child = ChildProcess::spawn_with_limits(&command, Stderr::Tail { lines: 5, label: "t".into() }, &limits)
+            .expect("spawn sh");
+        let stderr = child.stderr().expect("kept");
+        for _ in 0..250 {
+            if stderr.tail().last().map(String::as_str) == Some("after") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let tail = stderr.tail();
+        assert_eq!(tail.first().map(String::as_str), Some("boot \u{FFFD}"), "{tail:?}");
+        assert_eq!(tail.get(1).map(String::len), Some(100), "cut at the line cap");
+        assert_eq!(tail.last().map(String::as_str), Some("after"), "read past the bad byte: {tail:?}");
     }
 }

@@ -20,8 +20,8 @@ mod stream;
 
 pub use child::{ChildProcess, ExitHandle, Stderr, StderrHandle, strip_ansi};
 pub use rcp_protocol::ndjson::{DEFAULT_MAX_LINE_BYTES, Line, LineRef, LineSplitter};
-pub use stream::{LineReader, LineWriter};
+pub use stream::{LineReader, LineWriter, SendError};
 
-/// The cap on one line read from an engine: generous, since one answer may carry many hits or
-/// vectors, yet bounded, so a runaway engine cannot exhaust the reader's memory.
+/// A generous cap on one line read from an engine, for harnesses that read what they are told
+/// to (test kits, benchmarks). A client connection reads under [`crate::Limits`] instead.
 pub const MAX_READ_LINE_BYTES: usize = 256 * 1024 * 1024;

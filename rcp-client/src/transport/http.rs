@@ -11,7 +11,8 @@ use rcp_protocol::RequestId;
 use serde_json::Value;
 
 use super::{Request, Router, Transport, response_outcome};
-use crate::error::{ClientError, ConnectError, Disconnect};
+use crate::error::{ClientError, ConnectError, Disconnect, LimitExceeded};
+use crate::limits::Limits;
 
 /// The HTTP transport. Dropping a call's future drops its request, which the server treats as
 /// a cancel, so nothing else is sent when a call is abandoned.
@@ -123,21 +124,48 @@ impl State {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
-        if is_sse {
-            let mut events = SseEvents::default();
-            let mut stream = resp.bytes_stream();
-            while let Some(chunk) = stream.next().await {
-                for data in events.push(&chunk.map_err(http_err)?) {
-                    let frame: Value = serde_json::from_str(&data).map_err(|e| ClientError::decode("SSE frame", e))?;
-                    if frame.get("id").is_some() {
-                        return response_outcome(frame);
-                    }
-                    self.router.on_frame(frame);
-                }
-            }
-            return Err(ClientError::Closed(Disconnect::StreamEnded));
+        let limits = *self.router.limits();
+        if !is_sse {
+            let body = read_body(resp, &limits).await?;
+            return self.answer(&body, status, url, id);
         }
-        let text = resp.text().await.map_err(http_err)?;
+        // An SSE answer: notifications, then the response, each event under the limits.
+        let mut stream = resp.bytes_stream();
+        let mut events = SseEvents::new(limits.max_frame_bytes);
+        let mut started: Option<tokio::time::Instant> = None;
+        loop {
+            // An event under way must complete within the frame timeout.
+            let chunk = match started {
+                Some(at) => tokio::time::timeout_at(at + limits.frame_timeout, stream.next())
+                    .await
+                    .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))?,
+                None => stream.next().await,
+            };
+            let Some(chunk) = chunk else { break };
+            for data in events.push(&chunk.map_err(http_err)?)? {
+                let frame: Value = serde_json::from_str(&data).map_err(|e| ClientError::decode("SSE frame", e))?;
+                if frame.get("id").is_some() {
+                    return response_outcome(frame);
+                }
+                self.router.on_frame(frame);
+            }
+            started = match events.pending() {
+                0 => None,
+                _ => started.or_else(|| Some(tokio::time::Instant::now())),
+            };
+        }
+        Err(ClientError::Closed(Disconnect::StreamEnded))
+    }
+
+    /// The outcome of a JSON (not SSE) answer `body` with HTTP `status`, to the request `id`.
+    fn answer(
+        &self,
+        body: &[u8],
+        status: reqwest::StatusCode,
+        url: String,
+        id: Option<&RequestId>,
+    ) -> Result<Value, ClientError> {
+        let text = String::from_utf8_lossy(body);
         match serde_json::from_str::<Value>(&text) {
             Ok(frame) if frame.get("id").is_some() => {
                 if let (Some(want), Some(got)) =
@@ -157,6 +185,36 @@ impl State {
             })),
         }
     }
+}
+
+/// Reads the body of an HTTP response as one frame, under `limits`: at most
+/// [`Limits::max_frame_bytes`] (a larger `content-length` is refused before reading, a body
+/// without one is refused as soon as it passes the cap) and within [`Limits::frame_timeout`]
+/// once the headers are in. The client reads every JSON answer with it; a proxy that relays
+/// an engine's answers can too.
+pub async fn read_body(resp: reqwest::Response, limits: &Limits) -> Result<Vec<u8>, ClientError> {
+    let max = limits.max_frame_bytes;
+    if let Some(len) = resp.content_length()
+        && len > max as u64
+    {
+        return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen: len, limit: max as u64 }));
+    }
+    let mut stream = resp.bytes_stream();
+    let body = async {
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ClientError::Closed(Disconnect::Http(Arc::new(e))))?;
+            if body.len() + chunk.len() > max {
+                let seen = (body.len() + chunk.len()) as u64;
+                return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen, limit: max as u64 }));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(limits.frame_timeout, body)
+        .await
+        .map_err(|_| ClientError::Limit(LimitExceeded::FrameTimeout(limits.frame_timeout)))?
 }
 
 /// The base URL, or an error saying how to fix it (no scheme: "add http://").
@@ -205,27 +263,52 @@ fn not_found_hint(base: &reqwest::Url) -> String {
 
 /// Server-sent events decoding: bytes are buffered until a whole event (ending in a blank
 /// line) is in, since a multi-byte character may straddle two chunks; each event yields the
-/// concatenation of its `data:` lines.
-#[derive(Default)]
+/// concatenation of its `data:` lines. An event is capped at `max` bytes, and each byte is
+/// scanned once (a never-ending event costs linear time, not quadratic).
 struct SseEvents {
     buf: Vec<u8>,
+    /// Where the search for the end of the event resumes.
+    scanned: usize,
+    max: usize,
 }
 
 impl SseEvents {
+    /// Events of at most `max` bytes.
+    fn new(max: usize) -> Self {
+        Self { buf: Vec::new(), scanned: 0, max }
+    }
+
+    /// Bytes of the event under way.
+    fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Adds a chunk; returns the data of every event it completed (events without data are
-    /// skipped).
-    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+    /// skipped), or [`LimitExceeded::FrameTooLarge`] once the event under way passes the cap.
+    fn push(&mut self, chunk: &[u8]) -> Result<Vec<String>, ClientError> {
         self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
-        while let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = self.buf.drain(..end + 2).collect();
-            let event = String::from_utf8_lossy(&event);
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            let Some(at) = self.buf[from..].windows(2).position(|w| w == b"\n\n") else {
+                self.scanned = self.buf.len();
+                break;
+            };
+            let end = from + at + 2;
+            let event = String::from_utf8_lossy(&self.buf[..end]);
             let data: String = event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
             if !data.is_empty() {
                 out.push(data);
             }
+            self.buf.drain(..end);
+            self.scanned = 0;
         }
-        out
+        if self.buf.len() > self.max {
+            let seen = self.buf.len() as u64;
+            self.buf = Vec::new();
+            return Err(ClientError::Limit(LimitExceeded::FrameTooLarge { seen, limit: self.max as u64 }));
+        }
+        Ok(out)
     }
 }
 
@@ -247,13 +330,26 @@ mod tests {
 
     #[test]
     fn sse_events_survive_split_chunks_and_characters() {
-        let mut sse = SseEvents::default();
+        let mut sse = SseEvents::new(1024);
         let text = "event: message\ndata: {\"a\":\"é\"}\n\n: comment\n\ndata: 2\n\n";
         let bytes = text.as_bytes();
         let split = text.find('é').map(|i| i + 1).unwrap_or(0);
-        let mut got = sse.push(&bytes[..split]);
+        let mut got = sse.push(&bytes[..split]).expect("under the cap");
         assert!(got.is_empty());
-        got.extend(sse.push(&bytes[split..]));
+        got.extend(sse.push(&bytes[split..]).expect("under the cap"));
         assert_eq!(got, vec!["{\"a\":\"é\"}".to_owned(), "2".to_owned()]);
+        // The blank line that ends an event may straddle two chunks.
+        assert!(sse.push(b"data: 3\n").expect("under the cap").is_empty());
+        assert_eq!(sse.push(b"\ndata: 4").expect("under the cap"), ["3"]);
+        assert_eq!(sse.pending(), 7);
+    }
+
+    #[test]
+    fn an_sse_event_over_the_cap_is_refused_and_dropped() {
+        let mut sse = SseEvents::new(16);
+        assert!(sse.push(b"data: 0123456789").expect("16 bytes").is_empty());
+        let e = sse.push(b"x").expect_err("17 bytes");
+        assert!(matches!(e, ClientError::Limit(LimitExceeded::FrameTooLarge { seen: 17, limit: 16 })), "{e}");
+        assert_eq!(sse.pending(), 0, "not held");
     }
 }

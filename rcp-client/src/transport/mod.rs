@@ -10,6 +10,8 @@
 //!   of a stateful server (§11).
 
 pub(crate) mod http;
+
+pub use http::read_body;
 pub(crate) mod stream;
 
 use std::collections::HashMap;
@@ -23,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{ClientError, Disconnect};
+use crate::limits::{Limits, LogBudget};
 
 /// One request handed to a transport: its id, method and the serialised frame.
 pub(crate) struct Request<'a> {
@@ -75,18 +78,28 @@ pub(crate) struct Router {
     progress: Mutex<HashMap<String, mpsc::UnboundedSender<ProgressParams>>>,
     closed: Mutex<Option<Disconnect>>,
     frames_sent: AtomicU64,
+    limits: Limits,
+    logs: LogBudget,
 }
 
 impl Router {
-    /// A router for the connection labelled `label` (used in diagnostics).
-    pub(crate) fn new(label: String) -> Arc<Self> {
+    /// A router for the connection labelled `label` (used in diagnostics), whose transport
+    /// holds what the server sends within `limits`.
+    pub(crate) fn new(label: String, limits: Limits) -> Arc<Self> {
         Arc::new(Self {
             label,
             pending: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             closed: Mutex::new(None),
             frames_sent: AtomicU64::new(0),
+            logs: LogBudget::new(&limits),
+            limits,
         })
+    }
+
+    /// The connection's limits.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The connection's label.
@@ -206,13 +219,22 @@ impl Router {
             notifications::LOG => {
                 let Ok(l) = serde_json::from_value::<LogParams>(params) else { return };
                 let engine = &self.label;
+                // The same budget as the engine's stderr: a flood is summarised, not relayed.
+                let suppressed = match self.logs.admit() {
+                    Some(n) => n,
+                    None => return,
+                };
+                if suppressed > 0 {
+                    tracing::warn!(target: "rcp_client::log", %engine, suppressed, "suppressed {suppressed} log notifications (over the log rate limit)");
+                }
+                let message = self.logs.cap(&l.message);
                 match l.level {
-                    LogLevel::Debug => tracing::debug!(target: "rcp_client::log", %engine, "{}", l.message),
+                    LogLevel::Debug => tracing::debug!(target: "rcp_client::log", %engine, "{message}"),
                     LogLevel::Info | LogLevel::Notice => {
-                        tracing::info!(target: "rcp_client::log", %engine, "{}", l.message)
+                        tracing::info!(target: "rcp_client::log", %engine, "{message}")
                     }
-                    LogLevel::Warning => tracing::warn!(target: "rcp_client::log", %engine, "{}", l.message),
-                    LogLevel::Error => tracing::error!(target: "rcp_client::log", %engine, "{}", l.message),
+                    LogLevel::Warning => tracing::warn!(target: "rcp_client::log", %engine, "{message}"),
+                    LogLevel::Error => tracing::error!(target: "rcp_client::log", %engine, "{message}"),
                 }
             }
             _ => {}
@@ -239,7 +261,7 @@ mod tests {
 
     #[tokio::test]
     async fn answers_reach_their_call_and_close_fails_the_rest() {
-        let router = Router::new("t".into());
+        let router = Router::new("t".into(), Limits::default());
         let one = router.expect(RequestId::from(1));
         let two = router.expect(RequestId::from(2));
         router.on_line(r#"[{"jsonrpc":"2.0","id":1,"result":{"ok":true}}]"#);

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Request, Router, Transport};
+use crate::error::LimitExceeded;
 use crate::error::{ClientError, ConnectError, Disconnect};
-use crate::ndjson::{ChildProcess, LineReader, LineWriter, MAX_READ_LINE_BYTES, Stderr, StderrHandle};
+use crate::ndjson::{ChildProcess, LineReader, LineWriter, SendError, Stderr, StderrHandle};
 
 /// A stream transport: lines out through a [`LineWriter`], a reader task feeding the
 /// [`Router`].
@@ -49,10 +50,11 @@ impl StreamTransport {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let lines = LineWriter::spawn(writer);
+        let limits = *router.limits();
+        let lines = LineWriter::with_limits(writer, &limits);
         let weak = Arc::downgrade(router);
         tokio::spawn(async move {
-            let mut lines = LineReader::new(reader, MAX_READ_LINE_BYTES);
+            let mut lines = LineReader::with_limits(reader, &limits);
             let reason = loop {
                 match lines.next_line().await {
                     Ok(Some(line)) => {
@@ -66,7 +68,10 @@ impl StreamTransport {
                         }
                         None => break Disconnect::Eof,
                     },
-                    Err(e) => break Disconnect::Read(Arc::new(e)),
+                    // Over a limit, or unreadable: the stream cannot be trusted any more. The
+                    // reader is dropped with this task, so an engine still writing gets a
+                    // broken pipe instead of filling memory.
+                    Err(e) => break read_failure(e),
                 }
             };
             if let Some(router) = weak.upgrade() {
@@ -79,10 +84,11 @@ impl StreamTransport {
     /// Spawns `command` (program and arguments) and speaks over its stdin/stdout. Its stderr
     /// is forwarded to `tracing` (target `rcp_client::engine`), and its last
     /// [`STDERR_TAIL_LINES`] lines are kept for the error that reports the engine's death; the
-    /// process is killed when the transport is dropped.
+    /// process is killed when the transport is dropped (and when it goes over a limit that
+    /// closes the connection).
     pub(crate) fn spawn(command: &[String], router: &Arc<Router>) -> Result<Self, ConnectError> {
         let stderr = Stderr::Tail { lines: STDERR_TAIL_LINES, label: router.label().to_owned() };
-        let mut child = ChildProcess::spawn(command, stderr)?;
+        let mut child = ChildProcess::spawn_with_limits(command, stderr, router.limits())?;
         let (stdin, stdout) = (child.take_stdin()?, child.take_stdout()?);
         let mut transport = Self::with_stderr(stdout, stdin, router, child.stderr());
         transport._child = Some(child);
@@ -93,8 +99,20 @@ impl StreamTransport {
         if let Some(reason) = self.router.closed() {
             return Err(ClientError::Closed(reason));
         }
+        self.lines.try_send(frame).map_err(|e| match e {
+            SendError::Full(limit) => ClientError::Limit(limit),
+            SendError::Stopped(cause) => ClientError::Closed(Disconnect::Write(cause)),
+        })?;
         self.router.count_frame();
-        self.lines.send(frame).map_err(|cause| ClientError::Closed(Disconnect::Write(cause)))
+        Ok(())
+    }
+}
+
+/// Why reading stopped: a limit the server went over (typed), or the read error itself.
+fn read_failure(e: std::io::Error) -> Disconnect {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<LimitExceeded>()) {
+        Some(limit) => Disconnect::Limit(limit.clone()),
+        None => Disconnect::Read(Arc::new(e)),
     }
 }
 
