@@ -245,3 +245,25 @@ fn eval_notices_an_engine_without_the_corpus() {
     assert!(stderr(&o).contains("--strict"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_readme_links_every_component_readme() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert!(readme.lines().count() <= 250, "the README stays short");
+    let mut components = Vec::new();
+    for dir in [root.clone(), root.join("engines")] {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path().join("README.md");
+            if path.is_file() {
+                let rel = path.strip_prefix(&root).expect("under root").to_string_lossy().into_owned();
+                components.push(rel);
+            }
+        }
+    }
+    assert!(components.len() >= 8, "{components:?}");
+    for rel in &components {
+        assert!(readme.contains(&format!("]({rel})")), "README.md does not link {rel}");
+    }
+    assert!(readme.contains("](gateway/README.md#mcp-bridge)"), "the MCP bridge section is linked");
+}
