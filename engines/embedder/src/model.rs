@@ -489,6 +489,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn io_and_wheel_errors_print_their_cause_once() {
+        let io = open_zip(Path::new("/nonexistent/model.whl")).expect_err("no such wheel");
+        assert!(std::error::Error::source(&io).is_none(), "the cause is in the message only: {io}");
+        assert_eq!(io.to_string().matches("No such file").count(), 1, "{io}");
+        let not_zip = std::env::temp_dir().join(format!("rcp-embedder-not-zip-{}.whl", std::process::id()));
+        std::fs::write(&not_zip, b"not a zip").expect("write");
+        let wheel = open_zip(&not_zip).expect_err("not an archive");
+        let _ = std::fs::remove_file(&not_zip);
+        assert!(matches!(wheel, ModelError::Wheel { .. }) && std::error::Error::source(&wheel).is_none(), "{wheel}");
+    }
+
+    #[test]
     fn sha256_of_known_input() {
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
