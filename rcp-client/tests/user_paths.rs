@@ -158,7 +158,7 @@ fn errors_say_what_happened_and_what_to_do() {
     assert!(err.contains(r#"read as year = ">1990" (a string); did you mean 'year>=1990'?"#), "{err}");
 
     // A filter the client refuses: "invalid params" once, and how the filter was sent.
-    let (_engine, url) = bm25_http(&["--field", "year:int", "--tokens-env", "RCP_PATHS_T"], &[("RCP_PATHS_T", "s3")]);
+    let (_engine, url) = bm25_http(&["--field", "year:int", "--token-env", "RCP_PATHS_T"], &[("RCP_PATHS_T", "s3")]);
     let token = [("RCP_PATHS_TOKEN", "s3")];
     let f = r#"{"field":"year","op":"gte","value":"x"}"#;
     let o = rcp(&["retrieve", "--http", &url, "--token-env", "RCP_PATHS_TOKEN", "wing", "--filter", f], &token);
