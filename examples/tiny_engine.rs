@@ -146,8 +146,17 @@ impl Index for Tiny {
     }
 }
 
+/// The smallest complete RCP engine: a dozen in-memory documents served over stdio (NDJSON
+/// JSON-RPC on stdin/stdout, diagnostics on stderr). It takes no options; talk to it with
+/// `rcp info --stdio tiny_engine` or certify it with `rcp-conformance --stdio tiny_engine`.
+#[derive(clap::Parser)]
+#[command(name = "tiny_engine", version)]
+struct Args {}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
+    // `--help` and `--version` print and exit; any other argument is refused instead of served.
+    let _: Args = clap::Parser::parse();
     rcp_server::init_tracing();
     let docs = DOCS.iter().map(|(id, text, topic, year)| {
         let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();

@@ -1,8 +1,9 @@
 //! `rcp-conformance`: certify an RCP server (§14.5).
 //!
 //! ```text
-//! rcp-conformance [--json] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] -- <server command> [args...]
-//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--header 'Authorization: Bearer x']...
+//! rcp-conformance [--json] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] --stdio "<server command> [args...]"
+//! rcp-conformance [...] -- <server command> [args...]
+//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
 //! ```
 //!
 //! Exit status: 0 when every check passed and the declared level is honest, 1 on any failed
@@ -42,22 +43,49 @@ struct Args {
     query: Option<String>,
 
     /// Test an HTTP endpoint: the base URL, e.g. http://127.0.0.1:8080/rcp.
-    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "stdio"])]
     http: Option<String>,
+
+    /// Spawn this server command and test it over stdio (split on whitespace), as the other
+    /// tools' `--stdio`; the command may also follow `--`.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "command")]
+    stdio: Option<String>,
 
     /// An HTTP header sent with every request, as 'Name: value' (repeatable).
     #[arg(long = "header", value_name = "'NAME: VALUE'", requires = "http")]
     headers: Vec<String>,
+
+    /// HTTP: send `Authorization: Bearer` with the token held in this environment variable
+    /// (never on the command line, where `ps` would show it).
+    #[arg(long, value_name = "VAR", requires = "http")]
+    token_env: Option<String>,
 
     /// The server command to spawn (stdio), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
+/// The `Authorization` header for the token in `$var`; an unset or empty variable is an error
+/// naming it.
+fn bearer(var: &str, value: Option<String>) -> Result<(String, String), String> {
+    match value.map(|v| v.trim().to_owned()) {
+        Some(token) if !token.is_empty() => Ok(("Authorization".to_owned(), format!("Bearer {token}"))),
+        Some(_) => Err(format!("--token-env: the variable {var} is empty")),
+        None => Err(format!("--token-env: the variable {var} is not set")),
+    }
+}
+
 fn config(args: &Args) -> Result<Config, String> {
-    let target = match (&args.http, args.command.split_first()) {
+    if args.http.is_none() && (args.token_env.is_some() || !args.headers.is_empty()) {
+        return Err("--token-env and --header apply to --http only".into());
+    }
+    let stdio: Vec<String> = match &args.stdio {
+        Some(cmd) => cmd.split_whitespace().map(str::to_owned).collect(),
+        None => args.command.clone(),
+    };
+    let target = match (&args.http, stdio.split_first()) {
         (Some(base), None) => {
-            let headers = args
+            let mut headers: Vec<(String, String)> = args
                 .headers
                 .iter()
                 .map(|h| {
@@ -67,10 +95,13 @@ fn config(args: &Args) -> Result<Config, String> {
                         .ok_or_else(|| format!("--header '{h}' is not 'Name: value'"))
                 })
                 .collect::<Result<_, _>>()?;
+            if let Some(var) = &args.token_env {
+                headers.push(bearer(var, std::env::var(var).ok())?);
+            }
             Target::Http { base: base.clone(), headers }
         }
         (None, Some((program, rest))) => Target::Stdio { program: program.clone(), args: rest.to_vec() },
-        _ => return Err("give either --http URL or -- <server command> [args...]".into()),
+        _ => return Err("give either --http URL, --stdio \"COMMAND\" or -- <server command> [args...]".into()),
     };
     let mut c = Config::new(target).with_level(args.level).with_timeout(Duration::from_millis(args.timeout_ms.max(1)));
     c.schema = args.schema.clone();
@@ -101,4 +132,44 @@ async fn main() -> ExitCode {
         print!("{}", report.render_text());
     }
     ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Result<Config, String> {
+        let args = Args::try_parse_from(std::iter::once("rcp-conformance").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        config(&args)
+    }
+
+    #[test]
+    fn stdio_as_a_flag_or_after_the_separator() {
+        let stdio = |c: Config| match c.target {
+            Target::Stdio { program, args } => (program, args),
+            other => panic!("not stdio: {other:?}"),
+        };
+        let flag = stdio(parse(&["--stdio", "rcp-bm25 serve --data-dir d"]).expect("--stdio"));
+        let rest = stdio(parse(&["--", "rcp-bm25", "serve", "--data-dir", "d"]).expect("--"));
+        assert_eq!(flag, rest);
+        assert_eq!(flag.0, "rcp-bm25");
+        assert!(parse(&["--stdio", "a", "--", "b"]).is_err(), "one command, not two");
+        assert!(parse(&[]).unwrap_err().contains("--stdio"));
+    }
+
+    #[test]
+    fn token_env_sends_a_bearer_header() {
+        let headers = |c: Config| match c.target {
+            Target::Http { headers, .. } => headers,
+            other => panic!("not http: {other:?}"),
+        };
+        // PATH is set in any test environment; its value stands in for a token.
+        let path = std::env::var("PATH").expect("PATH");
+        let h = headers(parse(&["--http", "http://127.0.0.1:1/rcp", "--token-env", "PATH"]).expect("parse"));
+        assert_eq!(h, vec![("Authorization".to_owned(), format!("Bearer {}", path.trim()))]);
+        let e = parse(&["--http", "http://x/rcp", "--token-env", "RCP_CONFORMANCE_NO_SUCH_VAR"]).unwrap_err();
+        assert!(e.contains("RCP_CONFORMANCE_NO_SUCH_VAR is not set"), "{e}");
+        assert!(parse(&["--stdio", "x", "--token-env", "PATH"]).is_err(), "--token-env needs --http");
+    }
 }

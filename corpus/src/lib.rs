@@ -123,12 +123,13 @@ pub enum RecordError {
 #[non_exhaustive]
 pub enum CorpusError {
     /// The file could not be opened or read.
-    #[error("{path}: {source}")]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error, printed in this error's message (so not also its `source`, which
+        /// would print it twice in a cause chain).
+        cause: std::io::Error,
     },
     /// A line is not valid UTF-8.
     #[error("{path}:{line}: invalid UTF-8 at byte {offset} of the line")]
@@ -141,21 +142,21 @@ pub enum CorpusError {
         offset: usize,
     },
     /// A line is not a usable document.
-    #[error("{path}:{line}: {source}")]
+    #[error("{}:{line}: {cause}", path.display())]
     Record {
         /// The file.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
-        /// What is wrong.
-        source: RecordError,
+        /// What is wrong, printed in this error's message (so not also its `source`).
+        cause: RecordError,
     },
 }
 
 /// Reads a JSONL corpus lazily, one document per non-blank line.
 pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<CorpusDoc, CorpusError>>, CorpusError> {
     let path = path.as_ref().to_path_buf();
-    let file = File::open(&path).map_err(|source| CorpusError::Io { path: path.clone(), source })?;
+    let file = File::open(&path).map_err(|cause| CorpusError::Io { path: path.clone(), cause })?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut line_no = 0usize;
     let mut buf = Vec::new();
@@ -166,7 +167,7 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<
             match reader.read_until(b'\n', &mut buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(source) => return Some(Err(CorpusError::Io { path: path.clone(), source })),
+                Err(cause) => return Some(Err(CorpusError::Io { path: path.clone(), cause })),
             }
             let text = match std::str::from_utf8(&buf) {
                 Ok(t) => t.trim(),
@@ -180,7 +181,7 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<
             let record = serde_json::from_str::<Value>(text)
                 .map_err(RecordError::from)
                 .and_then(CorpusDoc::from_json)
-                .map_err(|source| CorpusError::Record { path: path.clone(), line: line_no, source });
+                .map_err(|cause| CorpusError::Record { path: path.clone(), line: line_no, cause });
             return Some(record);
         }
     }))
@@ -189,10 +190,10 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<
 /// Counts the non-blank lines of a JSONL file (for progress bars).
 pub fn count_lines(path: impl AsRef<Path>) -> Result<u64, CorpusError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|source| CorpusError::Io { path: path.to_path_buf(), source })?;
+    let file = File::open(path).map_err(|cause| CorpusError::Io { path: path.to_path_buf(), cause })?;
     let mut n = 0;
     for line in BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|source| CorpusError::Io { path: path.to_path_buf(), source })?;
+        let line = line.map_err(|cause| CorpusError::Io { path: path.to_path_buf(), cause })?;
         if !line.iter().all(u8::is_ascii_whitespace) {
             n += 1;
         }
@@ -454,9 +455,17 @@ mod tests {
         let items: Vec<_> = read_jsonl(&p).unwrap().collect();
         assert!(items[0].is_ok());
         assert!(matches!(items[1], Err(CorpusError::Utf8 { line: 3, .. })), "{:?}", items[1]);
-        assert!(matches!(items[2], Err(CorpusError::Record { line: 4, source: RecordError::Json(_), .. })));
-        let cause = items[2].as_ref().err().and_then(std::error::Error::source);
-        assert!(cause.is_some_and(|c| c.is::<RecordError>()), "the parse error stays reachable as the source");
+        assert!(matches!(items[2], Err(CorpusError::Record { line: 4, cause: RecordError::Json(_), .. })));
+        let e = items[2].as_ref().expect_err("line 4 is bad");
+        assert!(std::error::Error::source(e).is_none(), "the cause is in the message, not repeated as a source");
+        let Err(missing) = read_jsonl(dir.join("nope.jsonl")) else { panic!("no such file") };
+        let mut chain = missing.to_string();
+        let mut next = std::error::Error::source(&missing);
+        while let Some(c) = next {
+            chain = format!("{chain}: {c}");
+            next = c.source();
+        }
+        assert_eq!(chain.matches("No such file").count(), 1, "{chain}");
         assert_eq!(count_lines(&p).unwrap(), 3);
         assert_eq!(builtin().len(), 30);
     }

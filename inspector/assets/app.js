@@ -453,6 +453,39 @@ function buildFilter() {
   return { [$('filter-join').value]: leaves };
 }
 
+/** The short-form operators of `rcp --filter`, longest first, and their §8 names. */
+const SHORT_OPS = [['>=', 'gte'], ['<=', 'lte'], ['!=', 'ne'], ['>', 'gt'], ['<', 'lt'], ['=', 'eq']];
+
+/**
+ * Reads the `filter=` URL parameter: a §8 filter tree as JSON. Returns `{ tree }`, or
+ * `{ error }` saying what is wrong and what the URL takes instead (the `rcp --filter` short
+ * form `year>=2015` is recognised and its JSON spelled out).
+ */
+function parseUrlFilter(raw) {
+  let tree;
+  try {
+    tree = JSON.parse(raw);
+  } catch (e) {
+    const m = /^\s*([\w.-]+)\s*(>=|<=|!=|>|<|=)\s*(.+?)\s*$/.exec(raw);
+    if (m) {
+      const op = SHORT_OPS.find(([sym]) => sym === m[2])[1];
+      const n = Number(m[3]);
+      const value = m[3] === 'true' || m[3] === 'false' ? m[3] === 'true' : (Number.isNaN(n) ? m[3] : n);
+      const json = JSON.stringify({ field: m[1], op, value });
+      return { error: { code: 'filter', message: `filter=${raw} is the rcp --filter short form; the URL takes a §8 filter tree as JSON: filter=${json}`, data: { got: raw, expected: JSON.parse(json) } } };
+    }
+    return { error: { code: 'filter', message: `the filter in the URL is not JSON (${e.message}); it takes a §8 filter tree, e.g. {"field":"year","op":"gte","value":2015}`, data: { got: raw } } };
+  }
+  const leaves = tree && typeof tree === 'object' && !Array.isArray(tree)
+    ? (Array.isArray(tree.and) ? tree.and : Array.isArray(tree.or) ? tree.or : [tree])
+    : [];
+  const bad = leaves.length === 0 || leaves.some((l) => !l || typeof l !== 'object' || typeof l.field !== 'string' || typeof l.op !== 'string');
+  if (bad) {
+    return { error: { code: 'filter', message: 'the filter in the URL is not a filter tree the builder can show: a leaf {"field","op","value"}, or {"and"|"or": [leaves]}', data: { got: tree } } };
+  }
+  return { tree };
+}
+
 /** Restores builder rows from a filter of the shapes the builder writes. */
 function restoreFilter(tree) {
   $('filter-rows').replaceChildren();
@@ -933,7 +966,7 @@ function bind() {
     writeUrl({});
     await connect();
   });
-  $('query-form').addEventListener('submit', (e) => { e.preventDefault(); runQuery(); });
+  $('query-form').addEventListener('submit', (e) => { e.preventDefault(); showError($('filter-error'), null); runQuery(); });
   $('next-page').addEventListener('click', () => runQuery(state.query && state.query.cursor));
   $('filter-add').addEventListener('click', () => { const row = addFilterRow(); if (row) row.querySelector('select').focus(); });
   $('stream-form').addEventListener('submit', (e) => { e.preventDefault(); runStream(); });
@@ -965,13 +998,18 @@ async function main() {
   if (url.get('fusion')) { $('fusion').value = url.get('fusion'); if (['rrf', 'weighted', 'convex'].includes(url.get('fusion'))) $('compare-fusion').value = url.get('fusion'); }
   if (url.get('mmr')) $('mmr').value = url.get('mmr');
   if (url.get('strict') === '0') $('strict').checked = false;
+  // A bad filter is shown next to the filter box (runQuery clears only its own box), and the
+  // query is not run unfiltered behind the user's back.
+  let filterOk = true;
   if (url.get('filter')) {
-    try { restoreFilter(JSON.parse(url.get('filter'))); } catch (e) { showError($('query-error'), { code: 'input', message: 'the filter in the URL is not JSON', data: url.get('filter') }); }
+    const parsed = parseUrlFilter(url.get('filter'));
+    if (parsed.error) { filterOk = false; showError($('filter-error'), parsed.error); } else restoreFilter(parsed.tree);
   }
-  const panel = url.get('panel') || 'server';
+  // A query without a panel opens the Query panel.
+  const panel = url.get('panel') || (q ? 'query' : 'server');
   showPanel(panel);
   document.body.dataset.ready = 'true';
-  if (q && state.info) {
+  if (q && state.info && filterOk) {
     if (panel === 'query') await runQuery();
     if (panel === 'stream') await runStream();
     if (panel === 'compare' && state.registry) await runCompare();

@@ -27,13 +27,13 @@ pub struct Collection {
 #[non_exhaustive]
 pub enum EvalError {
     /// A file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The error, printed in this message (so not also its `source`: a cause chain
+        /// would print it twice).
+        cause: std::io::Error,
     },
     /// A line is malformed.
     #[error("{file}:{line}: {detail}")]
@@ -51,7 +51,7 @@ impl Collection {
     /// Loads `queries.jsonl` and the judgements (`qrels/test.tsv`, else `qrels.tsv`) of a BEIR
     /// directory; the corpus is only located, not read.
     pub fn load(dir: &Path) -> Result<Self, EvalError> {
-        let read = |path: PathBuf| std::fs::read_to_string(&path).map_err(|source| EvalError::Io { path, source });
+        let read = |path: PathBuf| std::fs::read_to_string(&path).map_err(|cause| EvalError::Io { path, cause });
         let mut queries = Vec::new();
         for (i, line) in read(dir.join("queries.jsonl"))?.lines().enumerate() {
             if line.trim().is_empty() {

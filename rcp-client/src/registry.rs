@@ -111,22 +111,21 @@ pub struct Registry {
 #[non_exhaustive]
 pub enum RegistryError {
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The error (printed in this error's message, so not also its `source`, which would
+        /// print it twice in a cause chain).
+        cause: std::io::Error,
     },
     /// The text is not JSON.
-    #[error("{}not JSON: {source}", origin(path.as_deref()))]
+    #[error("{}not JSON: {cause}", origin(path.as_deref()))]
     Json {
         /// The file, when the text came from one.
         path: Option<PathBuf>,
-        /// The parser's error.
-        #[source]
-        source: serde_json::Error,
+        /// The parser's error (printed in this error's message, so not also its `source`).
+        cause: serde_json::Error,
     },
     /// The document has no `engines` array.
     #[error("{}missing 'engines' array", origin(path.as_deref()))]
@@ -206,8 +205,7 @@ pub fn load_entries<X>(
     extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
 ) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
     let path = path.as_ref();
-    let text =
-        std::fs::read_to_string(path).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|cause| RegistryError::Io { path: path.to_path_buf(), cause })?;
     parse_entries(&text, path.parent(), extend).map_err(|e| e.in_file(path))
 }
 
@@ -218,7 +216,7 @@ pub fn parse_entries<X>(
     base: Option<&Path>,
     mut extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
 ) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
-    let v: Value = serde_json::from_str(text).map_err(|source| RegistryError::Json { path: None, source })?;
+    let v: Value = serde_json::from_str(text).map_err(|cause| RegistryError::Json { path: None, cause })?;
     let entries = v.get("engines").and_then(Value::as_array).ok_or(RegistryError::MissingEngines { path: None })?;
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(entries.len());
@@ -393,7 +391,9 @@ mod tests {
         std::fs::write(&not_json, "{").unwrap();
         let e = Registry::load(&not_json).unwrap_err();
         assert!(e.to_string().starts_with(&format!("{}: not JSON", not_json.display())), "{e}");
-        assert!(e.source().is_some_and(|s| s.is::<serde_json::Error>()));
+        assert!(e.source().is_none(), "the parser's error is in the message, not repeated as a source");
+        let missing = Registry::load(dir.join("absent.json")).unwrap_err();
+        assert!(missing.source().is_none() && missing.to_string().contains("absent.json: "), "{missing}");
         let extra = load_entries(&bad_entry, |_, raw| Ok(raw.contains_key("weight")));
         assert!(extra.is_err(), "the client's own checks run before the extension");
         std::fs::write(&bad_entry, r#"{"engines":[{"id":"a","command":["x"],"shard":3}]}"#).unwrap();

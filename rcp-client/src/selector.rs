@@ -57,19 +57,33 @@ impl Selector {
 
     /// The highest-priority live engine.
     pub async fn select_primary(&self) -> Result<Client, ClientError> {
-        self.first_live(|_| true, "any engine").await
+        self.select_noting_skips(None).await.map(|(c, _)| c)
     }
 
     /// The highest-priority live engine advertising `cap`.
     pub async fn select_capable(&self, cap: Capability) -> Result<Client, ClientError> {
-        self.first_live(|c| c.supports(cap), &format!("an engine advertising '{cap}'")).await
+        self.select_noting_skips(Some(cap)).await.map(|(c, _)| c)
     }
 
-    async fn first_live(&self, wanted: impl Fn(&Client) -> bool, what: &str) -> Result<Client, ClientError> {
+    /// As [`Selector::select_capable`] (or [`Selector::select_primary`] without `cap`), with
+    /// the engines of higher priority passed over on the way, each as `"ID: why"` (down, or
+    /// lacking the capability), for a caller that tells its user which engine answered.
+    pub async fn select_noting_skips(&self, cap: Option<Capability>) -> Result<(Client, Vec<String>), ClientError> {
+        match cap {
+            Some(cap) => self.first_live(|c| c.supports(cap), &format!("an engine advertising '{cap}'")).await,
+            None => self.first_live(|_| true, "any engine").await,
+        }
+    }
+
+    async fn first_live(
+        &self,
+        wanted: impl Fn(&Client) -> bool,
+        what: &str,
+    ) -> Result<(Client, Vec<String>), ClientError> {
         let mut tried = Vec::new();
         for spec in self.registry.by_priority() {
             match self.live(spec).await {
-                Ok(c) if wanted(&c) => return Ok(c),
+                Ok(c) if wanted(&c) => return Ok((c, tried)),
                 Ok(_) => tried.push(format!("{}: lacks the capability", spec.id)),
                 Err(e) => tried.push(format!("{}: {e}", spec.id)),
             }

@@ -16,20 +16,22 @@ use crate::model::{DIMENSION, ModelFiles};
 #[non_exhaustive]
 pub enum EmbedError {
     /// A model file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file.
         path: std::path::PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// The error, printed in this message (so not also its `source`: a cause chain
+        /// would print it twice).
+        cause: std::io::Error,
     },
     /// ONNX Runtime could not be loaded from the provisioned library.
-    #[error("could not load ONNX Runtime from {path}: {source}")]
+    #[error("could not load ONNX Runtime from {}: {cause}", path.display())]
     Runtime {
         /// The library.
         path: std::path::PathBuf,
-        /// The loader's error (shared: the library is loaded once per process).
-        source: Arc<ort::LoadDynamicError>,
+        /// The loader's error (shared: the library is loaded once per process), printed in
+        /// this error's message, so not also its `source`.
+        cause: Arc<ort::LoadDynamicError>,
     },
     /// fastembed / ONNX Runtime failed.
     #[error("embedding failed: {0}")]
@@ -85,7 +87,7 @@ fn init_runtime(files: &ModelFiles) -> Result<(), EmbedError> {
     let path = files.onnxruntime();
     INIT.get_or_init(|| ort::init_from(&path).map(drop).map_err(Arc::new))
         .clone()
-        .map_err(|source| EmbedError::Runtime { path, source })
+        .map_err(|cause| EmbedError::Runtime { path, cause })
 }
 
 impl Embedder {
@@ -94,7 +96,7 @@ impl Embedder {
         init_runtime(files)?;
         let read = |name: &str| {
             let path = files.file(name);
-            std::fs::read(&path).map_err(|source| EmbedError::Io { path, source })
+            std::fs::read(&path).map_err(|cause| EmbedError::Io { path, cause })
         };
         let tokenizer = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,

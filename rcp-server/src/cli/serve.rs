@@ -58,7 +58,8 @@ pub struct ServeArgs {
 
     /// HTTP: require `Authorization: Bearer <token>`; comma-separated tokens are read from this
     /// environment variable (never from the command line, where `ps` would show them).
-    #[arg(long, value_name = "ENV_VAR")]
+    // `--tokens-env`, the old name, stays accepted as a hidden alias.
+    #[arg(long = "token-env", alias = "tokens-env", value_name = "ENV_VAR")]
     pub tokens_env: Option<String>,
 
     /// HTTP: largest request body in bytes.

@@ -31,6 +31,8 @@ pub(crate) struct Report {
     pub queries: usize,
     /// Per engine, in registry order.
     pub engines: Vec<(String, Scores)>,
+    /// Per engine, in the same order: how many queries it returned no hits for.
+    pub empty: Vec<usize>,
     /// Per fusion method asked (`rrf`, `convex`): the scores and the method actually used.
     pub fused: Vec<(&'static str, &'static str, Scores)>,
 }
@@ -60,11 +62,17 @@ pub(crate) async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Cl
         .into_iter()
         .collect::<Result<_, _>>()?;
     let ids = |hits: &[Hit]| hits.iter().map(Hit::key).collect::<Vec<String>>();
-    let mut report =
-        Report { dataset: dir.display().to_string(), queries: c.queries.len(), engines: Vec::new(), fused: Vec::new() };
+    let mut report = Report {
+        dataset: dir.display().to_string(),
+        queries: c.queries.len(),
+        engines: Vec::new(),
+        empty: Vec::new(),
+        fused: Vec::new(),
+    };
     for (i, (label, _)) in engines.iter().enumerate() {
         let rankings: HashMap<String, Vec<String>> = answers.iter().map(|(q, a)| (q.clone(), ids(&a[i]))).collect();
         report.engines.push((label.clone(), evaluate(&c, &rankings)));
+        report.empty.push(answers.iter().filter(|(_, a)| a[i].is_empty()).count());
     }
     if engines.len() >= 2 {
         let floors: Vec<Option<f64>> =
@@ -109,6 +117,26 @@ impl Report {
             })
             .collect();
         json!({"dataset": self.dataset, "queries": self.queries, "engines": engines, "fused": fused})
+    }
+
+    /// Warns on stderr about every engine that returned no hits for most queries (it most
+    /// likely does not hold the collection's corpus) and says how to load it; their names.
+    pub(crate) fn warn_empty(&self, dataset: &Path) -> Vec<String> {
+        let mut empty = Vec::new();
+        for ((id, _), &n) in self.engines.iter().zip(&self.empty) {
+            if self.queries > 0 && n * 2 > self.queries {
+                eprintln!(
+                    "rcp: warning: engine '{id}' returned no hits for {n} of {} queries: it most likely does not \
+                     hold the collection's corpus. Load it first, e.g. `rcp index add --http URL {}` to a \
+                     running engine, or `rcp-bm25 index --data-dir DIR {}` and serve that directory",
+                    self.queries,
+                    dataset.join("corpus.jsonl").display(),
+                    dataset.join("corpus.jsonl").display(),
+                );
+                empty.push(format!("'{id}'"));
+            }
+        }
+        empty
     }
 
     /// The report as a table.

@@ -31,7 +31,26 @@ pub(crate) fn parse_one(arg: &str) -> Result<Filter, String> {
         .iter()
         .find(|(sym, _)| rest.starts_with(sym))
         .ok_or_else(|| format!("--filter '{arg}': unknown operator; use =, !=, >, >=, <, <="))?;
-    Ok(Filter::leaf(field, *op, value(rest[sym.len()..].trim())))
+    let raw = rest[sym.len()..].trim();
+    // `year=>1990` reads as year = ">1990": an operator typed in the wrong order. Say how it
+    // was read and what was probably meant instead of sending a string the engine refuses.
+    if raw.starts_with(['=', '!', '<', '>']) {
+        let typed: String = rest.chars().take_while(|c| "=!<>".contains(*c)).collect();
+        let meant = match typed.as_str() {
+            "=>" => Some(">="),
+            "=<" => Some("<="),
+            "==" => Some("="),
+            "=!" | "!==" => Some("!="),
+            _ => None,
+        };
+        let value_text = &rest[typed.len()..];
+        let read = format!("read as {field} {sym} \"{raw}\" (a string)");
+        return Err(match meant {
+            Some(m) => format!("--filter '{arg}': {read}; did you mean '{field}{m}{}'?", value_text.trim()),
+            None => format!("--filter '{arg}': {read}; operators are =, !=, >, >=, <, <="),
+        });
+    }
+    Ok(Filter::leaf(field, *op, value(raw)))
 }
 
 /// Every `--filter` flag ANDed into one wire filter; `None` without flags.
@@ -89,6 +108,10 @@ mod tests {
         assert!(parse_one("year").unwrap_err().contains("expected JSON or FIELD OP VALUE"));
         assert!(parse_one("=3").unwrap_err().contains("no field name"));
         assert!(parse_one("a!3").unwrap_err().contains("unknown operator"));
+        let e = parse_one("year=>1990").unwrap_err();
+        assert!(e.contains(r#"read as year = ">1990" (a string); did you mean 'year>=1990'?"#), "{e}");
+        assert!(parse_one("year=<1990").unwrap_err().contains("did you mean 'year<=1990'?"));
+        assert!(parse_one("a=>>1").unwrap_err().contains("operators are"));
         assert!(parse_one("{nope").unwrap_err().contains("not JSON"));
         assert!(parse_one(r#"{"field":"a"}"#).unwrap_err().contains("not a filter tree"));
     }

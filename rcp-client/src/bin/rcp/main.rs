@@ -10,6 +10,7 @@
 //! ```
 
 mod eval;
+mod explain;
 mod filter;
 mod index;
 mod inspect;
@@ -105,6 +106,10 @@ enum Command {
         /// Evaluate only the first N queries (a fast subset).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Exit with status 1 when an engine returns no hits for most queries (it most likely
+        /// does not hold the collection's corpus); without it that is a warning.
+        #[arg(long)]
+        strict: bool,
     },
     /// Open the RCP Inspector (a local web page) on one engine or a registry.
     ///
@@ -144,6 +149,27 @@ enum IndexOp {
         #[arg(required = true)]
         ids: Vec<String>,
     },
+}
+
+impl Command {
+    /// The engine the command talks to, if it talks to one.
+    fn target(&self) -> Option<&Target> {
+        match self {
+            Self::Info { target }
+            | Self::Retrieve { target, .. }
+            | Self::Eval { target, .. }
+            | Self::Index { op: IndexOp::Add { target, .. } | IndexOp::Delete { target, .. } } => Some(target),
+            Self::Federate { .. } | Self::Inspect { .. } | Self::Completions { .. } => None,
+        }
+    }
+
+    /// The `--filter` flags, if the command takes them.
+    fn filters(&self) -> Option<&[String]> {
+        match self {
+            Self::Retrieve { filter, .. } | Self::Federate { filter, .. } => Some(filter),
+            _ => None,
+        }
+    }
 }
 
 /// Prints `v` as pretty JSON.
@@ -199,8 +225,14 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 for (id, o) in &out.engines {
                     match o {
                         EngineOutcome::Answered { hits, latency } => {
-                            outln!("== {id} ({} hits, {} ms)", hits.len(), latency.as_millis());
-                            table::print_hits(&hits[..hits.len().min(k as usize)]);
+                            let shown = &hits[..hits.len().min(usize::try_from(k).unwrap_or(usize::MAX))];
+                            let more = if shown.len() < hits.len() {
+                                format!(" of {} returned", hits.len())
+                            } else {
+                                String::new()
+                            };
+                            outln!("== {id} ({} hits{more}, {} ms)", shown.len(), latency.as_millis());
+                            table::print_hits(shown);
                         }
                         EngineOutcome::Skipped(r) => outln!("== {id}: skipped ({r})"),
                         EngineOutcome::Failed(e) => outln!("== {id}: failed ({e})"),
@@ -216,6 +248,15 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         Command::Index { op: IndexOp::Add { target, file, batch } } => {
+            if let Some(cmd) = &target.stdio
+                && !cmd.split_whitespace().any(|w| w.starts_with("--data-dir") || w.starts_with("--database-url"))
+            {
+                eprintln!(
+                    "rcp: warning: the engine command has no --data-dir: an engine that then keeps its index in \
+                     memory (rcp-bm25, rcp-dense) loses these documents when rcp exits; add --data-dir DIR to \
+                     the command, or write to a running server with --http"
+                );
+            }
             let c = target::connect(&target, auth, Some(Capability::Index)).await?;
             let summary = index::add(&c, &file, usize::try_from(batch).unwrap_or(usize::MAX)).await?;
             if cli.json {
@@ -225,7 +266,13 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             let _ = c.shutdown().await;
             if summary.failed > 0 {
-                return Err(format!("{} documents were not added", summary.failed).into());
+                let n = summary.failed;
+                return Err(if n == 1 {
+                    "1 document was not added (see above)".to_owned()
+                } else {
+                    format!("{n} documents were not added (see above)")
+                }
+                .into());
             }
         }
         Command::Index { op: IndexOp::Delete { target, ids } } => {
@@ -238,7 +285,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             let _ = c.shutdown().await;
         }
-        Command::Eval { dataset, target, limit } => {
+        Command::Eval { dataset, target, limit, strict } => {
             let engines = match &target.registry {
                 Some(path) => {
                     let fed = Federation::new(
@@ -265,6 +312,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             for (_, c) in engines {
                 let _ = c.shutdown().await;
+            }
+            let empty = report.warn_empty(&dataset);
+            if strict && !empty.is_empty() {
+                return Err(format!("--strict: no hits for most queries from {}", empty.join(", ")).into());
             }
         }
         Command::Inspect { args } => inspect::run(&args)?,
@@ -299,8 +350,14 @@ async fn main() {
         return;
     }
     init_logging();
-    if let Err(e) = run(Cli::parse()).await {
-        eprintln!("rcp: {e}");
+    let cli = Cli::parse();
+    let ctx = explain::Context {
+        http: cli.command.target().and_then(|t| t.http.clone()),
+        token_env: cli.auth.token_env.clone(),
+        filter: cli.command.filters().and_then(|f| filter::parse_all(f).ok().flatten()).map(|v| v.to_string()),
+    };
+    if let Err(e) = run(cli).await {
+        eprintln!("rcp: {}", explain::report(e.as_ref(), &ctx));
         std::process::exit(1);
     }
 }

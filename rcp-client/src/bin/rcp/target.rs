@@ -65,13 +65,19 @@ pub(crate) async fn connect(
         (Some(cmd), _, _) => {
             Client::connect_stdio(&cmd.split_whitespace().map(str::to_owned).collect::<Vec<_>>(), options).await?
         }
-        (None, Some(url), _) => Client::connect_http(url, options).await?,
+        (None, Some(url), _) => {
+            check_url(url)?;
+            Client::connect_http(url, options).await?
+        }
         (None, None, Some(path)) => {
             let selector = Selector::new(Registry::load(path)?, options);
-            match needs {
-                Some(cap) => selector.select_capable(cap).await?,
-                None => selector.select_primary().await?,
+            let (client, skipped) = selector.select_noting_skips(needs).await?;
+            // Say which engine of the registry serves the command, and which were passed over.
+            eprintln!("rcp: engine '{}' of {} answers", client.label(), path.display());
+            for s in skipped {
+                eprintln!("rcp: skipped {s}");
             }
+            client
         }
         (None, None, None) => {
             return Err(ClientError::from(ConnectError::Unavailable(
@@ -81,6 +87,17 @@ pub(crate) async fn connect(
         }
     };
     Ok(client)
+}
+
+/// Refuses an `--http` URL without a scheme before any I/O, suggesting the base URL servers
+/// built on rcp-server use (`http://HOST:PORT/rcp`).
+fn check_url(url: &str) -> Result<(), String> {
+    let trimmed = url.trim();
+    if trimmed.contains("://") {
+        return Ok(());
+    }
+    let suggestion = if trimmed.contains('/') { format!("http://{trimmed}") } else { format!("http://{trimmed}/rcp") };
+    Err(format!("--http '{trimmed}': no scheme: add http:// (e.g. {suggestion})"))
 }
 
 #[cfg(test)]
@@ -96,5 +113,12 @@ mod tests {
         assert!(bad.options().unwrap_err().contains("expected 'Name: value'"));
         let unset = Auth { headers: vec![], token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()) };
         assert!(unset.options().unwrap_err().contains("RCP_CLI_TEST_NO_SUCH_VAR is not set"));
+    }
+
+    #[test]
+    fn a_url_without_scheme_gets_the_base_url_to_try() {
+        assert!(check_url("localhost:8080").unwrap_err().contains("(e.g. http://localhost:8080/rcp)"));
+        assert!(check_url("127.0.0.1:8080/rcp").unwrap_err().contains("(e.g. http://127.0.0.1:8080/rcp)"));
+        assert!(check_url("http://localhost:8080/rcp").is_ok());
     }
 }

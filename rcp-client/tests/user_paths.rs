@@ -1,0 +1,269 @@
+//! A new user's paths through the `rcp` command line, against real engines (issue #28): one
+//! bad line costs nothing else, errors say what happened and what to do, registry mode names
+//! the engine that answered, and `eval` notices engines that hold no corpus.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// Runs `rcp` with `args` and `env`.
+fn rcp(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcp"));
+    cmd.args(args).env_remove("RCP_LOG").env_remove("RUST_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run rcp")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A scratch directory unique to this test process and `name`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rcp-paths-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn bm25() -> String {
+    rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25").to_string_lossy().into_owned()
+}
+
+fn fixture() -> String {
+    let exe = std::env::current_exe().expect("exe");
+    let bin = exe.parent().and_then(|d| d.parent()).expect("target dir").join("examples").join("fixture_engine");
+    bin.to_string_lossy().into_owned()
+}
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `rcp-bm25 serve --http 127.0.0.1:0 ARGS` and returns it with its base URL.
+fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (Running, String) {
+    let mut cmd = Command::new(bm25());
+    cmd.arg("serve").args(args).args(["--http", "127.0.0.1:0"]).env("RUST_LOG", "info").env_remove("RCP_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn rcp-bm25");
+    let err = child.stderr.take().expect("stderr");
+    let running = Running(child);
+    let mut lines = BufReader::new(err).lines();
+    let addr = loop {
+        let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
+        if let Some(at) = line.find("addr=") {
+            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (running, format!("http://{addr}/rcp"))
+}
+
+/// 200 RCP documents, `d1`..`d200`; line `bad` (1-based) has `meta.year: "nineteen"`.
+fn corpus(path: &std::path::Path, lines: usize, bad: &[usize]) {
+    let mut text = String::new();
+    for i in 1..=lines {
+        let year = if bad.contains(&i) { json!("nineteen") } else { json!(1900 + i) };
+        text.push_str(
+            &json!({"id": format!("d{i}"), "text": format!("wing lift note {i}"), "meta": {"year": year}}).to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(path, text).expect("corpus");
+}
+
+#[test]
+fn one_bad_line_loses_no_valid_document() {
+    let dir = scratch("bad-line");
+    let file = dir.join("mine.jsonl");
+    corpus(&file, 200, &[151]);
+    let data = dir.join("idx");
+    let engine = format!("{} serve --data-dir {} --create --field year:int", bm25(), data.display());
+    let o = rcp(&["index", "add", "--stdio", &engine, file.to_str().unwrap_or(""), "--json"], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "a failed line makes the exit status 1: {err}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    assert_eq!((v["added"].as_u64(), v["failed"].as_u64()), (Some(199), Some(1)), "{v}\n{err}");
+    assert!(err.contains("mine.jsonl:151: d151: meta.year: "), "the line, the id and the field: {err}");
+    assert!(err.contains("\"nineteen\""), "{err}");
+    assert!(!err.contains("no --data-dir"), "the engine persists: no warning: {err}");
+
+    // The 199 are in the index: the engine, restarted on its directory, finds the last one.
+    let engine = format!("{} serve --data-dir {}", bm25(), data.display());
+    let o = rcp(&["retrieve", "--stdio", &engine, "note 200", "-k", "200", "--json"], &[]);
+    let hits: Value = serde_json::from_slice(&o.stdout).expect("hits");
+    let n = hits["hits"].as_array().map_or(0, Vec::len);
+    assert_eq!(n, 199, "{}", stderr(&o));
+
+    // Smaller batches, several bad lines in one batch: still every valid document lands.
+    corpus(&file, 60, &[3, 4, 59]);
+    let engine = format!("{} serve --field year:int", bm25());
+    let o = rcp(&["index", "add", "--stdio", &engine, file.to_str().unwrap_or(""), "--batch", "16"], &[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.starts_with("added 57, failed 3, in "), "{out}{err}");
+    for line in [3, 4, 59] {
+        assert!(err.contains(&format!("mine.jsonl:{line}: d{line}: meta.year: ")), "{err}");
+    }
+    // An engine without a data directory forgets the documents: the user is told.
+    assert!(err.contains("no --data-dir") && err.contains("loses these documents"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_engine_refusing_everything_ends_the_run() {
+    let dir = scratch("refuse-all");
+    let file = dir.join("all-bad.jsonl");
+    corpus(&file, 150, &(1..=150).collect::<Vec<_>>());
+    let engine = format!("{} serve --field year:int", bm25());
+    let o = rcp(&["index", "add", "--stdio", &engine, file.to_str().unwrap_or("")], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused 100 documents in a row"), "{err}");
+    assert_eq!(err.matches(": meta.year: ").count(), 100, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn errors_say_what_happened_and_what_to_do() {
+    // A corpus that does not exist: the engine names the cause once.
+    let dir = scratch("errors");
+    let o = Command::new(bm25())
+        .args(["index", "--data-dir", dir.join("idx").to_str().unwrap_or(""), "/nonexistent/x.jsonl"])
+        .output()
+        .expect("rcp-bm25 index");
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+
+    // An operator typed backwards: the parse is shown, with what was meant.
+    let o = rcp(&["retrieve", "--stdio", &fixture(), "wing", "--filter", "year=>1990"], &[]);
+    let err = stderr(&o);
+    assert!(err.contains(r#"read as year = ">1990" (a string); did you mean 'year>=1990'?"#), "{err}");
+
+    // A filter the client refuses: "invalid params" once, and how the filter was sent.
+    let (_engine, url) = bm25_http(&["--field", "year:int", "--token-env", "RCP_PATHS_T"], &[("RCP_PATHS_T", "s3")]);
+    let token = [("RCP_PATHS_TOKEN", "s3")];
+    let f = r#"{"field":"year","op":"gte","value":"x"}"#;
+    let o = rcp(&["retrieve", "--http", &url, "--token-env", "RCP_PATHS_TOKEN", "wing", "--filter", f], &token);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.matches("invalid params").count(), 1, "{err}");
+    assert!(err.contains(&format!("hint: --filter was sent as {f}")), "{err}");
+
+    // No token, or the wrong one: the hint names --token-env.
+    let o = rcp(&["info", "--http", &url], &[]);
+    assert!(stderr(&o).contains("pass --token-env VAR"), "{}", stderr(&o));
+    let o = rcp(&["info", "--http", &url, "--token-env", "RCP_PATHS_TOKEN"], &[("RCP_PATHS_TOKEN", "wrong")]);
+    assert!(stderr(&o).contains("refused the token held in RCP_PATHS_TOKEN"), "{}", stderr(&o));
+
+    // A method in the URL: drop it.
+    let o = rcp(&["info", "--http", &format!("{url}/retrieve"), "--token-env", "RCP_PATHS_TOKEN"], &token);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains(&format!("drop '/retrieve' (try {url})")), "{err}");
+
+    // No scheme, no path: the suggestion is the base URL, /rcp included.
+    let o = rcp(&["info", "--http", "localhost:8080"], &[]);
+    assert!(stderr(&o).contains("(e.g. http://localhost:8080/rcp)"), "{}", stderr(&o));
+
+    // A host name that does not resolve: one readable line.
+    let o = rcp(&["info", "--http", "http://no-such-host.invalid:8080/rcp"], &[]);
+    let err = stderr(&o);
+    assert!(err.contains("cannot resolve the host name 'no-such-host.invalid'"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    // A broken registry: the file is named.
+    let reg = dir.join("broken.json");
+    std::fs::write(&reg, "{\"engines\": [").expect("registry");
+    let o = rcp(&["retrieve", "--registry", reg.to_str().unwrap_or(""), "wing"], &[]);
+    assert!(stderr(&o).contains(&format!("{}: not JSON", reg.display())), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn registry_mode_names_the_engine_that_answered() {
+    let dir = scratch("registry");
+    let reg = dir.join("rcp.json");
+    let registry = json!({"engines": [
+        {"id": "down", "command": ["/nonexistent/engine"], "priority": 10},
+        {"id": "up", "command": [fixture(), "--doc", "a:wing lift"], "priority": 1}
+    ]});
+    std::fs::write(&reg, registry.to_string()).expect("registry");
+    let o = rcp(&["retrieve", "--registry", reg.to_str().unwrap_or(""), "wing", "--json"], &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("engine 'up' of {} answers", reg.display())), "{err}");
+    assert!(err.contains("skipped down: "), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout only");
+    assert_eq!(v["hits"][0]["id"], "a");
+
+    // federate -k 1: the header counts the hits shown.
+    let registry =
+        json!({"engines": [{"id": "one", "command": [fixture(), "--doc", "a:wing", "--doc", "b:wing lift"]}]});
+    std::fs::write(&reg, registry.to_string()).expect("registry");
+    let o = rcp(&["federate", reg.to_str().unwrap_or(""), "wing", "-k", "1"], &[]);
+    let out = stdout(&o);
+    let header = out.lines().find(|l| l.starts_with("== one")).unwrap_or("");
+    assert!(header.starts_with("== one (1 hits"), "{out}{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn eval_notices_an_engine_without_the_corpus() {
+    let dir = scratch("eval-empty");
+    std::fs::write(
+        dir.join("queries.jsonl"),
+        "{\"_id\":\"q1\",\"text\":\"zebra\"}\n{\"_id\":\"q2\",\"text\":\"okapi\"}\n",
+    )
+    .expect("queries");
+    std::fs::write(dir.join("qrels.tsv"), "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n").expect("qrels");
+    let engine = format!("{} --doc a:wing", fixture());
+    let d = dir.to_str().unwrap_or("");
+    let o = rcp(&["eval", d, "--stdio", &engine], &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "a warning, not a failure: {err}");
+    assert!(err.contains("returned no hits for 2 of 2 queries") && err.contains("corpus.jsonl"), "{err}");
+    let o = rcp(&["eval", d, "--stdio", &engine, "--strict"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--strict"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_readme_links_every_component_readme() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert!(readme.lines().count() <= 250, "the README stays short");
+    let mut components = Vec::new();
+    for dir in [root.clone(), root.join("engines")] {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path().join("README.md");
+            if path.is_file() {
+                let rel = path.strip_prefix(&root).expect("under root").to_string_lossy().into_owned();
+                components.push(rel);
+            }
+        }
+    }
+    assert!(components.len() >= 8, "{components:?}");
+    for rel in &components {
+        assert!(readme.contains(&format!("]({rel})")), "README.md does not link {rel}");
+    }
+    assert!(readme.contains("](gateway/README.md#mcp-bridge)"), "the MCP bridge section is linked");
+}
