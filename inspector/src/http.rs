@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
+use rcp_client::Limits;
 use serde_json::{Value, json};
 
 use crate::engine::redact_url;
@@ -26,6 +27,8 @@ pub struct HttpTarget {
     base: String,
     headers: Vec<(String, String)>,
     http: reqwest::Client,
+    /// What an engine's answer may hold: rcp-client's limits, as every client bounds frames.
+    limits: Limits,
 }
 
 impl HttpTarget {
@@ -35,7 +38,7 @@ impl HttpTarget {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(HttpTargetError::Client)?;
-        Ok(Self { base: base.trim_end_matches('/').to_owned(), headers, http })
+        Ok(Self { base: base.trim_end_matches('/').to_owned(), headers, http, limits: Limits::default() })
     }
 
     /// The base URL.
@@ -111,7 +114,7 @@ impl HttpTarget {
             });
             return (status, out, Body::from_stream(stream)).into_response();
         }
-        match read_bounded(resp, MAX_ANSWER_BYTES).await {
+        match rcp_client::read_body(resp, &self.limits).await {
             Ok(bytes) => {
                 if !bytes.is_empty() {
                     wire.record_text(engine, Direction::Received, source, &bytes);
@@ -119,7 +122,8 @@ impl HttpTarget {
                 (status, out, bytes).into_response()
             }
             Err(why) => {
-                let message = format!("reading the answer of {}: {why}", redact_url(&self.base));
+                let message =
+                    format!("reading the answer of {}: {}", redact_url(&self.base), redact_url(&why.to_string()));
                 let frame = error_frame(&id, -32603, message, None);
                 wire.record(engine, Direction::Received, source, &frame);
                 (StatusCode::BAD_GATEWAY, axum::Json(frame)).into_response()
@@ -145,28 +149,6 @@ impl HttpTarget {
     }
 }
 
-/// The largest answer (a JSON body, or one SSE event) read from an HTTP engine: the frame cap
-/// of rcp-client's transport, so the inspector bounds an engine's frames as every client does.
-pub const MAX_ANSWER_BYTES: usize = rcp_client::ndjson::MAX_READ_LINE_BYTES;
-
-/// The body of `resp`, or why not: a transport error, or a body over `max` bytes (the read
-/// stops there; nothing more is buffered).
-async fn read_bounded(resp: reqwest::Response, max: usize) -> Result<Bytes, String> {
-    if resp.content_length().is_some_and(|n| n > max as u64) {
-        return Err(format!("the answer announces more than {max} bytes"));
-    }
-    let mut body = BytesMut::new();
-    let mut chunks = resp.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| e.without_url().to_string())?;
-        if body.len() + chunk.len() > max {
-            return Err(format!("the answer is longer than {max} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
-}
-
 /// Splits an SSE byte stream into the data of its events (the concatenated `data:` lines). An
 /// event longer than its cap is not buffered: it is reported once, as a marker, and skipped.
 #[derive(Debug)]
@@ -181,7 +163,7 @@ pub struct SseTap {
 
 impl Default for SseTap {
     fn default() -> Self {
-        Self::new(MAX_ANSWER_BYTES)
+        Self::new(Limits::default().max_frame_bytes)
     }
 }
 
