@@ -113,10 +113,15 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// Progress frames of one streaming call that may wait unread ([`Streaming::progress`]).
+pub const PROGRESS_QUEUE: usize = 256;
+
 /// A progress stream and the pending result of a call made with a progress token (§9).
 pub struct Streaming<T> {
-    /// `notifications/progress` frames of this call, in arrival order.
-    pub progress: mpsc::UnboundedReceiver<ProgressParams>,
+    /// `notifications/progress` frames of this call, in arrival order. At most
+    /// [`PROGRESS_QUEUE`] wait unread; frames arriving while it is full are dropped (progress
+    /// is advisory, §9), so a server flooding progress cannot grow the client.
+    pub progress: mpsc::Receiver<ProgressParams>,
     /// The final result.
     pub result: BoxFuture<'static, Result<T, ClientError>>,
 }
@@ -298,7 +303,7 @@ impl Client {
     pub fn retrieve_streaming(&self, params: RetrieveParams) -> Result<Streaming<RetrieveResult>, ClientError> {
         gate::retrieve(&self.capabilities(), &params)?;
         let value = serde_json::to_value(&params).map_err(|e| ClientError::decode("retrieve params", e))?;
-        let (tx, progress) = mpsc::unbounded_channel();
+        let (tx, progress) = mpsc::channel(PROGRESS_QUEUE);
         let client = self.clone();
         let result = Box::pin(async move {
             let v = client
@@ -465,7 +470,7 @@ impl Client {
         method: &str,
         params: Value,
         timeout: Option<Duration>,
-        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Result<Value, ClientError> {
         let first = self.request_once(method, params.clone(), timeout, progress.clone()).await;
         match first {
@@ -490,7 +495,7 @@ impl Client {
         method: &str,
         mut params: Value,
         timeout: Option<Duration>,
-        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Result<Value, ClientError> {
         if let Some(reason) = self.inner.router.closed() {
             return Err(ClientError::Closed(reason));

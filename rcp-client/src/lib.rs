@@ -17,7 +17,7 @@ pub mod retry;
 pub mod selector;
 mod transport;
 
-pub use client::{Client, ClientOptions, Streaming};
+pub use client::{Client, ClientOptions, PROGRESS_QUEUE, Streaming};
 pub use error::{ClientError, ConnectError, Disconnect, LimitExceeded};
 pub use federation::{Federation, FederationOptions};
 pub use limits::Limits;

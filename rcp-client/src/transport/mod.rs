@@ -75,7 +75,7 @@ type Pending = oneshot::Sender<Result<Value, ClientError>>;
 pub(crate) struct Router {
     label: String,
     pending: Mutex<HashMap<RequestId, Pending>>,
-    progress: Mutex<HashMap<String, mpsc::UnboundedSender<ProgressParams>>>,
+    progress: Mutex<HashMap<String, mpsc::Sender<ProgressParams>>>,
     closed: Mutex<Option<Disconnect>>,
     frames_sent: AtomicU64,
     limits: Limits,
@@ -142,7 +142,7 @@ impl Router {
     }
 
     /// Sends the progress frames carrying `token` to `tx`.
-    pub(crate) fn watch_progress(&self, token: String, tx: mpsc::UnboundedSender<ProgressParams>) {
+    pub(crate) fn watch_progress(&self, token: String, tx: mpsc::Sender<ProgressParams>) {
         if let Ok(mut p) = self.progress.lock() {
             p.insert(token, tx);
         }
@@ -212,8 +212,10 @@ impl Router {
             notifications::PROGRESS => {
                 let Ok(p) = serde_json::from_value::<ProgressParams>(params) else { return };
                 let key = p.progress_token.to_string();
-                if let Some(tx) = self.progress.lock().ok().and_then(|m| m.get(&key).cloned()) {
-                    let _ = tx.send(p);
+                if let Some(tx) = self.progress.lock().ok().and_then(|m| m.get(&key).cloned())
+                    && let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(p)
+                {
+                    tracing::debug!(engine = %self.label, token = %key, "progress frame dropped: the caller is not reading them");
                 }
             }
             notifications::LOG => {
