@@ -180,11 +180,17 @@ async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
     let mut client = loop {
         match db.client().await {
             Ok(c) => break c,
-            Err(e) if Instant::now() < deadline => {
-                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying");
+            // Only an outage may pass by waiting: a missing database or a refused password
+            // fails at once.
+            Err(e) if e.is_outage() && Instant::now() < deadline => {
+                let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying for {left} s more (--connect-timeout)");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(e) => return Err(anyhow::anyhow!("{}: {e}", redact(url))),
+            Err(e) => {
+                let hint = crate::db::hint(&e).map(|h| format!(" ({h})")).unwrap_or_default();
+                return Err(anyhow::anyhow!("{}: {e}{hint}", redact(url)));
+            }
         }
     };
     let hnsw = HnswParams { m: cmd.hnsw_m, ef_construction: cmd.ef_construction };

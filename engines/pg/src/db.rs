@@ -25,12 +25,14 @@ pub enum DbError {
     /// The pool could not be built.
     #[error("connection pool: {0}")]
     Pool(#[source] deadpool_postgres::BuildError),
-    /// No connection could be obtained (the database is down or unreachable).
-    #[error("database unavailable: {0}")]
-    Unavailable(#[source] deadpool_postgres::PoolError),
-    /// A statement failed.
-    #[error("database error: {0}")]
-    Sql(#[from] tokio_postgres::Error),
+    /// No connection could be obtained (the database is down or unreachable). The message
+    /// carries the cause (see [`explain_pool`]), so the pool's error is not also a `source`.
+    #[error("database unavailable: {}", explain_pool(.0))]
+    Unavailable(deadpool_postgres::PoolError),
+    /// A statement (or the connection's start-up) failed; the message is PostgreSQL's own
+    /// (see [`explain`]).
+    #[error("database error: {}", explain(.0))]
+    Sql(tokio_postgres::Error),
     /// The encoder failed while preparing a write.
     #[error("embedding: {0}")]
     Embed(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -111,6 +113,73 @@ impl From<DbError> for RcpError {
         } else {
             RcpError::internal(e.to_string())
         }
+    }
+}
+
+impl From<tokio_postgres::Error> for DbError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        DbError::Sql(e)
+    }
+}
+
+/// A driver error in PostgreSQL's own words: the server's message with its SQLSTATE, detail
+/// and hint (`database "nosuchdb" does not exist (SQLSTATE 3D000)`), or, for a failure on the
+/// connection itself, the driver's message with its causes (`error connecting to server:
+/// Connection refused (os error 111)`). tokio-postgres alone prints `db error`.
+pub fn explain(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut out = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            out.push_str(&format!("; {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            out.push_str(&format!("; hint: {hint}"));
+        }
+        return out;
+    }
+    chain(e)
+}
+
+/// [`explain`] for the pool's errors: a driver error as PostgreSQL said it, a timeout as one.
+pub fn explain_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => explain(e),
+        other => chain(other),
+    }
+}
+
+/// An error and its causes, joined by `": "`, each once.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}
+
+/// What to do about a start-up failure the database reported, when PostgreSQL's words leave
+/// it open.
+pub fn hint(e: &DbError) -> Option<&'static str> {
+    let code = match e {
+        DbError::Sql(e) => e.code(),
+        DbError::Unavailable(deadpool_postgres::PoolError::Backend(e)) => e.code(),
+        _ => None,
+    };
+    match code {
+        Some(c) if *c == SqlState::INVALID_CATALOG_NAME => {
+            Some("create it (CREATE DATABASE ...) or name an existing database in the URL")
+        }
+        Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+            Some("check the user and password in the URL (or PGPASSWORD)")
+        }
+        None if e.is_outage() => Some("is PostgreSQL running and listening at the URL's host and port?"),
+        _ => None,
     }
 }
 
