@@ -110,6 +110,6 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         EngineOptions { max_candidates: cmd.max_candidates.max(1), model: MODEL.identity.to_owned() },
     );
     let builder =
-        Server::builder("rcp-rerank", env!("CARGO_PKG_VERSION")).rerank(engine).log().conformance(ConformanceLevel::L2);
+        Server::builder("rcp-rerank", env!("CARGO_PKG_VERSION")).rerank(engine).log().conformance(ConformanceLevel::L0);
     Ok(cmd.serve.run(builder)?)
 }
