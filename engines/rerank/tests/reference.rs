@@ -67,6 +67,19 @@ fn only_the_passage_is_truncated() {
     assert_eq!(&e.get_ids()[..query_part], &alone.get_ids()[..query_part], "the query is kept whole");
     assert_eq!(e.get_type_ids().iter().filter(|&&t| t == 0).count(), query_part);
     assert_eq!(e.get_type_ids().last(), Some(&1));
+    // A long query beside a longer passage: truncating the longer side first would cut the
+    // query too; only the passage loses tokens.
+    let long_query = "shock wave boundary layer interaction ".repeat(60);
+    let e = encoder().encode(&long_query, &long_passage()).expect("encode");
+    let alone = encoder().encode(&long_query, "").expect("encode");
+    let query_part = alone.get_ids().len() - 1;
+    assert!(query_part > MAX_LENGTH / 2 + 10, "{query_part} query tokens: more than half the window");
+    assert_eq!(e.get_ids().len(), MAX_LENGTH);
+    let kept = e.get_type_ids().iter().filter(|&&t| t == 0).count();
+    assert!(
+        e.get_ids()[..query_part] == alone.get_ids()[..query_part],
+        "the long query is kept whole: {kept} of its {query_part} tokens kept"
+    );
     // A query longer than the model's window leaves no room: both sides are cut instead of failing.
     let huge = "supersonic ".repeat(1000);
     let both = encoder().encode(&huge, "a passage").expect("encode a huge query");
