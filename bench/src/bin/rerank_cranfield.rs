@@ -82,7 +82,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
         ];
         let fused = fuse_or_fallback(&lists, &FusionMethod::rrf(), args.depth)?.hits;
         let ids: Vec<String> = fused.iter().map(Hit::key).collect();
-        let passages: Vec<&str> = ids.iter().map(|id| texts.get(id).map_or("", String::as_str)).collect();
+        let passages = ids
+            .iter()
+            .map(|id| texts.get(id).map(String::as_str).with_context(|| format!("hit {id} is not in the corpus")))
+            .collect::<anyhow::Result<Vec<&str>>>()?;
         let asked = Instant::now();
         let r = reranker.call("rerank", json!({"query": query, "passages": passages}))?;
         latencies.push(asked.elapsed().as_secs_f64() * 1e3);
