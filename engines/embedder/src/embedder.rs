@@ -5,7 +5,7 @@
 //! mean-pooled and L2-normalised, which makes the dot product the cosine.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
@@ -83,11 +83,8 @@ impl std::fmt::Debug for Embedder {
 
 /// Points `ort` at the provisioned library, once per process (it cannot be changed later).
 fn init_runtime(files: &ModelFiles) -> Result<(), EmbedError> {
-    static INIT: OnceLock<Result<(), Arc<ort::LoadDynamicError>>> = OnceLock::new();
     let path = files.onnxruntime();
-    INIT.get_or_init(|| ort::init_from(&path).map(drop).map_err(Arc::new))
-        .clone()
-        .map_err(|cause| EmbedError::Runtime { path, cause })
+    crate::runtime::load_library(&path).clone().map_err(|cause| EmbedError::Runtime { path, cause })
 }
 
 impl Embedder {

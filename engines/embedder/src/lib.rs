@@ -13,8 +13,11 @@ pub mod calibration;
 pub mod cli;
 pub mod embedder;
 pub mod model;
+pub mod models;
+pub mod runtime;
 #[cfg(feature = "serve")]
 pub mod serve;
 
 pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
 pub use model::{DIMENSION, ModelError, ModelFiles};
+pub use models::Model;

