@@ -38,7 +38,7 @@ impl DataDirArgs {
         if self.data_dir.is_none() {
             tracing::warn!(
                 engine,
-                "no --data-dir: serving the built-in demo corpus; index/add writes live in memory only"
+                "no --data-dir: the built-in demo corpus, in memory; index/add writes are not persisted"
             );
         }
     }
