@@ -183,8 +183,8 @@ async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
             // Only an outage may pass by waiting: a missing database or a refused password
             // fails at once.
             Err(e) if e.is_outage() && Instant::now() < deadline => {
-                let left = deadline.saturating_duration_since(Instant::now()).as_secs();
-                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying for {left} s more (--connect-timeout)");
+                let left = deadline.saturating_duration_since(Instant::now()).as_secs_f32();
+                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying for {left:.1} s more (--connect-timeout)");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(e) => {
