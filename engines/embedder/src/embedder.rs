@@ -4,7 +4,6 @@
 //! The model is symmetric, so `kind` (`query`/`document`) selects nothing; vectors are
 //! mean-pooled and L2-normalised, which makes the dot product the cosine.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
@@ -166,34 +165,11 @@ impl Embedder {
     /// them); each worker takes the next batch when it is free. The caller's thread is one of
     /// the workers, so a single batch (a query) spawns nothing.
     fn encode(&self, batches: &[&[&str]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let next = AtomicUsize::new(0);
-        let work = |first: usize| -> Result<Vec<Encoded>, EmbedError> {
-            let mut done = Vec::new();
-            // A free session if there is one, else wait for this worker's own.
-            let session = self
-                .sessions
-                .iter()
-                .find_map(|s| s.try_lock().ok())
-                .map_or_else(|| self.sessions[first % self.sessions.len()].lock(), Ok);
-            let mut session = session.map_err(|_| EmbedError::Model("encoder lock poisoned".into()))?;
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(batch) = batches.get(i) else { return Ok(done) };
-                let v = session.embed(batch, Some(batch.len())).map_err(|e| EmbedError::Model(e.into()))?;
-                done.push((i, v));
-            }
-        };
-        let workers = self.sessions.len().min(batches.len()).max(1);
-        let mut parts = std::thread::scope(|s| {
-            let others: Vec<_> = (1..workers).map(|w| s.spawn(move || work(w))).collect();
-            let mut parts = work(0)?;
-            for o in others {
-                parts.extend(o.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?);
-            }
-            Ok::<_, EmbedError>(parts)
+        let encoded = crate::sessions::run_jobs(&self.sessions, batches.len(), |session, i| {
+            let batch = batches[i];
+            session.embed(batch, Some(batch.len())).map_err(|e| EmbedError::Model(e.into()))
         })?;
-        parts.sort_unstable_by_key(|(i, _)| *i);
-        Ok(parts.into_iter().flat_map(|(_, v)| v).collect())
+        Ok(encoded.into_iter().flatten().collect())
     }
 
     /// Encoder sessions.
@@ -201,9 +177,6 @@ impl Embedder {
         self.sessions.len()
     }
 }
-
-/// One encoded batch: its position among the batches and its vectors.
-type Encoded = (usize, Vec<Vec<f32>>);
 
 /// Most inputs in one encoder run.
 const MAX_BATCH: usize = 64;

@@ -17,6 +17,7 @@ pub mod models;
 pub mod runtime;
 #[cfg(feature = "serve")]
 pub mod serve;
+pub mod sessions;
 
 pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
 pub use model::{DIMENSION, ModelError, ModelFiles};

@@ -15,7 +15,6 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::session::Session;
 use ort::value::Tensor;
@@ -169,38 +168,13 @@ impl CrossEncoder {
         passages: &[S],
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<f32>, CrossEncoderError> {
-        let next = AtomicUsize::new(0);
-        let work = |first: usize| -> Result<Vec<(usize, f32)>, CrossEncoderError> {
-            let mut done = Vec::new();
-            // A free session if there is one, else wait for this worker's own.
-            let session = self
-                .sessions
-                .iter()
-                .find_map(|s| s.try_lock().ok())
-                .map_or_else(|| self.sessions[first % self.sessions.len()].lock(), Ok);
-            // A poisoned lock only means another run panicked; the session itself is intact.
-            let mut session = session.unwrap_or_else(std::sync::PoisonError::into_inner);
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(passage) = passages.get(i) else { return Ok(done) };
-                if cancelled() {
-                    return Err(CrossEncoderError::Cancelled);
-                }
-                let encoding = self.encode(query, passage.as_ref())?;
-                done.push((i, run(&mut session, &encoding)?));
+        rcp_embedder::sessions::run_jobs(&self.sessions, passages.len(), |session, i| {
+            if cancelled() {
+                return Err(CrossEncoderError::Cancelled);
             }
-        };
-        let workers = self.sessions.len().min(passages.len()).max(1);
-        let mut parts = std::thread::scope(|s| {
-            let others: Vec<_> = (1..workers).map(|w| s.spawn(move || work(w))).collect();
-            let mut parts = work(0)?;
-            for o in others {
-                parts.extend(o.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?);
-            }
-            Ok::<_, CrossEncoderError>(parts)
-        })?;
-        parts.sort_unstable_by_key(|(i, _)| *i);
-        Ok(parts.into_iter().map(|(_, s)| s).collect())
+            let encoding = self.encode(query, passages[i].as_ref())?;
+            run(session, &encoding)
+        })
     }
 }
 
