@@ -86,7 +86,7 @@ fn hnsw_recall_at_10_on_cranfield_vectors() {
     }
 
     // Every backend, through the engine's store.
-    for backend in Backend::ALL {
+    for &backend in Backend::ALL {
         // The engine's store (ids are row numbers), searched through the graph at any size.
         let store =
             Store::in_memory(StoreOptions { ann: Some(backend), full_scan_threshold: 0, ..StoreOptions::default() });

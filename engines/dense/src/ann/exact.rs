@@ -1,19 +1,19 @@
-//! Exact search: the dot product with a SIMD kernel chosen at run time (`numkong`), a bounded
+//! Exact search: the dot product with a SIMD kernel chosen at run time (`rcp-hnsw`'s), a bounded
 //! top-k, and a batched scan that scores a block of rows against many queries as one matrix
 //! product. It serves small
 //! collections, the fallback of very selective filters, and is the recall reference.
+
+use std::sync::OnceLock;
+
+use rcp_hnsw::kernels::Simd;
 
 use super::{Scored, by_score};
 
 /// The dot product of two vectors of the same length (the shorter length otherwise), with the
 /// widest SIMD kernel the CPU offers.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    match <f32 as numkong::Dot>::dot(a, b) {
-        Some(d) => d as f32,
-        None => a.iter().zip(b).map(|(x, y)| x * y).sum(),
-    }
+    static SIMD: OnceLock<Simd> = OnceLock::new();
+    SIMD.get_or_init(Simd::detect).dot_f32(a, b)
 }
 
 /// The best `want` of a stream of scored slots, kept without sorting the whole stream.

@@ -33,11 +33,13 @@ use std::str::FromStr;
 mod exact;
 mod hnsw_rs;
 mod rcp_hnsw;
+#[cfg(feature = "usearch")]
 mod usearch;
 
 pub use exact::{dot, exact, exact_batch};
 pub use hnsw_rs::{HnswRsIndex, UnitDot};
 pub use rcp_hnsw::RcpHnswIndex;
+#[cfg(feature = "usearch")]
 pub use usearch::UsearchIndex;
 
 /// HNSW construction and search parameters.
@@ -104,15 +106,26 @@ pub enum Backend {
     /// `rcp-hnsw`: the project's own graph; run-time SIMD dispatch, persistent graph.
     #[default]
     RcpHnsw,
-    /// `usearch`: run-time SIMD dispatch, persistent graph.
+    /// `usearch`: run-time SIMD dispatch, persistent graph. Needs the `usearch` feature: a
+    /// build without it refuses the name (`--ann`) and a data directory whose graph uses it
+    /// ([`Backend::available`]).
     Usearch,
     /// `hnsw_rs`: pure Rust, rebuilt on every start.
     HnswRs,
 }
 
 impl Backend {
-    /// Every backend, in the order `--ann` lists them.
-    pub const ALL: [Backend; 3] = [Backend::RcpHnsw, Backend::Usearch, Backend::HnswRs];
+    /// Every backend this build has, in the order `--ann` lists them.
+    #[cfg(feature = "usearch")]
+    pub const ALL: &'static [Backend] = &[Backend::RcpHnsw, Backend::Usearch, Backend::HnswRs];
+    /// Every backend this build has, in the order `--ann` lists them.
+    #[cfg(not(feature = "usearch"))]
+    pub const ALL: &'static [Backend] = &[Backend::RcpHnsw, Backend::HnswRs];
+
+    /// Whether this build has the backend (`usearch` needs its feature).
+    pub fn available(self) -> bool {
+        Backend::ALL.contains(&self)
+    }
 
     /// The name used by `--ann` and in `manifest.json`.
     pub fn name(self) -> &'static str {
@@ -139,7 +152,10 @@ impl FromStr for Backend {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| {
+        if s == Backend::Usearch.name() && !Backend::Usearch.available() {
+            return Err("this build of rcp-dense has no usearch backend (rcp-dense's `usearch` feature)".into());
+        }
+        Backend::ALL.iter().copied().find(|b| b.name() == s).ok_or_else(|| {
             let names: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
             format!("unknown ANN backend '{s}'; known: {}", names.join(", "))
         })
@@ -225,7 +241,12 @@ pub trait AnnIndex: Send + Sync + fmt::Debug {
 pub fn new_index(backend: Backend, params: HnswParams, dim: usize, capacity: usize) -> Box<dyn AnnIndex> {
     match backend {
         Backend::HnswRs => Box::new(HnswRsIndex::new(params, capacity)),
+        #[cfg(feature = "usearch")]
         Backend::Usearch => Box::new(UsearchIndex::new(params, dim, capacity)),
+        // Not reachable from the command line or a data directory, which refuse it
+        // (`Backend::available`); a program that names it anyway gets the default graph.
+        #[cfg(not(feature = "usearch"))]
+        Backend::Usearch => Box::new(RcpHnswIndex::new(params, dim)),
         Backend::RcpHnsw => Box::new(RcpHnswIndex::new(params, dim)),
     }
 }
@@ -258,7 +279,10 @@ pub fn load(
 ) -> Result<Box<dyn AnnIndex>, AnnError> {
     let index: Box<dyn AnnIndex> = match backend {
         Backend::HnswRs => return Err(AnnError::Unsupported(backend)),
+        #[cfg(feature = "usearch")]
         Backend::Usearch => Box::new(UsearchIndex::load(params, dim, path)?),
+        #[cfg(not(feature = "usearch"))]
+        Backend::Usearch => return Err(AnnError::Unsupported(backend)),
         Backend::RcpHnsw => Box::new(RcpHnswIndex::load(params, dim, path)?),
     };
     if index.len() != nodes {
@@ -302,6 +326,7 @@ mod tests {
         finds_itself_and_respects_keep(Backend::HnswRs);
     }
 
+    #[cfg(feature = "usearch")]
     #[test]
     fn usearch_finds_itself_and_respects_keep() {
         finds_itself_and_respects_keep(Backend::Usearch);
@@ -314,11 +339,12 @@ mod tests {
 
     #[test]
     fn backends_parse_and_print() {
-        for b in Backend::ALL {
+        for &b in Backend::ALL {
             assert_eq!(b.name().parse::<Backend>().unwrap(), b);
             assert_eq!(serde_json::to_value(b).unwrap(), b.name());
         }
-        assert!("faiss".parse::<Backend>().unwrap_err().contains("rcp-hnsw, usearch, hnsw-rs"));
+        let known = if cfg!(feature = "usearch") { "rcp-hnsw, usearch, hnsw-rs" } else { "rcp-hnsw, hnsw-rs" };
+        assert!("faiss".parse::<Backend>().unwrap_err().contains(known));
     }
 
     #[test]
@@ -328,7 +354,7 @@ mod tests {
         let v = random_unit(n, dim, 11);
         let queries = random_unit(50, dim, 12);
         let params = HnswParams { m: 12, ef_construction: 40, ..HnswParams::default() };
-        for backend in Backend::ALL {
+        for &backend in Backend::ALL {
             let ann = build(backend, params, &v, dim, |_| true).unwrap();
             assert_eq!(ann.len(), n);
             let mut hit = 0;

@@ -48,6 +48,17 @@ pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<(Table, Writer, 
     manifest.check_servable(&manifest_path)?;
     manifest.hnsw = options.hnsw.apply(manifest.hnsw);
     manifest.ann = options.ann.unwrap_or(manifest.ann);
+    if !manifest.ann.available() {
+        return Err(StoreError::Incompatible {
+            path: manifest_path.clone(),
+            detail: format!(
+                "the graph is built with {}, which this build of rcp-dense lacks (its `{}` feature): \
+                 build with it, or pass --ann rcp-hnsw to rebuild the graph from the stored vectors",
+                manifest.ann,
+                manifest.ann.name()
+            ),
+        });
+    }
     let (params, backend) = (manifest.hnsw, manifest.ann);
     let mut table = Table::new(DIMENSION, params, backend);
     let mut report = OpenReport::default();
