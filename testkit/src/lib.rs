@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -48,12 +48,12 @@ pub fn assert_valid_result(method: &str, result: &Value) {
     assert!(errors.is_empty(), "{method} result violates the schema: {errors:?}\n{result}");
 }
 
-/// Path of an example binary built beside the test executable.
+/// Path of an example of the `rcp-examples` package (`tiny_engine`, ...), built beside the test
+/// executable; a missing one is built with the cargo that runs the tests, in the same profile.
 pub fn example_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("examples").join(name);
-    assert!(bin.exists(), "{} not built; run through `cargo test`, which builds examples", bin.display());
+    let dir = profile_dir();
+    let bin = dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    build_once(&bin, &["-p", "rcp-examples", "--example", name], &dir);
     bin
 }
 
@@ -61,16 +61,28 @@ pub fn example_bin(name: &str) -> PathBuf {
 /// test executable. Integration tests cannot name another package's `CARGO_BIN_EXE_*`, so
 /// a missing binary is built with the cargo that runs the tests, in the same profile.
 pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf();
+    let dir = profile_dir();
     let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    build_once(&bin, &["-p", package, "--bin", name], &dir);
+    bin
+}
+
+/// `target/<profile>` of the running test executable.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe path");
+    exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf()
+}
+
+/// Runs `cargo build TARGET_ARGS` into `dir`'s target directory and profile unless `bin`
+/// exists.
+fn build_once(bin: &Path, target_args: &[&str], dir: &Path) {
     if bin.is_file() {
-        return bin;
+        return;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_owned();
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", package, "--bin", name, "--target-dir"]).arg(dir.parent().expect("target dir"));
+    cmd.arg("build").args(target_args).arg("--target-dir").arg(dir.parent().expect("target dir"));
     match profile.as_str() {
         "debug" => {}
         "release" => {
@@ -81,8 +93,7 @@ pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
         }
     }
     let status = cmd.status().expect("run cargo build");
-    assert!(status.success() && bin.is_file(), "building {name} ({package}) failed");
-    bin
+    assert!(status.success() && bin.is_file(), "building {} failed", bin.display());
 }
 
 /// A running engine process, spoken to over rcp-client's blocking NDJSON harness; killed
