@@ -53,13 +53,12 @@ impl Engine {
         d.add_text(f.trust, trust.as_str());
         d.add_text(f.source, source);
         for (name, m) in &f.filterable {
+            let Some(v) = doc.meta.get(name).filter(|v| !v.is_null()) else { continue };
             let values = field_values(&doc.meta, name, &m.spec.ty)
                 .map_err(|e| EngineError::invalid(e.field.clone(), e.reason()))?;
-            if values.is_empty() {
-                continue;
-            }
+            // Present even as an empty array (`exists`).
             d.add_text(f.present, name);
-            if doc.meta.get(name).is_some_and(Value::is_array) {
+            if v.is_array() {
                 d.add_text(f.arrays, name);
             }
             for v in values {
