@@ -35,3 +35,17 @@ impl NotIndexed {
         std::process::exit(i32::from(EXIT_NOT_INDEXED))
     }
 }
+
+/// The end of an `index` command whose binary maps errors to another exit code: when `result`
+/// is a [`NotIndexed`], [`NotIndexed::exit`]; any other result is returned as is.
+pub fn exit_if_not_indexed<E>(program: &str, result: Result<(), E>) -> Result<(), E>
+where
+    E: AsRef<dyn std::error::Error + Send + Sync + 'static>,
+{
+    if let Err(e) = &result
+        && let Some(not_indexed) = e.as_ref().downcast_ref::<NotIndexed>()
+    {
+        not_indexed.exit(program);
+    }
+    result
+}

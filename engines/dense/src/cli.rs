@@ -157,15 +157,7 @@ impl EngineCli for Cli {
     fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
-            Command::Index(cmd) => {
-                let result = index(cmd);
-                if let Err(e) = &result
-                    && let Some(not_indexed) = e.downcast_ref::<NotIndexed>()
-                {
-                    not_indexed.exit("rcp-dense");
-                }
-                result
-            }
+            Command::Index(cmd) => rcp_corpus::policy::exit_if_not_indexed("rcp-dense", index(cmd)),
             Command::Serve(cmd) => serve(*cmd),
             Command::Repair { data_dir } => repair(&data_dir),
         }

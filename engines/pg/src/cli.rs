@@ -167,12 +167,7 @@ impl EngineCli for Cli {
                 let mut skipped = 0;
                 let result = block_on(async { index(*cmd).await.map(|n| skipped = n) })
                     .and_then(|()| Ok(NotIndexed::check(skipped)?));
-                if let Err(e) = &result
-                    && let Some(not_indexed) = e.downcast_ref::<NotIndexed>()
-                {
-                    not_indexed.exit("rcp-pg");
-                }
-                result
+                rcp_corpus::policy::exit_if_not_indexed("rcp-pg", result)
             }
             Command::Serve(cmd) => serve(*cmd),
         }
