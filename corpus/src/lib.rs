@@ -10,12 +10,16 @@
 #![forbid(unsafe_code)]
 
 pub mod fields;
+pub mod policy;
+pub mod validate;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use rcp_protocol::Meta;
+use rcp_protocol::filter::FieldType;
 use rcp_protocol::index::Document;
 use serde_json::Value;
 
@@ -151,10 +155,41 @@ pub enum CorpusError {
         /// What is wrong, printed in this error's message (so not also its `source`).
         cause: RecordError,
     },
+    /// A document whose metadata does not fit a declared field ([`validate::check_meta`]),
+    /// worded as `rcp index add` reports it: `FILE:LINE: ID: FIELD: REASON`.
+    #[error("{}:{line}: {id}: {}: {}", path.display(), cause.field, cause.reason())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The document's id, or `(no id)`.
+        id: String,
+        /// The value that does not fit.
+        cause: validate::FieldValueError,
+    },
+}
+
+impl CorpusError {
+    /// Whether this error is about one line (which an `index` command skips, or stops at with
+    /// `--strict`) rather than the file as a whole (which ends the run).
+    pub fn is_line(&self) -> bool {
+        !matches!(self, CorpusError::Io { .. })
+    }
 }
 
 /// Reads a JSONL corpus lazily, one document per non-blank line.
 pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<CorpusDoc, CorpusError>>, CorpusError> {
+    read_jsonl_checked(path, BTreeMap::new())
+}
+
+/// [`read_jsonl`], and a document whose metadata does not fit one of the declared `fields` is
+/// a [`CorpusError::Field`] naming its line, id and field: the ingestion rule of every
+/// engine's `index` command ([`validate::check_meta`]).
+pub fn read_jsonl_checked(
+    path: impl AsRef<Path>,
+    fields: BTreeMap<String, FieldType>,
+) -> Result<impl Iterator<Item = Result<CorpusDoc, CorpusError>>, CorpusError> {
     let path = path.as_ref().to_path_buf();
     let file = File::open(&path).map_err(|cause| CorpusError::Io { path: path.clone(), cause })?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
@@ -181,7 +216,16 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<impl Iterator<Item = Result<
             let record = serde_json::from_str::<Value>(text)
                 .map_err(RecordError::from)
                 .and_then(CorpusDoc::from_json)
-                .map_err(|cause| CorpusError::Record { path: path.clone(), line: line_no, cause });
+                .map_err(|cause| CorpusError::Record { path: path.clone(), line: line_no, cause })
+                .and_then(|doc| match validate::check_meta(&doc.meta, &fields) {
+                    Ok(()) => Ok(doc),
+                    Err(cause) => Err(CorpusError::Field {
+                        path: path.clone(),
+                        line: line_no,
+                        id: doc.id.clone().unwrap_or_else(|| "(no id)".to_owned()),
+                        cause,
+                    }),
+                });
             return Some(record);
         }
     }))

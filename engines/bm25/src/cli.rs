@@ -12,7 +12,10 @@ use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, Status};
 
+use rcp_corpus::policy::NotIndexed;
+
 use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
+use crate::error::EngineError;
 use crate::integrity::repair::{self, Repair};
 use crate::integrity::{self, DirState};
 use crate::schema::{self, FieldSpec};
@@ -217,7 +220,9 @@ fn run_index(args: IndexArgs) -> anyhow::Result<()> {
     let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
     if integrity::state(&args.data_dir) == DirState::Index {
         let engine = Engine::open_existing(&args.data_dir, declared, options)?;
-        return load(&engine, &args);
+        let skipped = load(&engine, &args)?;
+        drop(engine);
+        return Ok(NotIndexed::check(skipped)?);
     }
     // A new index: build it beside the target and move it in only when the run succeeds, so a
     // failed or interrupted run never leaves an empty index that `serve` would open.
@@ -225,8 +230,10 @@ fn run_index(args: IndexArgs) -> anyhow::Result<()> {
     let built = Engine::create(&partial, declared, options)
         .map_err(anyhow::Error::from)
         .and_then(|engine| load(&engine, &args));
-    match built.and_then(|()| move_into_place(&partial, &args.data_dir)) {
-        Ok(()) => Ok(()),
+    // Lines skipped do not fail the build: the valid ones are indexed, then the exit code says
+    // that some were not (the ingestion policy, `rcp_corpus::policy`).
+    match built.and_then(|skipped| move_into_place(&partial, &args.data_dir).map(|()| skipped)) {
+        Ok(skipped) => Ok(NotIndexed::check(skipped)?),
         Err(e) => {
             let _ = std::fs::remove_dir_all(&partial);
             Err(e)
@@ -265,9 +272,11 @@ fn move_into_place(partial: &Path, dir: &Path) -> anyhow::Result<()> {
     std::fs::remove_dir_all(partial).map_err(|e| io(partial, e))
 }
 
-fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<()> {
+/// Loads the corpus; the number of lines skipped (each reported on stderr as `FILE:LINE: ...`).
+fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<u64> {
     let total = rcp_corpus::count_lines(&args.corpus)?;
-    let docs = rcp_corpus::read_jsonl(&args.corpus)?;
+    let declared = engine.field_specs().iter().map(|f| (f.name.clone(), f.ty.clone())).collect();
+    let docs = rcp_corpus::read_jsonl_checked(&args.corpus, declared)?;
     let source = args.source.clone().unwrap_or_else(|| {
         args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
     });
@@ -280,11 +289,14 @@ fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<()> {
     let stats = engine.load(docs, args.trust.into(), &source, args.strict, |problem| {
         bar.inc(1);
         if let Some(p) = problem {
-            bar.suspend(|| eprintln!("warning: {p}"));
+            bar.suspend(|| eprintln!("{p}"));
         }
     });
     bar.finish_and_clear();
-    let stats = stats?;
+    let stats = stats.map_err(|e| match e {
+        EngineError::NotIndexed(n) => anyhow::Error::from(n),
+        e => e.into(),
+    })?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "indexed {} documents ({} skipped) in {secs:.2} s, {:.0} docs/s; {} now holds {} documents (indexVersion {})",
@@ -295,7 +307,7 @@ fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<()> {
         stats.total,
         stats.index_version
     );
-    Ok(())
+    Ok(stats.skipped)
 }
 
 fn run_verify(args: &DirArgs) -> anyhow::Result<()> {

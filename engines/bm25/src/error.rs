@@ -73,6 +73,9 @@ pub enum EngineError {
     /// The request was cancelled or its deadline passed.
     #[error("cancelled")]
     Cancelled,
+    /// An `index` run left lines out, or `--strict` stopped it (the ingestion policy).
+    #[error(transparent)]
+    NotIndexed(#[from] rcp_corpus::policy::NotIndexed),
     /// A blocking task failed to complete (panic or runtime shutdown).
     #[error("internal: {0}")]
     Internal(String),

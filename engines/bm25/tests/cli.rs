@@ -50,10 +50,11 @@ fn bad_lines_are_reported_and_skipped_or_abort_with_strict() {
     // The aborted run left nothing behind: the directory does not exist (issue #12).
     assert!(!data.exists(), "an aborted --strict run left {} behind", data.display());
 
-    // Default: each bad line is named (file:line) and skipped; the rest is indexed. The fields
-    // are declared again: the aborted run created no index to remember them.
+    // Default: each bad line is named (file:line) and skipped; the rest is indexed, and the
+    // exit code (1) says lines were left out. The fields are declared again: the aborted run
+    // created no index to remember them.
     let out = index(&["--data-dir", d, "--field", "year:int", "--field", "lang:keyword", "--trust", "untrusted", c]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("c.jsonl:2"), "{err}");
     assert!(err.contains("meta.year"), "{err}");
@@ -66,12 +67,13 @@ fn bad_lines_are_reported_and_skipped_or_abort_with_strict() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot change"));
 
-    // The same schema from a fields file is accepted; a different one is refused.
+    // The same schema from a fields file is accepted (the same 3 lines skipped: exit 1, with
+    // the summary); a different one is refused.
     let fields = dir.path().join("fields.json");
     std::fs::write(&fields, r#"{"year": "int", "lang": "keyword"}"#).unwrap();
-    assert!(
-        index(&["--data-dir", d, "--fields", fields.to_str().unwrap(), "--trust", "untrusted", c]).status.success()
-    );
+    let out = index(&["--data-dir", d, "--fields", fields.to_str().unwrap(), "--trust", "untrusted", c]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("indexed 2 documents (3 skipped)"));
     std::fs::write(&fields, r#"{"year": "geo"}"#).unwrap();
     let out = index(&["--data-dir", d, "--fields", fields.to_str().unwrap(), c]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not supported"));

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use rcp_corpus::policy::NotIndexed;
 use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
 use rcp_protocol::filter::FieldType;
@@ -156,7 +157,7 @@ impl EngineCli for Cli {
     fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
-            Command::Index(cmd) => index(cmd),
+            Command::Index(cmd) => rcp_corpus::policy::exit_if_not_indexed("rcp-dense", index(cmd)),
             Command::Serve(cmd) => serve(*cmd),
             Command::Repair { data_dir } => repair(&data_dir),
         }
@@ -318,11 +319,7 @@ fn load_corpus(
             Err(e @ CorpusError::Io { .. }) => return Err(e.into()),
             Err(e) => {
                 loaded.skipped += 1;
-                if loaded.skipped <= 20 {
-                    bar.suspend(|| say(&format!("skipped {e}")));
-                } else if loaded.skipped == 21 {
-                    bar.suspend(|| say("more unusable lines skipped; the summary counts them"));
-                }
+                bar.suspend(|| eprintln!("{e}"));
                 continue;
             }
         };
@@ -367,24 +364,22 @@ impl Ticker {
     }
 }
 
-/// With `--strict`: the first unusable line of `corpus`, before anything is embedded.
-fn check_corpus(corpus: &Path) -> anyhow::Result<usize> {
-    let mut good = 0;
-    for doc in rcp_corpus::read_jsonl(corpus)? {
+/// With `--strict`: the first unusable line of `corpus` (declared `fields` checked), before
+/// anything is embedded.
+fn check_corpus(corpus: &Path, fields: &BTreeMap<String, FieldType>) -> anyhow::Result<()> {
+    for doc in rcp_corpus::read_jsonl_checked(corpus, fields.clone())? {
         match doc {
-            Ok(_) => good += 1,
-            Err(e) => {
-                return Err(anyhow::anyhow!(
-                    "{e} (--strict: nothing was indexed; the {good} lines before it are usable)"
-                ));
-            }
+            Ok(_) => {}
+            Err(e) if e.is_line() => return Err(NotIndexed::Strict(e.to_string()).into()),
+            Err(e) => return Err(e.into()),
         }
     }
-    Ok(good)
+    Ok(())
 }
 
 /// `index`: a run that fails leaves no new directory behind (an existing one keeps what its
-/// acknowledged writes hold).
+/// acknowledged writes hold). Lines skipped do not fail the run: the valid ones are indexed,
+/// then the error is [`NotIndexed::Skipped`] (exit 1, the ingestion policy).
 fn index(cmd: IndexCmd) -> anyhow::Result<()> {
     let created = !cmd.data_dir.exists();
     let dir = cmd.data_dir.clone();
@@ -395,10 +390,11 @@ fn index(cmd: IndexCmd) -> anyhow::Result<()> {
             Err(e) => say(&format!("could not remove {} after the failed run: {e}", dir.display())),
         }
     }
-    result
+    Ok(NotIndexed::check(result?)?)
 }
 
-fn index_into(cmd: IndexCmd) -> anyhow::Result<()> {
+/// Indexes the corpus; the number of lines skipped.
+fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options)?;
@@ -410,10 +406,14 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<()> {
             .progress_chars("=> "),
     );
     let started = Instant::now();
+    // Declared fields (this run's --field, else the store's) are checked on every line: a
+    // value of the wrong type is refused, never stored (rcp_corpus::validate).
+    let declared: BTreeMap<String, FieldType> =
+        if cmd.fields.is_empty() { store.fields() } else { cmd.fields.iter().cloned().collect() };
     if cmd.strict {
-        check_corpus(&cmd.corpus)?;
+        check_corpus(&cmd.corpus, &declared)?;
     }
-    let docs = rcp_corpus::read_jsonl(&cmd.corpus)?;
+    let docs = rcp_corpus::read_jsonl_checked(&cmd.corpus, declared)?;
     let mut metas = Vec::new();
     let loaded = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
     bar.finish_and_clear();
@@ -441,7 +441,7 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<()> {
     ));
     let listed: Vec<String> = fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
     say(&format!("filter fields: {}", if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }));
-    Ok(())
+    Ok(loaded.skipped as u64)
 }
 
 fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> anyhow::Result<Store> {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_corpus::fields::{infer_fields, parse_field};
+use rcp_corpus::policy::NotIndexed;
 use rcp_embedder::cli::ModelArgs;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
@@ -109,6 +110,10 @@ struct IndexCmd {
     /// Index the built-in demo corpus (30 documents with `topic` and `year`) instead of a file.
     #[arg(long)]
     builtin: bool,
+    /// Stop at the first unusable line (nothing of the run is written) instead of skipping it
+    /// with a FILE:LINE report.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Debug, Args)]
@@ -158,7 +163,12 @@ impl EngineCli for Cli {
         match self.command {
             Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
             Command::Migrate(cmd) => block_on(async move { open(&cmd).await.map(drop) }),
-            Command::Index(cmd) => block_on(index(*cmd)),
+            Command::Index(cmd) => {
+                let mut skipped = 0;
+                let result = block_on(async { index(*cmd).await.map(|n| skipped = n) })
+                    .and_then(|()| Ok(NotIndexed::check(skipped)?));
+                rcp_corpus::policy::exit_if_not_indexed("rcp-pg", result)
+            }
             Command::Serve(cmd) => serve(*cmd),
         }
     }
@@ -210,13 +220,25 @@ async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
     Ok(db)
 }
 
-async fn index(cmd: IndexCmd) -> anyhow::Result<()> {
+/// `index`: reads the whole corpus (declared `--field`s checked on every line), then writes it
+/// in batches; the number of lines skipped (each reported as `FILE:LINE: ...`). With
+/// `--strict` the first unusable line stops the run before anything is written.
+async fn index(cmd: IndexCmd) -> anyhow::Result<u64> {
     let db = open(&cmd.migrate).await?;
     let mut docs = Vec::new();
+    let mut skipped = 0u64;
     match &cmd.corpus {
         Some(path) => {
-            for doc in rcp_corpus::read_jsonl(path)? {
-                docs.push(doc?);
+            for doc in rcp_corpus::read_jsonl_checked(path, cmd.fields.iter().cloned().collect())? {
+                match doc {
+                    Ok(doc) => docs.push(doc),
+                    Err(e) if !e.is_line() => return Err(e.into()),
+                    Err(e) if cmd.strict => return Err(NotIndexed::Strict(e.to_string()).into()),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        skipped += 1;
+                    }
+                }
             }
         }
         None => docs = rcp_corpus::builtin(),
@@ -262,11 +284,12 @@ async fn index(cmd: IndexCmd) -> anyhow::Result<()> {
     let secs = started.elapsed().as_secs_f64();
     let embedded = embedded.into_inner();
     say(&format!(
-        "indexed {total} documents ({embedded} embedded, {} unchanged) in {secs:.1}s ({:.0} docs/s); version {version}",
+        "indexed {total} documents ({embedded} embedded, {} unchanged; {skipped} lines skipped) in {secs:.1}s \
+         ({:.0} docs/s); version {version}",
         total - embedded,
         total as f64 / secs.max(1e-9)
     ));
-    Ok(())
+    Ok(skipped)
 }
 
 /// Readiness and gauges, refreshed from the (read) database every [`STATUS_EVERY`] by a

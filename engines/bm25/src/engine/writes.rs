@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use rcp_corpus::CorpusDoc;
-use rcp_protocol::filter::{FieldType, date_to_epoch_ms};
+use rcp_corpus::policy::NotIndexed;
+use rcp_corpus::validate::{TypedValue, field_values};
 use serde_json::Value;
 use tantivy::collector::Count;
 use tantivy::query::TermQuery;
@@ -53,15 +54,15 @@ impl Engine {
         d.add_text(f.source, source);
         for (name, m) in &f.filterable {
             let Some(v) = doc.meta.get(name).filter(|v| !v.is_null()) else { continue };
+            let values = field_values(&doc.meta, name, &m.spec.ty)
+                .map_err(|e| EngineError::invalid(e.field.clone(), e.reason()))?;
+            // Present even as an empty array (`exists`).
             d.add_text(f.present, name);
-            match v {
-                Value::Array(items) => {
-                    d.add_text(f.arrays, name);
-                    for (i, item) in items.iter().enumerate() {
-                        add_value(&mut d, m, item).map_err(|e| EngineError::invalid(format!("meta.{name}[{i}]"), e))?;
-                    }
-                }
-                v => add_value(&mut d, m, v).map_err(|e| EngineError::invalid(format!("meta.{name}"), e))?,
+            if v.is_array() {
+                d.add_text(f.arrays, name);
+            }
+            for v in values {
+                add_value(&mut d, m, v);
             }
         }
         Ok(d)
@@ -133,10 +134,10 @@ impl Engine {
             for item in docs {
                 let doc = match item {
                     Ok(d) => d,
-                    Err(e) if strict => return Err(EngineError::Config(format!("{e} (aborted: --strict)"))),
+                    Err(e) if strict => return Err(NotIndexed::Strict(e.to_string()).into()),
                     Err(e) => {
                         stats.skipped += 1;
-                        on_item(Some(format!("{e} (skipped)")));
+                        on_item(Some(e.to_string()));
                         continue;
                     }
                 };
@@ -146,10 +147,10 @@ impl Engine {
                 };
                 let prepared = match self.prepare(&doc, &id, trust, source) {
                     Ok(p) => p,
-                    Err(e) if strict => return Err(EngineError::Config(format!("document '{id}': {e} (aborted)"))),
+                    Err(e) if strict => return Err(NotIndexed::Strict(format!("document '{id}': {e}")).into()),
                     Err(e) => {
                         stats.skipped += 1;
-                        on_item(Some(format!("document '{id}': {e} (skipped)")));
+                        on_item(Some(format!("document '{id}': {e}")));
                         continue;
                     }
                 };
@@ -175,32 +176,20 @@ impl Engine {
     }
 }
 
-/// Adds one scalar metadata value to its field, checking it against the declared type.
-fn add_value(d: &mut TantivyDocument, m: &MetaField, v: &Value) -> Result<(), String> {
-    let name = &m.spec.name;
-    let ty = &m.spec.ty;
-    let bad = |want: &str| format!("field '{name}' is {ty}: expected {want}, got {v}");
-    match ty {
-        FieldType::Int => {
-            let n = v
-                .as_i64()
-                .or_else(|| v.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15).map(|x| x as i64))
-                .ok_or_else(|| bad("an integer"))?;
-            d.add_i64(m.field, n);
-        }
-        FieldType::Float => d.add_f64(m.field, v.as_f64().ok_or_else(|| bad("a number"))?),
-        FieldType::Bool => d.add_bool(m.field, v.as_bool().ok_or_else(|| bad("a boolean"))?),
-        FieldType::Date => {
-            let ms = date_to_epoch_ms(v).ok_or_else(|| bad("an RFC 3339 date or integer epoch milliseconds"))?;
-            d.add_i64(m.field, ms);
-        }
-        _ => {
-            let s = v.as_str().ok_or_else(|| bad("a string"))?;
+/// Adds one metadata value, already checked against its declared type
+/// ([`rcp_corpus::validate`]), to its field.
+fn add_value(d: &mut TantivyDocument, m: &MetaField, v: TypedValue<'_>) {
+    match v {
+        TypedValue::Int(n) | TypedValue::Date(n) => d.add_i64(m.field, n),
+        TypedValue::Float(x) => d.add_f64(m.field, x),
+        TypedValue::Bool(b) => d.add_bool(m.field, b),
+        TypedValue::Str(s) => {
             d.add_text(m.field, s);
             if let Some(tokens) = m.tokens {
                 d.add_text(tokens, s);
             }
         }
+        // Only keyword, text, int, float, bool and date fields are declared (schema.rs).
+        _ => {}
     }
-    Ok(())
 }
