@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rcp_testkit::{Engine, workspace_bin};
+use rcp_testkit::{MemField, status_kb};
 use serde_json::{Value, json};
 
 /// Peak RSS above idle the gateway may reach while refusing a hostile request.
@@ -26,15 +27,6 @@ fn gateway(dir: &Path, engines: usize) -> Engine {
     gw
 }
 
-/// A `VmRSS`/`VmHWM` reading of `pid`, in KiB.
-fn status_kb(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.trim().strip_suffix("kB")?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
-}
-
 fn call(gw: &mut Engine, id: i64, params: Value) -> Value {
     let frame = json!({"jsonrpc": "2.0", "id": id, "method": "retrieve", "params": params});
     gw.send(&frame);
@@ -47,7 +39,8 @@ fn a_huge_federation_path_is_refused_before_it_is_copied_and_memory_stays_bounde
     let mut gw = gateway(dir.path(), 2);
     let warm = call(&mut gw, 1, json!({"query": "wing", "k": 3}));
     assert!(warm["result"]["hits"].as_array().is_some_and(|h| !h.is_empty()), "{warm}");
-    let idle = status_kb(gw.pid(), "VmRSS:");
+    let idle = status_kb(gw.pid(), MemField::Rss);
+    assert!(idle > 0, "the gateway's RSS is readable");
 
     // 1.5M entries in a 7.5 MB frame: the old gateway copied them per engine (1.3 GB peak).
     let path = vec!["a"; 1_500_000];
@@ -56,7 +49,7 @@ fn a_huge_federation_path_is_refused_before_it_is_copied_and_memory_stays_bounde
     assert_eq!(err["code"], -32602, "{r}");
     assert!(err["data"]["field"].as_str().is_some_and(|f| f.starts_with("_meta")), "{err}");
     assert!(err["data"]["limit"].as_u64().is_some(), "the limit is named: {err}");
-    let peak = status_kb(gw.pid(), "VmHWM:");
+    let peak = status_kb(gw.pid(), MemField::Peak);
     assert!(peak < idle + RSS_BUDGET_KB, "peak RSS {peak} KiB, idle {idle} KiB: more than +64 MiB");
 
     // A small frame whose path is merely longer than any honest one: refused by the hop rule.

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rcp_testkit::Engine;
+use rcp_testkit::{MemField, status_kb};
 use serde_json::{Value, json};
 
 /// The headroom over idle RSS the gateway may use under any hostile engine.
@@ -89,12 +90,12 @@ impl Gateway {
 
     /// Resident set now, in kB.
     fn rss_kb(&self) -> u64 {
-        status_kb(self.engine.pid(), "VmRSS:")
+        status_kb(self.engine.pid(), MemField::Rss)
     }
 
     /// Peak resident set since the start, in kB.
     fn peak_kb(&self) -> u64 {
-        status_kb(self.engine.pid(), "VmHWM:")
+        status_kb(self.engine.pid(), MemField::Peak)
     }
 
     fn stderr_bytes(&self) -> u64 {
@@ -108,19 +109,10 @@ impl Gateway {
 
     fn assert_peak_within(&self, idle_kb: u64, case: &str) {
         let peak = self.peak_kb();
+        assert!(peak > 0 && idle_kb > 0, "{case}: RSS readings of the gateway");
         eprintln!("{case}: gateway idle RSS {idle_kb} kB, peak {peak} kB (+{} kB)", peak.saturating_sub(idle_kb));
         assert!(peak <= idle_kb + RSS_HEADROOM_KB, "{case}: peak RSS {peak} kB over idle {idle_kb} kB + 64 MB");
     }
-}
-
-fn status_kb(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn ids(r: &Value) -> Vec<String> {
@@ -299,7 +291,7 @@ fn rcp_retrieve(mode: &str) -> (bool, String, u64) {
         .spawn()
         .expect("spawn rcp");
     let pid = child.id();
-    let sampler = rcp_testkit::PeakSampler::start(0, Duration::from_millis(5), move || status_kb(pid, "VmRSS:"));
+    let sampler = rcp_testkit::PeakSampler::start(0, Duration::from_millis(5), move || status_kb(pid, MemField::Rss));
     let out = child.wait_with_output().expect("rcp runs");
     let peak = sampler.stop();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use rcp_testkit::{MemField, status_kb};
 use serde_json::{Value, json};
 
 /// The headroom over idle RSS a front end may use under any hostile engine.
@@ -18,18 +19,9 @@ fn hostile() -> &'static str {
     env!("CARGO_BIN_EXE_hostile_engine")
 }
 
-fn status_kb(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn assert_peak_within(pid: u32, idle_kb: u64, case: &str) {
-    let peak = status_kb(pid, "VmHWM:");
+    let peak = status_kb(pid, MemField::Peak);
+    assert!(peak > 0 && idle_kb > 0, "{case}: RSS readings of pid {pid}");
     eprintln!("{case}: idle RSS {idle_kb} kB, peak {peak} kB (+{} kB)", peak.saturating_sub(idle_kb));
     assert!(peak <= idle_kb + RSS_HEADROOM_KB, "{case}: peak RSS {peak} kB over idle {idle_kb} kB + 64 MB");
 }
@@ -125,7 +117,7 @@ fn warm_inspector(args: &[&str]) -> (Reaper, String, String, u64) {
     assert!(init["result"].is_object(), "initialize through the inspector: {init}");
     let (_, pong) = rpc(&addr, &engine, 2, "ping", json!({"nonce": 7}));
     assert_eq!(pong["result"]["nonce"], 7, "{pong}");
-    let idle = status_kb(reaper.0.id(), "VmRSS:");
+    let idle = status_kb(reaper.0.id(), MemField::Rss);
     (reaper, addr, engine, idle)
 }
 
@@ -238,7 +230,7 @@ fn the_mcp_bridge_survives_a_2_gib_line_and_stderr_that_is_not_utf8() {
     std::fs::write(&registry, engines.to_string()).expect("registry");
     let mut bridge = Bridge::start(&registry);
     let first = search(&mut bridge);
-    let idle = status_kb(bridge.pid(), "VmRSS:");
+    let idle = status_kb(bridge.pid(), MemField::Rss);
     eprintln!("first search: {first}");
     // The engine that wrote `\xff` on stderr still answers (it would exit 101 at its next log
     // line if its stderr had been closed), whatever became of the 2 GiB line.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 pub mod pg;
 mod sample;
 
-pub use sample::PeakSampler;
+pub use sample::{MemField, PeakSampler, status_kb};
 
 use rcp_client::ndjson::MAX_READ_LINE_BYTES;
 use rcp_client::ndjson::blocking::{BlockingChild, LineReader, write_line};

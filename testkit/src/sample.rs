@@ -38,3 +38,28 @@ impl PeakSampler {
         self.peak.load(Ordering::SeqCst)
     }
 }
+
+/// A memory reading of process `pid` from `/proc/PID/status`, in kB: `VmRSS` (resident now) or
+/// `VmHWM` (its peak since start). 0 when the process or the field is gone (Linux only).
+pub fn status_kb(pid: u32, field: MemField) -> u64 {
+    let key = match field {
+        MemField::Rss => "VmRSS:",
+        MemField::Peak => "VmHWM:",
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Which reading [`status_kb`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemField {
+    /// `VmRSS`: the resident set now.
+    Rss,
+    /// `VmHWM`: the largest resident set since the process started.
+    Peak,
+}
