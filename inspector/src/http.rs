@@ -13,8 +13,8 @@ use futures::StreamExt;
 use rcp_client::Limits;
 use serde_json::{Value, json};
 
-use crate::engine::redact_url;
 use crate::error::HttpTargetError;
+use crate::redact::redact_url;
 use crate::stdio::error_frame;
 use crate::wire::{Direction, WireLog};
 

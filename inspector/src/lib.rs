@@ -18,6 +18,7 @@ pub mod app;
 pub mod engine;
 mod error;
 pub mod http;
+pub mod redact;
 pub mod stdio;
 pub mod wire;
 

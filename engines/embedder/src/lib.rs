@@ -20,5 +20,4 @@ pub mod serve;
 pub mod sessions;
 
 pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
-pub use model::{DIMENSION, ModelError, ModelFiles};
-pub use models::Model;
+pub use model::{DIMENSION, Model, ModelError, ModelFiles};

