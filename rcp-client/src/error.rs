@@ -172,9 +172,9 @@ pub enum Disconnect {
     Limit(#[source] LimitExceeded),
 }
 
-/// An error's message followed by those of its causes (reqwest's own message omits them:
-/// "error sending request for url (...)").
-fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error's message followed by those of its causes that it does not already contain
+/// (reqwest's own message omits them: "error sending request for url (...)"), each once.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut next = e.source();
     while let Some(cause) = next {

@@ -18,7 +18,7 @@ pub mod selector;
 mod transport;
 
 pub use client::{Client, ClientOptions, PROGRESS_QUEUE, Streaming};
-pub use error::{ClientError, ConnectError, Disconnect, LimitExceeded};
+pub use error::{ClientError, ConnectError, Disconnect, LimitExceeded, causes};
 pub use federation::{Federation, FederationOptions};
 pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};

@@ -26,23 +26,8 @@ pub(crate) fn client_error(e: &ClientError) -> String {
     match e {
         // The protocol error already says "invalid params: FIELD: DETAIL".
         ClientError::InvalidParams(err) => err.to_string(),
-        other => chain(other),
+        other => rcp_client::causes(other),
     }
-}
-
-/// An error's message followed by those of its causes that it does not already contain.
-fn chain(e: &(dyn Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let m = cause.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        next = cause.source();
-    }
-    s
 }
 
 /// The protocol error inside `e`, if the engine (or the client's own check) answered with one.
@@ -64,7 +49,7 @@ fn rcp_error<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a RcpError> {
 pub(crate) fn report(e: &(dyn Error + 'static), ctx: &Context) -> String {
     let message = match e.downcast_ref::<ClientError>() {
         Some(c) => client_error(c),
-        None => chain(e),
+        None => rcp_client::causes(e),
     };
     let lower = message.to_ascii_lowercase();
     let http = ctx.http.as_deref().and_then(|u| reqwest::Url::parse(u.trim()).ok());
