@@ -16,7 +16,7 @@ use rcp_protocol::retrieve::Citation;
 use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
 use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Documents by id: text and metadata.
 struct Shelf {
@@ -116,16 +116,16 @@ impl Index for Shelf {
     }
 }
 
+/// The shelf engine as a server; `notifications` adds streaming and logs.
+fn shelf_server(notifications: bool) -> Server {
+    let shelf = std::sync::Arc::new(Shelf::new());
+    let builder = Server::builder("shelf", "0").retrieve(shelf.clone()).index(shelf).conformance(ConformanceLevel::L1);
+    if notifications { builder.streaming().log().build() } else { builder.build() }
+}
+
 /// Serves a fresh engine on 127.0.0.1:0 until the returned sender is dropped.
 async fn start(opts: HttpOptions) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let shelf = std::sync::Arc::new(Shelf::new());
-    let server = Server::builder("shelf", "0")
-        .retrieve(shelf.clone())
-        .index(shelf)
-        .streaming()
-        .log()
-        .conformance(ConformanceLevel::L1)
-        .build();
+    let server = shelf_server(true);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -175,5 +175,108 @@ async fn a_stateful_http_server_follows_the_session_token() {
     assert!(report.certified() >= Some(Level::L1), "{text}");
     for id in ["lifecycle.pre-init-gated", "lifecycle.failed-init-locked", "initialize.repeat-rejected", "log.opt-in"] {
         assert_eq!(report.check(id).map(|c| c.status), Some(rcp_conformance::Status::Pass), "{id}\n{text}");
+    }
+}
+
+/// `--stateful` as the command line serves it: sessions for the clients that send `RCP-Session`
+/// back, token-less requests served statelessly for the others (§5.2 permits both). The
+/// lifecycle checks that need an uninitialized session do not apply; the rest must pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateful_server_that_serves_tokenless_requests_certifies() {
+    let opts = HttpOptions {
+        sessions: SessionMode::Stateful { ttl: std::time::Duration::from_secs(60) },
+        require_session: false,
+        ..HttpOptions::default()
+    };
+    let report = certify(opts).await;
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{text}");
+    assert!(report.certified() >= Some(Level::L1), "{text}");
+    for id in ["lifecycle.pre-init-gated", "lifecycle.failed-init-locked"] {
+        let c = report.check(id).expect(id);
+        assert_eq!(c.status, rcp_conformance::Status::Skip, "{id}: {c:?}");
+        assert!(c.detail.contains("token-less"), "{id}: {}", c.detail);
+    }
+    for id in ["http.sessionless-gating", "initialize.repeat-rejected", "initialize.retry", "log.opt-in"] {
+        assert_eq!(report.check(id).map(|c| c.status), Some(rcp_conformance::Status::Pass), "{id}\n{text}");
+    }
+}
+
+/// The third lifecycle model of §5.2: one session for the whole process. Every HTTP request is
+/// dispatched on the same `rcp-server` session (`Server::connect`), so the first `initialize`
+/// wins and every later one is `-32600`. A minimal HTTP front: `POST /rcp/<method>` with the path
+/// checked against the body, `POST /rcp` for anything else (batches, malformed bodies).
+mod global {
+    use std::sync::Arc;
+
+    use axum::body::Bytes;
+    use axum::extract::{Path, State};
+    use axum::http::{StatusCode, header};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::post;
+    use rcp_server::transport::Connection;
+
+    use super::*;
+
+    async fn answer(conn: &Connection, body: &[u8]) -> Response {
+        match conn.handle(body).await {
+            Some(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+            None => StatusCode::NO_CONTENT.into_response(),
+        }
+    }
+
+    async fn at_base(State(conn): State<Arc<Connection>>, body: Bytes) -> Response {
+        answer(&conn, &body).await
+    }
+
+    async fn at_method(State(conn): State<Arc<Connection>>, Path(method): Path<String>, body: Bytes) -> Response {
+        let frame: Option<Value> = serde_json::from_slice(&body).ok();
+        let named = frame.as_ref().and_then(|f| f.get("method")).and_then(Value::as_str);
+        if frame.as_ref().is_some_and(Value::is_object) && named.is_some_and(|m| m != method) {
+            let id = frame.as_ref().and_then(|f| f.get("id")).cloned().unwrap_or(Value::Null);
+            let err = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "path and body name different methods"}});
+            return ([(header::CONTENT_TYPE, "application/json")], err.to_string()).into_response();
+        }
+        answer(&conn, &body).await
+    }
+
+    /// Serves the shelf engine with one process-wide session until the sender is dropped.
+    pub(super) async fn start() -> (String, tokio::sync::oneshot::Sender<()>) {
+        let server = shelf_server(false);
+        let conn = Arc::new(server.connect(|_| {}));
+        let app = axum::Router::new()
+            .route("/rcp", post(at_base))
+            .route("/rcp/{*method}", post(at_method))
+            .with_state(conn);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+            drop(server);
+        });
+        (format!("http://{addr}/rcp"), stop)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_one_process_wide_session_certifies_with_a_warning() {
+    let (base, _stop) = global::start().await;
+    let report = run(&Config::http(base).with_schema(common::schema())).await.expect("the suite runs");
+    let text = report.render_text();
+    println!("{text}");
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{text}");
+    assert!(report.certified() >= Some(Level::L1), "{text}");
+    let model = report.check("http.session-per-client").expect("session model");
+    assert_eq!(model.status, rcp_conformance::Status::Warn, "{model:?}");
+    assert_eq!(report.check("initialize.repeat-rejected").map(|c| c.status), Some(rcp_conformance::Status::Pass));
+    for id in ["lifecycle.pre-init-gated", "lifecycle.failed-init-locked", "initialize.retry"] {
+        let c = report.check(id).expect(id);
+        assert_eq!(c.status, rcp_conformance::Status::Skip, "{id}: {c:?}");
+        assert!(c.detail.contains("process-wide"), "{id}: {}", c.detail);
     }
 }

@@ -12,6 +12,7 @@ use crate::verdict::{Res, expect_code, fail, pass, pass_note, show, skip, verdic
 
 const STATELESS: &str = "stateless HTTP server: every request is implicitly initialized (§5.2), so there is no per-connection session to check";
 const GLOBAL: &str = "the HTTP server keeps one process-wide session, held by the main session (see http.session-per-client): no fresh session can be opened to check this";
+const SESSIONLESS: &str = "the HTTP server issues session tokens but serves token-less requests statelessly, implicitly initialized (§5.2 permits both): a session exists only once initialize returns its token, so there is no uninitialized session to check (token-less gating: see http.sessionless-gating)";
 
 /// How an endpoint scopes `initialize` state (§5.2): what a fresh connection can expect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +24,10 @@ pub(crate) enum Sessions {
     /// HTTP with one session for the whole process: once any client initialized, every later
     /// `initialize` is answered `-32600` and gated methods work without one.
     Global,
+    /// HTTP issuing session tokens (`_meta.session`) that also serves requests without one
+    /// statelessly, implicitly initialized: every session starts with a successful
+    /// `initialize`, so none is ever uninitialized.
+    TokenOrStateless,
 }
 
 impl Sessions {
@@ -32,21 +37,23 @@ impl Sessions {
             Sessions::PerConnection => None,
             Sessions::Stateless => Some(STATELESS),
             Sessions::Global => Some(GLOBAL),
+            Sessions::TokenOrStateless => Some(SESSIONLESS),
         }
     }
 }
 
-/// Tells how an HTTP endpoint scopes sessions while the main session is held: a session token
-/// means one session per client; otherwise a second client's `initialize` is answered either
-/// idempotently (stateless) or with `-32600` (one process-wide session). Only a SHOULD: §5.2
-/// leaves session handling to the server, but a global session locks out every other client.
-pub(crate) async fn session_model(env: &Env, main_has_token: bool, sessions: &mut Sessions) -> Res {
+/// Tells how an HTTP endpoint scopes sessions while the main session is held (§5.2). With a
+/// session token, a token-less gated request tells a strict per-client session (`-32001`) from a
+/// server that also serves token-less requests statelessly (a result). Without one, a second
+/// client's `initialize` is answered either idempotently (stateless) or with `-32600` (one
+/// process-wide session). Only a SHOULD: §5.2 leaves session handling to the server, but a
+/// global session locks out every other client.
+pub(crate) async fn session_model(env: &Env, main: &Main, sessions: &mut Sessions) -> Res {
     if matches!(env.target, crate::config::Target::Stdio { .. }) {
         return skip("stdio: every client spawns its own process");
     }
-    if main_has_token {
-        *sessions = Sessions::PerConnection;
-        return pass_note("initialize issued a session token (_meta.session): one session per client");
+    if !main.stateless {
+        return token_model(env, main, sessions).await;
     }
     let mut c = Conn::open(env).await?;
     let r = c.call("initialize", init_params(1)).await?;
@@ -65,6 +72,44 @@ pub(crate) async fn session_model(env: &Env, main_has_token: bool, sessions: &mu
     }
     *sessions = Sessions::Stateless;
     fail(format!("a second client's initialize was answered neither with a result nor -32600: {}", r.brief()))
+}
+
+/// The main session got a token: is a request without one refused (`-32001`, one session per
+/// client) or served statelessly?
+async fn token_model(env: &Env, main: &Main, sessions: &mut Sessions) -> Res {
+    *sessions = Sessions::PerConnection;
+    let Some((method, params)) = main.some_gated_call() else {
+        return pass_note("initialize issued a session token (_meta.session): one session per client");
+    };
+    let mut c = Conn::open(env).await?;
+    let r = c.call(method, params).await?;
+    if r.result().is_some() {
+        *sessions = Sessions::TokenOrStateless;
+        return pass_note(format!(
+            "initialize issued a session token (_meta.session), and a {method} without one was served statelessly \
+             (implicitly initialized, §5.2)"
+        ));
+    }
+    pass_note(format!(
+        "initialize issued a session token (_meta.session): one session per client (a {method} without one: {})",
+        r.brief()
+    ))
+}
+
+/// A stateless HTTP server "MUST still reject capability-gated methods it does not advertise with
+/// -32003" (§5.2): checked without a token on a server that also keeps sessions (a purely
+/// stateless server's main session is token-less already: `method.unadvertised` covers it).
+pub(crate) async fn sessionless_gating(env: &Env, caps: &Caps, sessions: Sessions) -> Res {
+    if sessions != Sessions::TokenOrStateless {
+        return skip("only for a server that issues session tokens and also serves token-less requests");
+    }
+    let Some((method, cap, params)) = super::methods::unadvertised_call(caps) else {
+        return skip("every core capability is advertised");
+    };
+    let mut c = Conn::open(env).await?;
+    let r = c.call(method, params).await?;
+    expect_code(&r, -32003).map_err(|e| format!("{method} without a session token ({cap} not advertised): {e}"))?;
+    pass()
 }
 
 pub(crate) async fn ping_nonce(env: &Env, slot: &mut Option<Conn>, nonce: Value) -> Res {

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::session::Main;
+use crate::session::{Caps, Main};
 use crate::verdict::{
     Outcome, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, pass, show, skip, verdict,
 };
@@ -72,8 +72,13 @@ fn gated_methods() -> Vec<(&'static str, &'static str, Value)> {
     ]
 }
 
+/// The first core method whose capability `caps` does not advertise, with valid params.
+pub(crate) fn unadvertised_call(caps: &Caps) -> Option<(&'static str, &'static str, Value)> {
+    gated_methods().into_iter().find(|(_, cap, _)| !caps.has(cap))
+}
+
 pub(crate) async fn unadvertised_method(m: &mut Main) -> Res {
-    let Some((method, cap, params)) = gated_methods().into_iter().find(|(_, cap, _)| !m.caps.has(cap)) else {
+    let Some((method, cap, params)) = unadvertised_call(&m.caps) else {
         return skip("every core capability is advertised");
     };
     let r = m.conn.call(method, params).await?;

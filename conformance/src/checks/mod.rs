@@ -139,8 +139,12 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     }
     let main_has_token = main.as_ref().is_some_and(|m| !m.stateless);
     let mut sessions = if stdio || main_has_token { Sessions::PerConnection } else { Sessions::Stateless };
-    if main.is_some() {
-        check!(cx, L0, SHOULD, "http.session-per-client", "§5.2", "a second HTTP client can initialize while the first holds its session (no process-wide session)", lifecycle::session_model(&env, main_has_token, &mut sessions));
+    if let Some(m) = &main {
+        check!(cx, L0, SHOULD, "http.session-per-client", "§5.2", "a second HTTP client can initialize while the first holds its session (no process-wide session)", lifecycle::session_model(&env, m, &mut sessions));
+        let caps = m.caps.clone();
+        if !stdio {
+            check!(cx, L0, MUST, "http.sessionless-gating", "§5.2", "a token-less request for an unadvertised capability is -32003 on a server that serves token-less requests statelessly", lifecycle::sessionless_gating(&env, &caps, sessions));
+        }
     }
     if let Some(m) = main.as_mut() {
         m.global_session = sessions == Sessions::Global;
