@@ -28,6 +28,7 @@ mod checks;
 mod config;
 mod conn;
 mod record;
+mod referee;
 mod report;
 mod schema;
 mod session;
@@ -37,7 +38,7 @@ mod verdict;
 use std::sync::{Arc, Mutex};
 
 pub use config::{Config, Target};
-pub use report::{CheckResult, Counts, Level, Report, Status, Strength};
+pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
 pub use schema::{Schemas, envelope_errors};
 
 /// Why a run could not produce a report at all.
@@ -81,5 +82,6 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     };
     let mut cx = record::Ctx::new(env, config.level, config.query.clone());
     checks::run_all(&mut cx).await;
-    Ok(Report { checks: cx.results, level_limit: config.level, transport, server: cx.server, declared: cx.declared })
+    let (server, declared) = (cx.server.take(), cx.declared.take());
+    Ok(Report { checks: cx.finish(), level_limit: config.level, transport, server, declared })
 }

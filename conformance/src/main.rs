@@ -6,9 +6,11 @@
 //! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
 //! ```
 //!
-//! Exit status: 0 when every check passed and the declared level is honest, 1 on any failed
-//! check or overclaim, 2 when the suite could not run (bad arguments, unreadable schema, a server
-//! that cannot be started).
+//! `--json` prints the full report as JSON; `--junit FILE` also writes it as JUnit XML.
+//!
+//! Exit status: 0 when no check failed and the declared level is honest (warnings and infos do
+//! not count), 1 on any failed check or overclaim, 2 when the suite could not run (bad arguments,
+//! unreadable schema, a server that cannot be started, a JUnit file that cannot be written).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +27,10 @@ struct Args {
     /// Print a machine-readable JSON report instead of text.
     #[arg(long)]
     json: bool,
+
+    /// Also write the report as JUnit XML to this file (one test case per check).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 
     /// Validate every frame against this JSON Schema (the normative rcp-1.0.json).
     #[arg(long, value_name = "PATH")]
@@ -130,6 +136,12 @@ async fn main() -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
     } else {
         print!("{}", report.render_text());
+    }
+    if let Some(path) = &args.junit
+        && let Err(e) = std::fs::write(path, report.to_junit())
+    {
+        eprintln!("rcp-conformance: cannot write the JUnit report to {}: {e}", path.display());
+        return ExitCode::from(2);
     }
     ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(1))
 }

@@ -1,10 +1,12 @@
-//! Recording what a check concluded: its catalogue entry, its strength (a failed SHOULD is a
-//! warning) and every protocol violation the connection observed while it ran.
+//! Recording what a check concluded: its catalogue entry, its own verdict mapped through the
+//! keyword of the sentence it rests on (a missed SHOULD is a warning, a missed MAY information),
+//! the protocol violations the connection observed while it ran, and the check whose answer it
+//! reused. [`crate::referee`] turns the records into results once every check has run.
 
 use serde_json::Value;
 
-use crate::conn::Env;
-use crate::report::{CheckResult, Level, Status, Strength, truncate};
+use crate::conn::{Env, Violation};
+use crate::report::{Basis, CheckResult, Level, Status, Strength};
 use crate::verdict::{Outcome, Res};
 
 /// Everything a run accumulates.
@@ -13,14 +15,28 @@ pub(crate) struct Ctx {
     limit: Level,
     /// `--query`: the broad query to use instead of trying a few.
     pub query: Option<String>,
-    pub results: Vec<CheckResult>,
+    entries: Vec<Entry>,
     pub server: Option<Value>,
     pub declared: Option<String>,
+    /// Set by the runner when the check about to be recorded reused another check's answer.
+    pub shared: Option<&'static str>,
+}
+
+/// One check as it ran, before the run's violations are attributed.
+pub(crate) struct Entry {
+    pub meta: Meta,
+    /// Its own verdict, already mapped through its strength.
+    pub status: Status,
+    pub detail: String,
+    /// What the connection saw broken while it ran.
+    pub violations: Vec<Violation>,
+    /// The check whose answer it reused (the same request).
+    pub shares: Option<&'static str>,
 }
 
 impl Ctx {
     pub(crate) fn new(env: Env, limit: Level, query: Option<String>) -> Self {
-        Ctx { env, limit, query, results: Vec::new(), server: None, declared: None }
+        Ctx { env, limit, query, entries: Vec::new(), server: None, declared: None, shared: None }
     }
 
     /// Whether checks of `level` run.
@@ -28,96 +44,54 @@ impl Ctx {
         level <= self.limit
     }
 
-    /// Records a check. A SHOULD check that fails becomes a warning; any protocol violation
-    /// observed while it ran (envelope, schema, an answered notification: MUSTs of their own) is
-    /// a FAIL whatever the check's strength.
-    pub(crate) fn record(&mut self, check: Meta, outcome: Res) {
-        let Meta { level, strength, id, section, name } = check;
-        let violations: Vec<String> = self.env.sink.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
-        let (mut status, mut detail) = match outcome {
-            Ok(Outcome::Pass(d)) => (Status::Pass, d),
-            Ok(Outcome::Fail(d)) | Err(d) if strength == Strength::Should => (Status::Warn, d),
-            Ok(Outcome::Fail(d)) | Err(d) => (Status::Fail, d),
-            Ok(Outcome::Warn(d)) => (Status::Warn, d),
-            Ok(Outcome::Skip(d)) => (Status::Skip, d),
-        };
-        if !violations.is_empty() {
-            let mut uniq: Vec<&String> = Vec::new();
-            for v in &violations {
-                if !uniq.contains(&v) {
-                    uniq.push(v);
-                }
-            }
-            let mut text = uniq.iter().take(3).map(|v| truncate(v, 300)).collect::<Vec<_>>().join("; ");
-            if uniq.len() > 3 {
-                text.push_str(&format!("; and {} more", uniq.len() - 3));
-            }
-            if status == Status::Fail {
-                detail = format!("{detail}; also: {text}");
-            } else {
-                status = Status::Fail;
-                detail = text;
-            }
-        }
-        self.results.push(CheckResult { id, level, name, section, strength, status, detail });
+    /// Records a check with the violations observed since the previous one.
+    pub(crate) fn record(&mut self, meta: Meta, outcome: Res) {
+        let violations = self.env.take_violations();
+        let (status, detail) = own_verdict(meta.basis.keyword.strength(), outcome);
+        let shares = self.shared.take();
+        self.entries.push(Entry { meta, status, detail, violations, shares });
+    }
+
+    /// The results, every defect attributed to one check.
+    pub(crate) fn finish(self) -> Vec<CheckResult> {
+        crate::referee::attribute(self.entries)
+    }
+}
+
+/// A check's own verdict: FAIL only for a MUST; a SHOULD that failed is a WARN, a MAY (or an
+/// interop probe) that failed or warned is an INFO.
+pub(crate) fn own_verdict(strength: Strength, outcome: Res) -> (Status, String) {
+    match outcome {
+        Ok(Outcome::Pass(d)) => (Status::Pass, d),
+        Ok(Outcome::Skip(d)) => (Status::Skip, d),
+        Ok(Outcome::Fail(d)) | Err(d) => (missed(strength), d),
+        Ok(Outcome::Warn(d)) if strength == Strength::May => (Status::Info, d),
+        Ok(Outcome::Warn(d)) => (Status::Warn, d),
+    }
+}
+
+/// The status of a missed requirement of this strength.
+pub(crate) fn missed(strength: Strength) -> Status {
+    match strength {
+        Strength::Must => Status::Fail,
+        Strength::Should => Status::Warn,
+        Strength::May => Status::Info,
     }
 }
 
 /// What the catalogue says about one check.
 pub(crate) struct Meta {
     pub level: Level,
-    pub strength: Strength,
     pub id: &'static str,
-    pub section: &'static str,
     pub name: &'static str,
+    /// The spec sentence it rests on ([`crate::checks::basis`]).
+    pub basis: Basis,
 }
 
-/// `MUST` / `SHOULD` in the catalogue lines.
-pub(crate) const MUST: Strength = Strength::Must;
-/// See [`MUST`].
-pub(crate) const SHOULD: Strength = Strength::Should;
-
-/// The catalogue entry of a check.
+/// The catalogue entry of a check; its basis comes from the basis table.
 macro_rules! meta {
-    ($level:ident, $strength:ident, $id:literal, $section:literal, $name:literal) => {
-        Meta { level: Level::$level, strength: $strength, id: $id, section: $section, name: $name }
+    ($level:ident, $id:literal, $name:literal) => {
+        Meta { level: Level::$level, id: $id, name: $name, basis: crate::checks::basis::of($id) }
     };
 }
 pub(crate) use meta;
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use super::*;
-    use crate::config::Target;
-    use crate::verdict::{fail, pass, warn};
-
-    fn ctx() -> Ctx {
-        let target = Target::Stdio { program: "unused".into(), args: Vec::new() };
-        let env =
-            Env { target, timeout: Duration::from_secs(1), schemas: None, sink: Arc::new(Mutex::new(Vec::new())) };
-        Ctx::new(env, Level::L2, None)
-    }
-
-    #[test]
-    fn a_failed_should_is_a_warning_but_a_protocol_violation_still_fails() {
-        let mut cx = ctx();
-        cx.record(meta!(L1, SHOULD, "a", "§0", "a"), fail("missed"));
-        cx.record(meta!(L1, MUST, "b", "§0", "b"), fail("broken"));
-        cx.record(meta!(L1, MUST, "c", "§0", "c"), warn("no error.data.field"));
-        cx.env.violation("schema: bad frame");
-        cx.record(meta!(L1, SHOULD, "d", "§0", "d"), pass());
-        let got: Vec<(Status, Strength)> = cx.results.iter().map(|r| (r.status, r.strength)).collect();
-        assert_eq!(
-            got,
-            [
-                (Status::Warn, Strength::Should),
-                (Status::Fail, Strength::Must),
-                (Status::Warn, Strength::Must),
-                (Status::Fail, Strength::Should),
-            ]
-        );
-    }
-}

@@ -46,13 +46,38 @@ impl Schemas {
 
     /// Schema violations of one received frame (message or batch).
     pub fn frame_errors(&self, frame: &Value) -> Vec<String> {
-        self.frame.iter_errors(frame).map(|e| describe(&e.to_string(), &e.instance_path().to_string())).collect()
+        self.frame_violations(frame).into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// Schema violations of one received frame, each with a key naming the rule and the place
+    /// (array positions folded).
+    pub(crate) fn frame_violations(&self, frame: &Value) -> Vec<(String, String)> {
+        self.frame
+            .iter_errors(frame)
+            .map(|e| {
+                let key = format!("{}|{}", e.schema_path(), crate::conn::fold_digits(&e.instance_path().to_string()));
+                (key, describe(&e.to_string(), &e.instance_path().to_string()))
+            })
+            .collect()
     }
 
     /// Schema violations of `result` as the result of `method`.
     pub fn result_errors(&self, method: &str, result: &Value) -> Vec<String> {
+        self.result_violations(method, result).into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// Schema violations of `result` as the result of `method`, each with a key naming the rule
+    /// and the place it was broken (array positions folded), so the same defect in two responses
+    /// has the same key.
+    pub(crate) fn result_violations(&self, method: &str, result: &Value) -> Vec<(String, String)> {
         let inst = json!({"method": method, "result": result});
-        self.result_for.iter_errors(&inst).map(|e| describe(&e.to_string(), &e.instance_path().to_string())).collect()
+        self.result_for
+            .iter_errors(&inst)
+            .map(|e| {
+                let key = format!("{}|{}", e.schema_path(), crate::conn::fold_digits(&e.instance_path().to_string()));
+                (key, describe(&e.to_string(), &e.instance_path().to_string()))
+            })
+            .collect()
     }
 }
 

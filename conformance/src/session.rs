@@ -2,6 +2,8 @@
 //! the server), the server's capabilities with typed accessors, and fresh connections for the
 //! checks that need a clean session.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 use crate::conn::{Conn, Env, Resp};
@@ -66,6 +68,13 @@ pub(crate) struct Main {
     pub configured_query: bool,
     /// Set once `shutdown` was sent: the process is not revived after that.
     pub closed: bool,
+    /// The check running on this session (set by the runner).
+    pub current: &'static str,
+    /// Probe requests already answered (method and params), with the check that sent each:
+    /// a later check asking the very same thing reuses the answer ([`Main::probe`]).
+    probes: HashMap<String, (&'static str, Resp)>,
+    /// Set by [`Main::probe`] when the running check reused another check's answer.
+    pub shared_from: Option<&'static str>,
 }
 
 /// The params of the main session's `initialize`.
@@ -96,6 +105,9 @@ impl Main {
             probe_k,
             configured_query,
             closed: false,
+            current: "",
+            probes: HashMap::new(),
+            shared_from: None,
         })
     }
 
@@ -111,6 +123,19 @@ impl Main {
         {
             self.conn = conn;
         }
+    }
+
+    /// Sends a probe request, or, when an earlier check sent the very same one, reuses its
+    /// answer and notes that check in `shared_from`: the two checks then share one verdict.
+    pub(crate) async fn probe(&mut self, method: &str, params: Value) -> Result<Resp, String> {
+        let key = format!("{method} {params}");
+        if let Some((owner, r)) = self.probes.get(&key) {
+            self.shared_from = Some(*owner);
+            return Ok(r.clone());
+        }
+        let r = self.conn.call(method, params).await?;
+        self.probes.insert(key, (self.current, r.clone()));
+        Ok(r)
     }
 
     /// `min(want, maxK)`.

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::methods::option_probe;
 use crate::session::Main;
 use crate::verdict::{
     Res, expect_invalid_params, expect_option_unsupported, fail, pass, pass_note, show, skip, verdict,
@@ -30,17 +31,29 @@ pub(crate) async fn embed_dimension(m: &mut Main) -> Res {
     if !m.caps.has("embed") {
         return skip("embed not advertised");
     }
-    let Some(dim) = dimension(m, "embed") else { return fail("embed.dimension is not advertised (§6 requires it)") };
     let inputs = ["alpha", "beta gamma", "δέλτα ✓"];
     let r = m.conn.call("embed", json!({"inputs": inputs, "kind": "document"})).await?;
     let vs = json_vectors(r.ok()?)?;
     if vs.len() != inputs.len() {
         return fail(format!("{} vectors for {} inputs", vs.len(), inputs.len()));
     }
-    match vs.iter().find(|v| v.len() != dim) {
-        Some(v) => fail(format!("a vector has {} components; embed.dimension is {dim}", v.len())),
-        None => pass(),
+    let lengths: Vec<usize> = vs.iter().map(Vec::len).collect();
+    // The schema leaves embed.dimension optional; some servers spell it `dimensions`. Either
+    // way the vectors must agree with what was advertised and with each other.
+    let (dim, note) = match (dimension(m, "embed"), m.caps.u64_at(&["embed", "dimensions"])) {
+        (Some(d), _) => (Some(d), String::new()),
+        (None, Some(d)) => {
+            (usize::try_from(d).ok(), "advertised as embed.dimensions (the spec spells it dimension)".into())
+        }
+        (None, None) => (None, "no embed.dimension advertised (optional in the schema)".to_owned()),
+    };
+    if let Some(v) = lengths.iter().find(|l| dim.is_some_and(|d| **l != d)) {
+        return fail(format!("a vector has {v} components; the advertised dimension is {}", dim.unwrap_or_default()));
     }
+    if lengths.windows(2).any(|w| w[0] != w[1]) {
+        return fail(format!("the vectors of one call have different lengths: {lengths:?}"));
+    }
+    if note.is_empty() { pass() } else { pass_note(format!("{note}; the vectors have {} components", lengths[0])) }
 }
 
 pub(crate) async fn embed_default_json(m: &mut Main) -> Res {
@@ -164,7 +177,7 @@ pub(crate) async fn embed_encoding_unadvertised(m: &mut Main) -> Res {
     if m.caps.strings(&["embed", "encodings"]).unwrap_or_default().iter().any(|e| e == "f32-base64") {
         return skip("f32-base64 is advertised");
     }
-    let r = m.conn.call("embed", json!({"inputs": ["alpha"], "encoding": "f32-base64"})).await?;
+    let r = m.probe("embed", option_probe("embed", "f32-base64")).await?;
     expect_option_unsupported(&r)
 }
 
@@ -245,7 +258,7 @@ pub(crate) async fn rerank_method_unadvertised(m: &mut Main) -> Res {
     let Some(method) = missing(&["cross-encoder", "colbert", "llm"], m.caps.strings(&["rerank", "methods"])) else {
         return skip("every rerank method is advertised");
     };
-    let r = m.conn.call("rerank", json!({"query": "alpha", "passages": ["a"], "method": method})).await?;
+    let r = m.probe("rerank", option_probe("rerank", method)).await?;
     expect_option_unsupported(&r)
 }
 
@@ -256,7 +269,7 @@ pub(crate) async fn rerank_documents(m: &mut Main) -> Res {
     let r = m.conn.call("rerank", json!({"query": "alpha", "documents": ["alpha beta", "gamma"]})).await?;
     match r.result().and_then(|x| x.get("scores")).and_then(Value::as_array) {
         Some(s) if s.len() == 2 => pass(),
-        _ => skip(format!(
+        _ => fail(format!(
             "documents is not accepted as a synonym of passages (interop probe, not a MUST): {}",
             r.brief()
         )),
@@ -272,7 +285,7 @@ pub(crate) async fn graph_op_unadvertised(m: &mut Main) -> Res {
     let Some(op) = missing(&GRAPH_OPS, m.caps.strings(&["graph", "ops"])) else {
         return skip("every graph op is advertised");
     };
-    let r = m.conn.call("graph", json!({"op": op, "query": "alpha"})).await?;
+    let r = m.probe("graph", option_probe("graph", op)).await?;
     expect_option_unsupported(&r)
 }
 
@@ -304,7 +317,7 @@ pub(crate) async fn transform_unadvertised(m: &mut Main) -> Res {
     let Some(method) = missing(&TRANSFORMS, m.caps.strings(&["transform", "methods"])) else {
         return skip("every transform method is advertised");
     };
-    let r = m.conn.call("query/transform", json!({"query": "alpha", "method": method})).await?;
+    let r = m.probe("query/transform", option_probe("query/transform", method)).await?;
     expect_option_unsupported(&r)
 }
 

@@ -91,40 +91,51 @@ fn missing_one<'a>(all: &[&'a str], advertised: Option<Vec<String>>) -> Option<&
     all.iter().copied().find(|x| !adv.iter().any(|a| a == x))
 }
 
-pub(crate) async fn option_unsupported(m: &mut Main) -> Res {
-    let c = &m.caps;
-    let probe: Option<(&str, Value)> = if let (true, Some(mode)) =
+/// The request that asks `method` for an option value it did not advertise: the same params
+/// wherever the suite probes that value (`option.unsupported` and the L2 checks of each
+/// capability), so the two checks share one request and one verdict.
+pub(crate) fn option_probe(method: &str, value: &str) -> Value {
+    match method {
+        "retrieve" => json!({"query": "probe", "k": 1, "mode": value}),
+        "rerank" => json!({"query": "probe", "passages": ["a"], "method": value}),
+        "graph" => json!({"op": value, "query": "probe"}),
+        "query/transform" => json!({"query": "probe", "method": value}),
+        _ => json!({"inputs": ["probe"], "encoding": value}),
+    }
+}
+
+/// The first advertised method with an option value left out of its advertised list.
+fn unsupported_option(c: &Caps) -> Option<(&'static str, &'static str)> {
+    if let (true, Some(mode)) =
         (c.has("retrieve"), missing_one(&["dense", "sparse", "hybrid"], c.strings(&["retrieve", "modes"])))
     {
-        Some(("retrieve", json!({"query": "probe", "k": 1, "mode": mode})))
-    } else if let (true, Some(method)) =
+        return Some(("retrieve", mode));
+    }
+    if let (true, Some(method)) =
         (c.has("rerank"), missing_one(&["cross-encoder", "colbert", "llm"], c.strings(&["rerank", "methods"])))
     {
-        Some(("rerank", json!({"query": "probe", "passages": ["a"], "method": method})))
-    } else if let (true, Some(op)) = (
+        return Some(("rerank", method));
+    }
+    if let (true, Some(op)) = (
         c.has("graph"),
         missing_one(&["local", "global", "drift", "communities", "neighbors"], c.strings(&["graph", "ops"])),
     ) {
-        Some(("graph", json!({"op": op, "query": "probe"})))
-    } else if let (true, Some(method)) = (
-        c.has("transform"),
-        missing_one(
-            &["rewrite", "hyde", "multi-query", "decompose", "step-back"],
-            c.strings(&["transform", "methods"]),
-        ),
-    ) {
-        Some(("query/transform", json!({"query": "probe", "method": method})))
-    } else if c.has("embed")
-        && !c.strings(&["embed", "encodings"]).unwrap_or_default().iter().any(|e| e == "f32-base64")
-    {
-        Some(("embed", json!({"inputs": ["probe"], "encoding": "f32-base64"})))
-    } else {
-        None
-    };
-    let Some((method, params)) = probe else {
+        return Some(("graph", op));
+    }
+    let transforms = ["rewrite", "hyde", "multi-query", "decompose", "step-back"];
+    if let (true, Some(method)) = (c.has("transform"), missing_one(&transforms, c.strings(&["transform", "methods"]))) {
+        return Some(("query/transform", method));
+    }
+    let f32_advertised = c.strings(&["embed", "encodings"]).unwrap_or_default().iter().any(|e| e == "f32-base64");
+    (c.has("embed") && !f32_advertised).then_some(("embed", "f32-base64"))
+}
+
+pub(crate) async fn option_unsupported(m: &mut Main) -> Res {
+    let Some((method, value)) = unsupported_option(&m.caps) else {
         return skip("no advertised method has an option value left to leave out");
     };
-    let r = m.conn.call(method, params.clone()).await?;
+    let params = option_probe(method, value);
+    let r = m.probe(method, params.clone()).await?;
     expect_option_unsupported(&r).map(|o| match o {
         Outcome::Fail(d) => Outcome::Fail(format!("{method} {}: {d}", show(&params))),
         other => other,

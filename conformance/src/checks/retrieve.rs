@@ -237,7 +237,16 @@ pub(crate) async fn unit_unadvertised(m: &mut Main) -> Res {
         return skip("every unit is advertised");
     };
     let r = m.broad_hits(1, json!({"unit": unit})).await?;
-    expect_option_unsupported(&r)
+    ignored_or_rejected(&r, "unit")
+}
+
+/// An option the server did not advertise but may safely ignore (§7.7.2) or reject with
+/// `-32005` under the strict rule: both pass; any other answer misses the MAY-level probe.
+fn ignored_or_rejected(r: &crate::conn::Resp, option: &str) -> Res {
+    if r.result().is_some() {
+        return pass_note(format!("the unadvertised {option} was ignored (allowed: not a mode or method, §7.7)"));
+    }
+    expect_option_unsupported(r)
 }
 
 pub(crate) async fn mmr_unadvertised(m: &mut Main) -> Res {
@@ -248,7 +257,7 @@ pub(crate) async fn mmr_unadvertised(m: &mut Main) -> Res {
         return skip("retrieve.mmr is advertised (see retrieve.mmr-served)");
     }
     let r = m.broad_hits(1, json!({"mmr": {"lambda": 0.5}})).await?;
-    expect_option_unsupported(&r)
+    ignored_or_rejected(&r, "mmr")
 }
 
 pub(crate) async fn unicode(m: &mut Main) -> Res {

@@ -18,7 +18,7 @@ use crate::config::Target;
 use crate::report::truncate;
 use crate::transport::{HttpTransport, Incoming, RecvError, Send, StdioTransport, Transport};
 
-pub(crate) use env::Env;
+pub(crate) use env::{Env, Violation, fold_digits};
 pub(crate) use frame::{Resp, is_notification};
 pub(crate) use watch::Watch;
 
@@ -219,7 +219,11 @@ impl Conn {
                 Incoming::Text(text) => {
                     if text.trim().is_empty() {
                         if self.is_stdio() {
-                            self.violation("server wrote a blank line to stdout");
+                            self.env.record(Violation::rule(
+                                "stdio.",
+                                "stdout-blank-line",
+                                "server wrote a blank line to stdout",
+                            ));
                         }
                         continue;
                     }
@@ -230,9 +234,13 @@ impl Conn {
                         }
                         Err(e) => {
                             self.non_json += 1;
-                            self.violation(format!(
-                                "server wrote a frame that is not JSON ({e}): {} (§5.1: stdout is protocol-only)",
-                                truncate(&text, 120)
+                            self.env.record(Violation::rule(
+                                "stdio.",
+                                "stdout-not-json",
+                                format!(
+                                    "server wrote a frame that is not JSON ({e}): {} (§5.1: stdout is protocol-only)",
+                                    truncate(&text, 120)
+                                ),
                             ));
                         }
                     }

@@ -11,7 +11,20 @@ use serde_json::Value;
 use crate::report::truncate;
 use crate::schema::envelope_errors;
 
-use super::env::Env;
+/// The key of every answered notification: one defect however many were answered.
+const ANSWERED: &str = "answered-notification";
+
+/// The JSON type of an id, for keying id-echo defects.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Null => "null",
+        _ => "other",
+    }
+}
+
+use super::env::{Env, Violation, fold_digits};
 use super::frame::{is_notification, key, loose_eq};
 
 /// What the connection sent, and what it counted of what it received.
@@ -70,11 +83,12 @@ impl Watch {
             if e.contains("jsonrpc") {
                 self.bad_jsonrpc += 1;
             }
-            env.violation(format!("malformed frame: {e}: {}", truncate(&v.to_string(), 160)));
+            let text = format!("malformed frame: {e}: {}", truncate(&v.to_string(), 160));
+            env.record(Violation::rule("envelope.", &format!("malformed|{}", fold_digits(&e)), text));
         }
         if let Some(s) = env.schemas.clone() {
-            for e in s.frame_errors(v) {
-                env.violation(format!("schema: {e}"));
+            for (key, e) in s.frame_violations(v) {
+                env.record(Violation::rule("envelope.", &format!("schema-frame|{key}"), format!("schema: {e}")));
             }
         }
         match v {
@@ -93,10 +107,10 @@ impl Watch {
         let Some(id) = v.get("id") else { return };
         if id.is_null() {
             if !self.null_id_ok {
-                env.violation(format!(
+                env.record(Violation::rule("notify.", ANSWERED, format!(
                     "a response with id null although every frame sent was a well-formed request or notification (an answered notification? §4.5): {}",
                     truncate(&v.to_string(), 160)
-                ));
+                )));
             }
             return;
         }
@@ -107,9 +121,10 @@ impl Watch {
                 let loose = self.outstanding.iter().find(|(_, (sent, _))| loose_eq(sent, id)).map(|(k, _)| k.clone());
                 match loose.and_then(|k| self.outstanding.remove(&k)) {
                     Some((sent, method)) => {
-                        env.violation(format!(
+                        let key = format!("id-echo|{}|{}", json_type(&sent), json_type(id));
+                        env.record(Violation::rule("id.", &key, format!(
                             "response id {id} does not echo the request id {sent} unchanged (same JSON type and value, §4.7)"
-                        ));
+                        )));
                         Some((sent, method))
                     }
                     None if self.answered.contains(&k) => {
@@ -119,10 +134,10 @@ impl Watch {
                         None
                     }
                     None => {
-                        env.violation(format!(
+                        env.record(Violation::rule("notify.", ANSWERED, format!(
                             "a response with id {id}, which no request carried (an answered notification? §4.5): {}",
                             truncate(&v.to_string(), 160)
-                        ));
+                        )));
                         None
                     }
                 }
@@ -133,8 +148,8 @@ impl Watch {
         if let (Some(s), Some(result)) = (env.schemas.clone(), v.get("result"))
             && known_method(&method)
         {
-            for e in s.result_errors(&method, result) {
-                env.violation(format!("schema ({method} result): {e}"));
+            for (key, e) in s.result_violations(&method, result) {
+                env.record(Violation::of_result(&method, &key, format!("schema ({method} result): {e}")));
             }
         }
     }
@@ -146,15 +161,19 @@ impl Watch {
             "notifications/progress" => {
                 let Some(tok) = v.get("params").and_then(|p| p.get("progressToken")) else {
                     self.unsolicited += 1;
-                    env.violation("notifications/progress without a progressToken (§9)");
+                    env.record(Violation::rule(
+                        "progress.",
+                        "progress-no-token",
+                        "notifications/progress without a progressToken (§9)",
+                    ));
                     return;
                 };
                 match self.tokens.get(&key(tok)) {
                     None => {
                         self.unsolicited += 1;
-                        env.violation(format!(
+                        env.record(Violation::rule("progress.", "progress-unknown-token", format!(
                             "notifications/progress with token {tok}, which no request carried (§9: MUST NOT emit progress for a request that carried none)"
-                        ));
+                        )));
                     }
                     Some(id_key) if self.answered.contains(id_key) => env.violation(format!(
                         "notifications/progress for token {tok} after the final response to its request (§9)"
@@ -164,9 +183,11 @@ impl Watch {
             }
             "notifications/log" if !self.log_opt_in => {
                 self.unsolicited += 1;
-                env.violation(
+                env.record(Violation::rule(
+                    "log.",
+                    "log-unsolicited",
                     "notifications/log although the client never opted in (§7.1: MUST NOT emit a notification the client did not opt into)",
-                );
+                ));
             }
             _ => {}
         }

@@ -1,8 +1,15 @@
-//! Check results, certification (§14.5) and the two report formats (text for people, JSON for CI).
+//! Check results, certification (§14.5) and the report formats: text for people ([`text`]),
+//! JSON ([`json`]) and JUnit XML ([`junit`]) for CI systems.
+
+mod json;
+mod junit;
+mod text;
+
+pub use json::JSON_SCHEMA_VERSION;
 
 use std::fmt;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A conformance level (§14): L0 base, L1 retrieval, L2 SOTA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,16 +68,78 @@ pub enum Strength {
     Must,
     /// SHOULD / SHOULD NOT / RECOMMENDED: a violation is reported as a warning only.
     Should,
+    /// MAY / OPTIONAL, or an interop probe of something the spec does not define: a miss is
+    /// information only.
+    May,
 }
 
 impl Strength {
-    /// `"MUST"` or `"SHOULD"`.
+    /// `"MUST"`, `"SHOULD"` or `"MAY"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Strength::Must => "MUST",
             Strength::Should => "SHOULD",
+            Strength::May => "MAY",
         }
     }
+}
+
+/// The RFC 2119 keyword of the sentence a check rests on, as the spec writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keyword {
+    /// **MUST**
+    Must,
+    /// **MUST NOT**
+    MustNot,
+    /// **REQUIRED**
+    Required,
+    /// **SHOULD**
+    Should,
+    /// **SHOULD NOT**
+    ShouldNot,
+    /// **RECOMMENDED**
+    Recommended,
+    /// **MAY**
+    May,
+    /// No keyword: a probe of what other implementations do (interop), never a requirement.
+    Interop,
+}
+
+impl Keyword {
+    /// The keyword as the spec writes it (`"MUST NOT"`), or `"none (interop probe)"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Keyword::Must => "MUST",
+            Keyword::MustNot => "MUST NOT",
+            Keyword::Required => "REQUIRED",
+            Keyword::Should => "SHOULD",
+            Keyword::ShouldNot => "SHOULD NOT",
+            Keyword::Recommended => "RECOMMENDED",
+            Keyword::May => "MAY",
+            Keyword::Interop => "none (interop probe)",
+        }
+    }
+
+    /// What a miss of this keyword costs: FAIL (MUST), WARN (SHOULD) or INFO (MAY, interop).
+    pub fn strength(self) -> Strength {
+        match self {
+            Keyword::Must | Keyword::MustNot | Keyword::Required => Strength::Must,
+            Keyword::Should | Keyword::ShouldNot | Keyword::Recommended => Strength::Should,
+            Keyword::May | Keyword::Interop => Strength::May,
+        }
+    }
+}
+
+/// The normative basis of a check: the section, the spec's own sentence (short, quoted) and its
+/// keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Basis {
+    /// The section(s), e.g. `§11`.
+    pub section: &'static str,
+    /// The RFC 2119 keyword of the sentence.
+    pub keyword: Keyword,
+    /// The sentence, quoted from the spec (shortened with `…`).
+    pub quote: &'static str,
 }
 
 /// The outcome of one check.
@@ -84,17 +153,25 @@ pub enum Status {
     /// a missing recommended detail such as `error.data.field`, §12.1). Counts as applied and
     /// passed for certification.
     Warn,
-    /// Not applicable (capability not advertised, transport-specific) or an interop probe.
+    /// A MAY or an interop probe the server does not do: information, never a failure.
+    Info,
+    /// The defect behind this check's outcome is reported by another check ([`CheckResult::see`]):
+    /// the same request, or the same protocol violation. It is counted once, there; for
+    /// certification a MUST check here fails its level when that check failed.
+    See,
+    /// Not applicable (capability not advertised, transport-specific).
     Skip,
 }
 
 impl Status {
-    /// `"PASS"`, `"FAIL"`, `"WARN"` or `"SKIP"`.
+    /// `"PASS"`, `"FAIL"`, `"WARN"`, `"INFO"`, `"SEE"` or `"SKIP"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "PASS",
             Status::Fail => "FAIL",
             Status::Warn => "WARN",
+            Status::Info => "INFO",
+            Status::See => "SEE",
             Status::Skip => "SKIP",
         }
     }
@@ -109,14 +186,18 @@ pub struct CheckResult {
     pub level: Level,
     /// What the check verifies, in one line.
     pub name: &'static str,
-    /// The spec section(s) it enforces, e.g. `§11`.
+    /// The spec section(s) it enforces, e.g. `§11` (the section of [`CheckResult::basis`]).
     pub section: &'static str,
-    /// Whether the sentence it enforces is a MUST or a SHOULD.
+    /// Whether the sentence it enforces is a MUST, a SHOULD or a MAY.
     pub strength: Strength,
-    /// Pass, fail, warn or skip.
+    /// The spec sentence the check rests on.
+    pub basis: Basis,
+    /// The verdict.
     pub status: Status,
     /// Why it failed or was skipped, or a note on a pass (may be empty).
     pub detail: String,
+    /// With [`Status::See`]: the check that reports the defect behind this one.
+    pub see: Option<&'static str>,
 }
 
 /// The outcome of a whole run.
@@ -134,7 +215,7 @@ pub struct Report {
     pub declared: Option<String>,
 }
 
-/// How many checks passed, failed, were skipped or ended with a warning.
+/// How many checks ended with each status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Checks that passed.
@@ -145,6 +226,10 @@ pub struct Counts {
     pub skipped: usize,
     /// Checks that met their MUSTs but missed a SHOULD.
     pub warnings: usize,
+    /// MAYs and interop probes the server does not do.
+    pub infos: usize,
+    /// Checks whose defect another check reports ([`Status::See`]).
+    pub see: usize,
 }
 
 impl Report {
@@ -157,6 +242,8 @@ impl Report {
                 Status::Fail => c.failed += 1,
                 Status::Skip => c.skipped += 1,
                 Status::Warn => c.warnings += 1,
+                Status::Info => c.infos += 1,
+                Status::See => c.see += 1,
             }
         }
         c
@@ -174,8 +261,9 @@ impl Report {
             let at = self.checks.iter().filter(|c| c.level == level);
             let (mut any_pass, mut any_fail) = (false, false);
             for c in at {
-                any_pass |= matches!(c.status, Status::Pass | Status::Warn);
-                any_fail |= c.status == Status::Fail;
+                any_pass |= matches!(c.status, Status::Pass | Status::Warn | Status::Info)
+                    || (c.status == Status::See && !self.blocks(c));
+                any_fail |= c.status == Status::Fail || self.blocks(c);
             }
             if any_fail || !any_pass {
                 break;
@@ -183,6 +271,26 @@ impl Report {
             certified = Some(level);
         }
         certified
+    }
+
+    /// Whether a [`Status::See`] check fails its level: it is a MUST and the check it points
+    /// to failed.
+    fn blocks(&self, c: &CheckResult) -> bool {
+        c.status == Status::See
+            && c.strength == Strength::Must
+            && c.see.and_then(|id| self.check(id)).is_some_and(|o| o.status == Status::Fail)
+    }
+
+    /// The failures grouped by root cause: each FAIL (or WARN) that other checks point to with
+    /// [`Status::See`], with those checks, in report order. A failure nobody points to is a
+    /// group of one.
+    pub fn root_causes(&self) -> Vec<(&CheckResult, Vec<&CheckResult>)> {
+        self.checks
+            .iter()
+            .filter(|c| matches!(c.status, Status::Fail | Status::Warn))
+            .map(|c| (c, self.checks.iter().filter(|o| o.see == Some(c.id)).collect::<Vec<_>>()))
+            .filter(|(c, followers)| c.status == Status::Fail || !followers.is_empty())
+            .collect()
     }
 
     /// The declared level, parsed; `None` when absent or not a level.
@@ -219,77 +327,9 @@ impl Report {
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
         self.checks.iter().find(|c| c.id == id)
     }
-
-    /// The human-readable report: one line per check, the counts line, the certified level and
-    /// the declaration verdict.
-    pub fn render_text(&self) -> String {
-        let mut out = String::new();
-        for c in &self.checks {
-            let should = if c.strength == Strength::Should { " [SHOULD]" } else { "" };
-            let mut line = format!("[{}] {:<4}  {} ({}){should}", c.level, c.status.as_str(), c.name, c.section);
-            if !c.detail.is_empty() && c.status != Status::Pass {
-                line.push_str(" — ");
-                line.push_str(&one_line(&c.detail));
-            }
-            out.push_str(&line);
-            out.push('\n');
-        }
-        let n = self.counts();
-        out.push_str(&format!("{} passed, {} failed, {} skipped\n", n.passed, n.failed, n.skipped));
-        if n.warnings > 0 {
-            out.push_str(&format!(
-                "{} warnings (SHOULDs not met; they do not affect the certified level)\n",
-                n.warnings
-            ));
-        }
-        out.push_str(&format!("CERTIFIED LEVEL: {}\n", self.certified().map_or("NONE", Level::as_str)));
-        let certified = self.certified().map_or("NONE", Level::as_str);
-        match (&self.declared, self.declaration_honest()) {
-            (None, _) => out.push_str("declared _meta.conformance: missing — a server MUST state its level (§14)\n"),
-            (Some(d), Some(true)) => {
-                out.push_str(&format!("declared _meta.conformance='{d}' — consistent (certified {certified})\n"))
-            }
-            (Some(d), None) => out.push_str(&format!(
-                "declared _meta.conformance='{d}' — not verified (checks limited to {})\n",
-                self.level_limit
-            )),
-            (Some(d), Some(false)) if self.declared_level().is_none() => {
-                out.push_str(&format!("declared _meta.conformance='{d}' — INVALID (expected L0, L1 or L2)\n"))
-            }
-            (Some(d), Some(false)) => {
-                out.push_str(&format!("declared _meta.conformance='{d}' — OVERCLAIM (certified {certified})\n"))
-            }
-        }
-        out
-    }
-
-    /// The machine-readable report (`--json`).
-    pub fn to_json(&self) -> Value {
-        let n = self.counts();
-        json!({
-            "tool": "rcp-conformance",
-            "version": env!("CARGO_PKG_VERSION"),
-            "transport": self.transport,
-            "levelLimit": self.level_limit.as_str(),
-            "server": self.server,
-            "certifiedLevel": self.certified().map_or("NONE", Level::as_str),
-            "declaredLevel": self.declared,
-            "declarationHonest": self.declaration_honest(),
-            "counts": {"passed": n.passed, "failed": n.failed, "skipped": n.skipped, "warnings": n.warnings},
-            "checks": self.checks.iter().map(|c| json!({
-                "id": c.id,
-                "level": c.level.as_str(),
-                "name": c.name,
-                "section": c.section,
-                "strength": c.strength.as_str(),
-                "status": c.status.as_str(),
-                "detail": c.detail,
-            })).collect::<Vec<_>>(),
-        })
-    }
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     let flat: String = s.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
     truncate(&flat, 400)
 }
@@ -315,8 +355,10 @@ mod tests {
             name: "x",
             section: "§0",
             strength: Strength::Must,
+            basis: Basis { section: "§0", keyword: Keyword::Must, quote: "" },
             status,
             detail: String::new(),
+            see: None,
         }
     }
 
@@ -352,7 +394,7 @@ mod tests {
         warned.strength = Strength::Should;
         let r = report(vec![check(L0, Status::Pass), warned, check(L2, Status::Skip)], "L1", L2);
         assert_eq!(r.certified(), Some(L1), "a SHOULD never decides the level");
-        assert_eq!(r.counts(), Counts { passed: 1, failed: 0, skipped: 1, warnings: 1 });
+        assert_eq!(r.counts(), Counts { passed: 1, failed: 0, skipped: 1, warnings: 1, infos: 0, see: 0 });
         assert_eq!(r.exit_code(), 0);
         let text = r.render_text();
         assert!(text.contains("\n1 passed, 0 failed, 1 skipped\n1 warnings"), "{text}");
@@ -370,5 +412,45 @@ mod tests {
         assert!(text.contains("\n1 passed, 0 failed, 1 skipped\n"), "{text}");
         assert!(text.contains("CERTIFIED LEVEL: L0\n"));
         assert!(text.contains("OVERCLAIM"));
+    }
+
+    #[test]
+    fn a_see_check_fails_its_level_only_when_it_points_to_a_failure() {
+        use Level::*;
+        let mut owner = check(L2, Status::Fail);
+        owner.id = "deep";
+        let mut follower = check(L0, Status::See);
+        follower.see = Some("deep");
+        let r = report(vec![follower.clone(), check(L1, Status::Pass), owner.clone()], "L0", L2);
+        assert_eq!(r.certified(), None, "the shared defect fails the follower's level");
+        assert_eq!(r.counts().failed, 1);
+        assert_eq!(r.counts().see, 1);
+        let causes = r.root_causes();
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].0.id, "deep");
+        assert_eq!(causes[0].1.len(), 1);
+        assert!(r.render_text().contains("- 2 checks (deep) failed because"), "{}", r.render_text());
+        owner.status = Status::Warn;
+        let r = report(vec![follower, check(L1, Status::Pass), owner], "L1", L2);
+        assert_eq!(r.certified(), Some(L2), "a shared warning blocks nothing");
+    }
+
+    #[test]
+    fn junit_has_one_testcase_per_check_and_fails_only_fails() {
+        use Level::*;
+        let mut warned = check(L1, Status::Warn);
+        warned.strength = Strength::Should;
+        warned.id = "w";
+        let mut failed = check(L0, Status::Fail);
+        failed.id = "f";
+        failed.detail = "bad <frame> & \"quote\"".into();
+        let r = report(vec![failed, check(L0, Status::Pass), warned, check(L2, Status::Skip)], "L1", L2);
+        let xml = r.to_junit();
+        assert_eq!(xml.matches("<testcase ").count(), 4, "{xml}");
+        assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+        assert_eq!(xml.matches("<skipped ").count(), 2, "{xml}");
+        assert!(xml.contains("failures=\"1\""), "{xml}");
+        assert!(xml.contains("bad &lt;frame&gt; &amp; &quot;quote&quot;"), "{xml}");
+        assert!(xml.contains("SHOULD not met"), "{xml}");
     }
 }

@@ -1,0 +1,56 @@
+//! The report for machines (`--json`). Its shape is stable and documented in the crate's
+//! README; `schemaVersion` changes when a field changes meaning or disappears (new fields may be
+//! added without it).
+
+use serde_json::{Value, json};
+
+use super::{CheckResult, Level, Report};
+
+/// The version of the JSON report's shape.
+pub const JSON_SCHEMA_VERSION: u64 = 2;
+
+impl Report {
+    /// The machine-readable report (`--json`).
+    pub fn to_json(&self) -> Value {
+        let n = self.counts();
+        json!({
+            "schemaVersion": JSON_SCHEMA_VERSION,
+            "tool": "rcp-conformance",
+            "version": env!("CARGO_PKG_VERSION"),
+            "transport": self.transport,
+            "levelLimit": self.level_limit.as_str(),
+            "server": self.server,
+            "certifiedLevel": self.certified().map_or("NONE", Level::as_str),
+            "declaredLevel": self.declared,
+            "declarationHonest": self.declaration_honest(),
+            "success": self.success(),
+            "exitCode": self.exit_code(),
+            "counts": {
+                "passed": n.passed, "failed": n.failed, "skipped": n.skipped,
+                "warnings": n.warnings, "infos": n.infos, "see": n.see,
+            },
+            "checks": self.checks.iter().map(check_json).collect::<Vec<_>>(),
+            "rootCauses": self.root_causes().into_iter().map(|(c, followers)| json!({
+                "check": c.id,
+                "status": c.status.as_str(),
+                "detail": c.detail,
+                "alsoChecks": followers.iter().map(|f| f.id).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn check_json(c: &CheckResult) -> Value {
+    json!({
+        "id": c.id,
+        "level": c.level.as_str(),
+        "name": c.name,
+        "section": c.section,
+        "strength": c.strength.as_str(),
+        "keyword": c.basis.keyword.as_str(),
+        "quote": c.basis.quote,
+        "status": c.status.as_str(),
+        "detail": c.detail,
+        "see": c.see,
+    })
+}
