@@ -16,14 +16,18 @@
 //! - `log-spam`: sends `notifications/log` after every response although nobody opted in
 //! - `overclaim`: declares `_meta.conformance: "L2"` while returning k + 1 hits (fails L1)
 //! - `overclaim-only`: an embed-only server (no retrieve, so no L1) declaring L2; no check fails
+//! - `rerank-results`: also serves `rerank`, but answers `{"results": [{"index", "relevance_score"}]}`
+//!   instead of `{"scores": [...]}` (one result-shape defect)
 
 use std::collections::HashMap;
 
-use rcp_protocol::capabilities::{EmbedCapability, RetrieveCapability};
+use rcp_protocol::capabilities::{EmbedCapability, RerankCapability, RetrieveCapability};
 use rcp_protocol::filter::{FieldType, FilterCapability};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_protocol::{Hit, RetrieveResult};
-use rcp_server::{Embed, EmbedRequest, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_server::{
+    Embed, EmbedRequest, HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Server,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -82,9 +86,29 @@ impl Embed for Toy {
     }
 }
 
+/// Word-overlap reranking: a passage's score is the number of query words it contains.
+struct Overlap;
+
+impl Rerank for Overlap {
+    fn capability(&self) -> RerankCapability {
+        RerankCapability { methods: vec!["cross-encoder".into()], max_candidates: Some(16), ..Default::default() }
+    }
+
+    async fn rerank(&self, req: RerankRequest, _ctx: RequestContext) -> HandlerResult<Vec<f64>> {
+        let query = req.query.text().to_lowercase();
+        let words: Vec<&str> = query.split_whitespace().collect();
+        let score = |p: String| p.to_lowercase().split_whitespace().filter(|w| words.contains(w)).count() as f64;
+        Ok(req.passages.iter().map(|p| score(format!("{p:?}"))).collect())
+    }
+}
+
 fn server(mode: &str) -> Server {
     if mode == "overclaim-only" {
         return Server::builder("broken-engine", "0").embed(Toy).conformance(ConformanceLevel::L2).build();
+    }
+    if mode == "rerank-results" {
+        let builder = Server::builder("broken-engine", "0").retrieve(Words).rerank(Overlap);
+        return builder.conformance(ConformanceLevel::L1).build();
     }
     Server::builder("broken-engine", "0").retrieve(Words).conformance(ConformanceLevel::L1).build()
 }
@@ -105,6 +129,13 @@ fn mutate_response(mode: &str, v: &mut Value, ks: &HashMap<String, usize>) {
     }
     if mode == "no-nonce" {
         result.remove("nonce");
+    }
+    if mode == "rerank-results"
+        && let Some(Value::Array(scores)) = result.remove("scores")
+    {
+        let results: Vec<Value> =
+            scores.into_iter().enumerate().map(|(i, s)| json!({"index": i, "relevance_score": s})).collect();
+        result.insert("results".into(), Value::Array(results));
     }
     if let Some(hits) = result.get_mut("hits").and_then(Value::as_array_mut) {
         match mode {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use rcp_conformance::{Config, Level, Report, run};
+use rcp_conformance::{Config, Level, Report, Status, run};
 
 async fn against(mode: &str) -> Report {
     let bin = common::own_example("broken_engine");
@@ -132,4 +132,27 @@ fn the_cli_prints_the_summary_and_exits_non_zero_on_failure() {
     // Bad usage is exit status 2.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rcp-conformance")).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// One defect, one FAIL: a rerank that answers `{"results": [...]}` breaks the schema in every
+/// rerank answer, but only the check that owns rerank results fails; every other check that saw
+/// such an answer points to it, and the probe for the `documents` synonym stays an INFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_rerank_shape_defect_is_one_failure() {
+    let report = against("rerank-results").await;
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), ["rerank.scores"], "{text}");
+    let see: Vec<&str> = report.checks.iter().filter(|c| c.status == Status::See).map(|c| c.id).collect();
+    assert!(!see.is_empty(), "no other check saw the defect?\n{text}");
+    for c in report.checks.iter().filter(|c| c.status == Status::See) {
+        assert_eq!(c.see, Some("rerank.scores"), "{}: {c:?}", c.id);
+    }
+    let synonym = report.check("rerank.documents-synonym").expect("probe ran");
+    assert!(matches!(synonym.status, Status::See | Status::Info), "{synonym:?}");
+    let causes = report.root_causes();
+    assert_eq!(causes.len(), 1, "{text}");
+    assert_eq!(causes[0].1.len(), see.len());
+    assert!(text.contains(&format!("- {} checks (rerank.scores) failed because", 1 + see.len())), "{text}");
+    // The defect is at L2: L0 and L1 still certify.
+    assert_eq!(report.certified(), Some(Level::L1), "{text}");
 }

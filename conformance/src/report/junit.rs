@@ -53,12 +53,7 @@ fn suite(out: &mut String, level: Level, checks: &[&CheckResult], report: &Repor
 }
 
 fn case(out: &mut String, level: Level, c: &CheckResult) {
-    let _ = write!(
-        out,
-        "    <testcase classname=\"rcp-conformance.{level}\" name=\"{}\" file=\"{}\"",
-        escape(c.id),
-        escape(c.section)
-    );
+    let _ = write!(out, "    <testcase classname=\"rcp-conformance.{level}\" name=\"{}\"", escape(c.id));
     let basis = format!("{} {}: \"{}\"", c.basis.section, c.basis.keyword.as_str(), c.basis.quote);
     let body = match c.status {
         Status::Pass => None,
