@@ -128,11 +128,13 @@ fn fold_shared_requests(entries: &[Entry], out: &mut [CheckResult]) {
     for (a, e) in entries.iter().enumerate() {
         let Some(b) = e.shares.and_then(|id| out.iter().position(|c| c.id == id)) else { continue };
         let (owner, other) = if out[a].level >= out[b].level { (a, b) } else { (b, a) };
-        let same = out[other].status == out[owner].status;
+        // The other may already point elsewhere for a violation its answer carried: the shared
+        // request is the closer cause.
+        let same = matches!(out[other].status, Status::See) || out[other].status == out[owner].status;
         if same && matches!(out[owner].status, Status::Fail | Status::Warn | Status::Info) {
             out[other].status = Status::See;
             out[other].see = Some(out[owner].id);
-            out[other].detail = format!("the same request, answered once: {}", out[other].detail);
+            out[other].detail = format!("the same request, answered once: {}", entries[other].detail);
         }
     }
 }
@@ -186,6 +188,17 @@ mod tests {
         let out = attribute(vec![entry("option.unsupported", Level::L0, Keyword::Must, Status::Fail, &[]), deep]);
         assert_eq!((out[0].status, out[0].see), (Status::See, Some("rerank.method-unadvertised")));
         assert_eq!(out[1].status, Status::Fail);
+        // The shallow check saw the answer's schema violation (owned by rerank.scores): the
+        // shared request is still the closer cause.
+        let shape = Violation::of_result("rerank", "/required|/result", "schema (rerank result): scores is required");
+        let mut deep = entry("rerank.method-unadvertised", Level::L2, Keyword::Must, Status::Fail, &[]);
+        deep.shares = Some("option.unsupported");
+        let out = attribute(vec![
+            entry("option.unsupported", Level::L0, Keyword::Must, Status::Fail, std::slice::from_ref(&shape)),
+            entry("rerank.scores", Level::L2, Keyword::Must, Status::Fail, std::slice::from_ref(&shape)),
+            deep,
+        ]);
+        assert_eq!(out[0].see, Some("rerank.method-unadvertised"));
     }
 
     #[test]
