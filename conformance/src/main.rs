@@ -1,7 +1,7 @@
 //! `rcp-conformance`: certify an RCP server (§14.5).
 //!
 //! ```text
-//! rcp-conformance [--json] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] --stdio "<server command> [args...]"
+//! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] --stdio "<server command> [args...]"
 //! rcp-conformance [...] -- <server command> [args...]
 //! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
 //! ```

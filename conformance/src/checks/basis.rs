@@ -327,10 +327,7 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
     ("rerank.scores", b("§7.6", Must, "`scores[i]` corresponds to `passages[i]`")),
     ("rerank.method-unadvertised", b("§7.6", Must, "`method` MUST be in `rerank.methods`.")),
     ("rerank.max-candidates", b("§15.5", Must, LIMITS)),
-    (
-        "rerank.documents-synonym",
-        b("§7.6", Interop, "Params { \"query\", \"passages\", … } (`documents` is not defined)"),
-    ),
+    ("rerank.documents-synonym", b("§7.6", Interop, "`scores[i]` corresponds to `passages[i]`")),
     ("graph.op-unadvertised", b("§7.9", Must, "`op` MUST be in `graph.ops`.")),
     ("graph.ops-served", b("§7.9, §6", Must, PRESENCE)),
     ("transform.method-unadvertised", b("§14.1", Must, GATING)),
