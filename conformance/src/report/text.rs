@@ -18,8 +18,9 @@ impl Report {
         let n = self.counts();
         out.push_str(&format!("{} passed, {} failed, {} skipped\n", n.passed, n.failed, n.skipped));
         if n.see > 0 {
+            let (checks, share) = if n.see == 1 { ("check", "shares") } else { ("checks", "share") };
             out.push_str(&format!(
-                "{} checks share a failure reported above (SEE; each defect is counted once)\n",
+                "{} {checks} {share} a defect reported by another check (SEE; each defect is counted once)\n",
                 n.see
             ));
         }
