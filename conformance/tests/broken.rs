@@ -11,6 +11,7 @@ async fn against(mode: &str) -> Report {
     let cfg = Config::stdio(bin.to_string_lossy(), [mode]).with_schema(common::schema());
     let report = run(&cfg).await.expect("the suite runs");
     println!("--- {mode}\n{}", report.render_text());
+    common::assert_verdicts_follow_keywords(&report);
     report
 }
 

@@ -143,6 +143,7 @@ async fn certify(opts: HttpOptions) -> rcp_conformance::Report {
     let cfg = Config::http(base).with_schema(common::schema());
     let report = run(&cfg).await.expect("the suite runs");
     println!("{}", report.render_text());
+    common::assert_verdicts_follow_keywords(&report);
     report
 }
 

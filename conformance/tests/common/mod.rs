@@ -56,6 +56,20 @@ pub(crate) fn tiny_engine() -> PathBuf {
     bin
 }
 
+/// Only a MUST check can fail (a SHOULD misses as a warning, a MAY as information), and every
+/// check that points elsewhere (SEE) names a check of the report.
+pub(crate) fn assert_verdicts_follow_keywords(report: &rcp_conformance::Report) {
+    for c in &report.checks {
+        if c.status == rcp_conformance::Status::Fail {
+            assert_eq!(c.strength, rcp_conformance::Strength::Must, "{} failed but rests on a {:?}", c.id, c.basis);
+        }
+        if let Some(owner) = c.see {
+            assert!(report.check(owner).is_some(), "{} points to {owner}, which did not run", c.id);
+        }
+        assert!(!c.basis.quote.is_empty(), "{} quotes no sentence", c.id);
+    }
+}
+
 /// The failed checks' ids.
 pub(crate) fn failed(report: &rcp_conformance::Report) -> Vec<&'static str> {
     report.checks.iter().filter(|c| c.status == rcp_conformance::Status::Fail).map(|c| c.id).collect()
