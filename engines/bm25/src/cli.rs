@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
-use rcp_server::{EngineStats, LogFormat, Server, Status};
+use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
 
 use rcp_corpus::policy::NotIndexed;
 
@@ -416,6 +416,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         .retrieve(Arc::clone(&service))
         .transform(Arc::clone(&service))
         .index(service)
+        .session(SessionOptions::default())
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
