@@ -191,7 +191,8 @@ pub(crate) fn step<'a>(
     req: &mut RetrieveRequest,
     caps: &Capabilities,
 ) -> Option<Step<'a>> {
-    if !caps.session.as_ref().is_some_and(|s| s.dedup == Some(true)) {
+    let dedup = caps.session.as_ref().and_then(|s| s.dedup).unwrap_or(false);
+    if !dedup {
         return None;
     }
     let max_k = caps.retrieve.as_ref().map_or(u64::MAX, |r| r.max_k_or_unbounded());

@@ -267,7 +267,6 @@ impl Engine {
             }),
         };
         let (ranked, matched) = self.rank_all(searcher, &plan.queries, offset, k + 1, recency.as_ref())?;
-        let matched = matched as u64;
         if let Some(p) = hooks.progress {
             p(0.5, format!("recall matched {matched} documents"), Vec::new());
         }
