@@ -208,6 +208,8 @@ pub(crate) struct Step<'a> {
     store: &'a Trajectories,
     session: String,
     k: usize,
+    /// Whether the engine was asked for more than `k`.
+    widened: bool,
 }
 
 impl<'a> Step<'a> {
@@ -223,11 +225,12 @@ impl<'a> Step<'a> {
         let ceiling = usize::try_from(max_k).unwrap_or(usize::MAX).max(k);
         req.k = k.saturating_add(seen).min(ceiling);
         req.candidate_k = req.candidate_k.max(req.k);
-        Some(Self { store, session, k })
+        Some(Self { store, session, k, widened: req.k > k })
     }
 
     /// Leaves out the hits already returned, keeps the best `k`, records them, and says what
-    /// was done in `notes`.
+    /// was done in `notes`. When the engine was asked for more than `k` and hits beyond `k`
+    /// are cut, its `nextCursor` (which points past them) is withheld.
     pub(crate) fn finish(self, res: &mut RetrieveResult, notes: &mut Vec<String>) {
         let dropped = self.store.exclude(&self.session, &mut res.hits);
         if dropped > 0 {
@@ -237,7 +240,7 @@ impl<'a> Step<'a> {
         res.hits.retain(|h| unique.insert(h.key()));
         if res.hits.len() > self.k {
             res.hits.truncate(self.k);
-            if res.next_cursor.take().is_some() {
+            if self.widened && res.next_cursor.take().is_some() {
                 notes.push("session: nextCursor withheld, as it would skip hits cut from this page".into());
             }
         }

@@ -25,6 +25,32 @@ impl Retrieve for Ranked {
     }
 }
 
+/// Like [`Ranked`], in reverse order for the query "rev", and every page says there is a next
+/// one.
+struct Paged;
+
+impl Retrieve for Paged {
+    fn capability(&self) -> RetrieveCapability {
+        Ranked.capability()
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let reverse = req.params.query.text() == "rev";
+        let mut res = Ranked.retrieve(req, ctx).await?;
+        if reverse {
+            for (i, h) in res.hits.iter_mut().enumerate() {
+                *h = Hit::new(format!("d{}", 19 - i).as_str(), h.score);
+            }
+        }
+        res.next_cursor = Some("next".into());
+        Ok(res)
+    }
+}
+
 fn server(session: Option<SessionOptions>) -> Server {
     let b = Server::builder("ranked", "0").retrieve(Ranked);
     match session {
@@ -123,4 +149,26 @@ async fn dedup_never_returns_more_than_k_and_notes_what_it_left_out() {
     assert_eq!(r["result"]["hits"].as_array().map(Vec::len), Some(3), "{r}");
     let notes = r["result"]["usage"]["notes"].to_string();
     assert!(notes.contains("3 hits already returned"), "{notes}");
+}
+
+#[tokio::test]
+async fn a_cursor_that_would_skip_cut_hits_is_withheld() {
+    let s = Server::builder("paged", "0").retrieve(Paged).session(SessionOptions::default()).build();
+    let c = connect(&s).await;
+    let first = call(&c, 1, "retrieve", json!({"query": "q", "k": 3, "sessionId": "t"})).await;
+    assert_eq!(first["result"]["nextCursor"], "next", "nothing widened on a first step: {first}");
+    // d0..d2 seen: the engine is asked for 6, d0..d2 are left out, nothing is cut.
+    let second = call(&c, 2, "retrieve", json!({"query": "q", "k": 3, "sessionId": "t"})).await;
+    assert_eq!(second["result"]["nextCursor"], "next", "{second}");
+    // Another query: asked for 3 + 6 seen, none of them among its top 9, so 6 are cut and the
+    // engine's cursor (after rank 9) would skip them.
+    let r = call(&c, 3, "retrieve", json!({"query": "rev", "k": 3, "sessionId": "t"})).await;
+    let ids: Vec<&str> =
+        r["result"]["hits"].as_array().into_iter().flatten().filter_map(|h| h["id"].as_str()).collect();
+    assert_eq!(ids, ["d19", "d18", "d17"], "{r}");
+    assert!(r["result"].get("nextCursor").is_none(), "{r}");
+    assert!(r["result"]["usage"]["notes"].to_string().contains("nextCursor withheld"), "{r}");
+    // Without a session the engine's cursor is passed on as always.
+    let plain = call(&c, 4, "retrieve", json!({"query": "rev", "k": 3})).await;
+    assert_eq!(plain["result"]["nextCursor"], "next", "{plain}");
 }

@@ -116,3 +116,17 @@ fn queries_without_searchable_terms_come_back_as_given() {
     let res = e.ok("retrieve", json!({"query": "the of", "k": 3, "rewrite": "rewrite"}));
     assert_eq!(ids(&res).len(), 0);
 }
+
+#[test]
+fn rewritten_rankings_page_with_cursors() {
+    let dir = tempdir();
+    let mut e = glacier_engine(&dir.path().join("idx"));
+    let all = ids(&e.ok("retrieve", json!({"query": "glacier", "k": 4, "rewrite": "rewrite"})));
+    let first = e.ok("retrieve", json!({"query": "glacier", "k": 2, "rewrite": "rewrite"}));
+    let cursor = first["nextCursor"].as_str().expect("a next page").to_owned();
+    let second = e.ok("retrieve", json!({"query": "glacier", "k": 2, "rewrite": "rewrite", "cursor": cursor}));
+    assert_eq!([ids(&first), ids(&second)].concat(), all, "pages follow the rewritten ranking");
+    // The cursor belongs to the rewritten query: the plain query cannot continue it.
+    let err = e.err("retrieve", json!({"query": "glacier", "k": 2, "cursor": first["nextCursor"]}));
+    assert_eq!(err["code"], -32602, "{err}");
+}
