@@ -121,10 +121,14 @@ impl DocTerms {
 /// order.
 pub(super) fn query_model(terms: &[String]) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
+    let mut position: HashMap<&str, usize> = HashMap::new();
     for t in terms {
-        match out.iter_mut().find(|(u, _)| u == t) {
-            Some((_, n)) => *n += 1.0,
-            None => out.push((t.clone(), 1.0)),
+        match position.get(t.as_str()) {
+            Some(&i) => out[i].1 += 1.0,
+            None => {
+                position.insert(t, out.len());
+                out.push((t.clone(), 1.0));
+            }
         }
     }
     let total = terms.len().max(1) as f64;
