@@ -7,7 +7,9 @@
 //! lifecycle and version negotiation (§7.1, §13), gating (-32001/-32003/-32004), option
 //! values and the `strict` rule (-32005), params validation with `error.data.field` (-32602),
 //! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
-//! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes.
+//! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes. An engine
+//! can also switch on trajectory sessions ([`ServerBuilder::session`], [`SessionOptions`]):
+//! `retrieve` calls sharing a `sessionId` then never return a hit twice (§7.7.3).
 //!
 //! Cargo features, all on by default: `http` (the HTTP transport of §5.2 on axum, in
 //! [`http`], with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
@@ -66,6 +68,7 @@ mod profile;
 mod server;
 mod session;
 mod status;
+mod trajectory;
 pub mod transport;
 mod validate;
 
@@ -82,3 +85,4 @@ pub use profile::Profile;
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder};
 pub use status::{EngineStats, NotReady, ReadyError, Status};
+pub use trajectory::SessionOptions;

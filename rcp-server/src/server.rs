@@ -6,10 +6,10 @@
 //! capability key appears in `initialize`.
 
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability, SessionCapability};
+use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability};
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use serde_json::Value;
 
@@ -23,6 +23,7 @@ use crate::outbound::Outbound;
 use crate::profile::Profile;
 use crate::session::Session;
 use crate::status::{EngineStats, Health, NotReady, Status};
+use crate::trajectory::{SessionOptions, Trajectories};
 use crate::transport::{self, Connection, IntoTransport, Transport};
 
 /// An RCP server: handlers, the capabilities they imply, identity and options.
@@ -164,6 +165,11 @@ pub struct ServerBuilder {
     status: Option<Arc<dyn Status>>,
     /// The `index/add` route's results by idempotency key, sized at [`ServerBuilder::build`].
     idempotency: Arc<Mutex<IdempotencyCache>>,
+    /// The `session` feature's options, when switched on.
+    session: Option<SessionOptions>,
+    /// The `retrieve` route's trajectories, created at [`ServerBuilder::build`] when `session`
+    /// is on.
+    trajectories: Arc<OnceLock<Trajectories>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -183,6 +189,8 @@ impl ServerBuilder {
             options: ServerOptions::default(),
             status: None,
             idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
+            session: None,
+            trajectories: Arc::new(OnceLock::new()),
         }
     }
 
@@ -194,7 +202,7 @@ impl ServerBuilder {
         self.caps.filter = h.filter();
         self.caps.pagination = h.pagination().then(Flag::default);
         self.caps.citations = h.citations().then(Flag::default);
-        self.routes.retrieve = Some(Route::new(h, methods::retrieve));
+        self.routes.retrieve = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::retrieve));
         self
     }
 
@@ -302,9 +310,12 @@ impl ServerBuilder {
         self
     }
 
-    /// Advertises `session` (§7.7.3) with this metadata.
-    pub fn session(mut self, cap: SessionCapability) -> Self {
-        self.caps.session = Some(cap);
+    /// Switches on trajectory sessions (§7.7.3) and advertises `session`: `retrieve` calls
+    /// that carry the same `sessionId` do not return a hit twice (with `dedup`), within the
+    /// bounds of `options` (see [`SessionOptions`]). The engine's handlers are not involved.
+    pub fn session(mut self, options: SessionOptions) -> Self {
+        self.caps.session = Some(options.capability());
+        self.session = Some(options);
         self
     }
 
@@ -393,6 +404,9 @@ impl ServerBuilder {
     pub fn build(self) -> Server {
         if let Ok(mut cache) = self.idempotency.lock() {
             *cache = IdempotencyCache::new(self.options.idempotency_cache);
+        }
+        if let Some(options) = self.session {
+            let _ = self.trajectories.set(Trajectories::new(options));
         }
         let dispatcher = Dispatcher {
             identity: Identity::new(self.info, self.conformance, self.caps),

@@ -10,11 +10,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
-use rcp_server::{EngineStats, LogFormat, Server, Status};
+use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
 
 use rcp_corpus::policy::NotIndexed;
 
-use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, TrustLevel};
+use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, Rm3, TrustLevel};
 use crate::error::EngineError;
 use crate::integrity::repair::{self, Repair};
 use crate::integrity::{self, DirState};
@@ -163,8 +163,28 @@ struct ServeCmd {
     #[arg(long, value_enum, default_value = "community")]
     added_trust: TrustArg,
 
+    /// RM3 (`query/transform`, `retrieve.rewrite`): feedback documents read per query.
+    #[arg(long, value_name = "N", default_value_t = Rm3::default().fb_docs)]
+    fb_docs: usize,
+
+    /// RM3: expansion terms kept from the feedback documents.
+    #[arg(long, value_name = "N", default_value_t = Rm3::default().fb_terms)]
+    fb_terms: usize,
+
+    /// RM3: the original query's share of the expanded query's weights, in [0,1].
+    #[arg(long, value_name = "W", default_value_t = Rm3::default().original_query_weight, value_parser = unit_interval)]
+    original_query_weight: f32,
+
     #[command(flatten)]
     serve: ServeArgs,
+}
+
+/// A weight in `[0,1]` (`--original-query-weight`).
+fn unit_interval(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(w) if (0.0..=1.0).contains(&w) => Ok(w),
+        _ => Err(format!("'{s}' is not a number in [0,1]")),
+    }
 }
 
 /// A `--trust` / `--added-trust` value (`hit.trust.level`, §15.1); converts into the engine's
@@ -378,13 +398,25 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
     );
     let service = Arc::new(Bm25::new(
         Arc::new(engine),
-        ServiceOptions { max_k: args.max_k, added_trust: args.added_trust.into(), ..Default::default() },
+        ServiceOptions {
+            max_k: args.max_k,
+            added_trust: args.added_trust.into(),
+            rm3: Rm3 {
+                fb_docs: args.fb_docs,
+                fb_terms: args.fb_terms,
+                original_query_weight: args.original_query_weight,
+                ..Rm3::default()
+            },
+            ..Default::default()
+        },
     ));
     let status = IndexStatus { engine: Arc::clone(service.engine()), data_dir: args.dir.data_dir.clone() };
     let builder = Server::builder("rcp-bm25", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(Arc::clone(&service))
+        .transform(Arc::clone(&service))
         .index(service)
+        .session(SessionOptions::default())
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);

@@ -9,6 +9,8 @@
 //! - [`engine`]: the index, its snapshots (§7.7.1), search with pagination cursors (§10) and
 //!   the durable write paths (§7.10, §7.11).
 //! - [`service`]: the `Retrieve` and `Index` handlers.
+//! - [`transform`]: the `Transform` handler (RM3 `rewrite` and `multi-query`) and
+//!   `retrieve.rewrite` (§7.8).
 //! - [`integrity`]: verification of a data directory at open, `verify` and `repair`.
 //! - [`cli`]: the `rcp-bm25` command line (`index`, `serve`, `verify`, `repair`).
 //!
@@ -35,6 +37,7 @@ pub mod filter;
 pub mod integrity;
 pub mod schema;
 pub mod service;
+pub mod transform;
 
 use rcp_protocol::filter::FieldType;
 

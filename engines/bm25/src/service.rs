@@ -1,5 +1,5 @@
 //! The engine on the framework: `retrieve` (§7.7) and `index/add`/`index/delete` (§7.10,
-//! §7.11). Handlers only translate between the protocol and [`Engine`]; blocking tantivy
+//! §7.11); `query/transform` is in [`crate::transform`]. Handlers only translate between the protocol and [`Engine`]; blocking tantivy
 //! work runs on the framework's CPU executor (`ctx.run_cpu`: reads in the read lane,
 //! document preparation in the write lane), reads never take the writer lock, and writes are validated
 //! here and then queued for group commit ([`GroupCommit`]): each is answered once the commit
@@ -18,7 +18,7 @@ use rcp_protocol::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 use tantivy::TantivyDocument;
 
-use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
+use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, Rm3, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
 use crate::error::EngineError;
 
 /// Default half-life of `recency` when the client gives none.
@@ -33,11 +33,13 @@ pub struct ServiceOptions {
     pub added_trust: TrustLevel,
     /// Citation source label of documents written through `index/add`.
     pub added_source: String,
+    /// The RM3 parameters of `query/transform` and `retrieve.rewrite` (§7.8).
+    pub rm3: Rm3,
 }
 
 impl Default for ServiceOptions {
     fn default() -> Self {
-        Self { max_k: 1000, added_trust: TrustLevel::Community, added_source: "index/add".into() }
+        Self { max_k: 1000, added_trust: TrustLevel::Community, added_source: "index/add".into(), rm3: Rm3::default() }
     }
 }
 
@@ -64,9 +66,14 @@ impl Bm25 {
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+
+    /// The options in force.
+    pub fn options(&self) -> &ServiceOptions {
+        &self.options
+    }
 }
 
-fn to_rcp(e: EngineError) -> RcpError {
+pub(crate) fn to_rcp(e: EngineError) -> RcpError {
     match e {
         EngineError::SnapshotGone(msg) => RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, msg).with_retryable(false),
         other => other.into(),
@@ -121,6 +128,7 @@ impl Retrieve for Bm25 {
             include_text: p.include_text != Some(false),
             index_version: p.index_version.clone(),
             cursor: p.cursor.clone(),
+            rewrite: crate::transform::inline(p.rewrite.as_ref(), &self.options.rm3)?,
         };
         if p.recency.as_ref().is_some_and(|r| r.half_life_days.is_none()) {
             ctx.note(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
@@ -161,6 +169,7 @@ impl Retrieve for Bm25 {
             next_cursor: page.next_cursor,
             index_version: Some(page.index_version),
             usage: Some(Usage { candidates: Some(page.candidates), notes: page.notes, ..Default::default() }),
+            rewritten_query: page.rewritten,
             ..Default::default()
         })
     }

@@ -4,7 +4,7 @@
 //! engine is plain code; [`super::routes`] binds them to the registered handlers. Gating has
 //! already happened (see [`super::rules::gate`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rcp_protocol::capabilities::default_modalities;
 use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
@@ -26,26 +26,36 @@ use crate::context::RequestContext;
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
+use crate::trajectory::{self, Trajectories};
 use crate::validate;
 
 /// An `index/add` handler and the results of its idempotent writes (§7.10).
 pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
 
-/// `retrieve` (§7.7): funnel, options and filter validated; hits finished.
+/// A `retrieve` handler and the server's trajectories (present when `session` is enabled).
+pub(crate) type SessionRetrieve<T> = (Arc<T>, Arc<OnceLock<Trajectories>>);
+
+/// `retrieve` (§7.7): funnel, options and filter validated; in a session with dedup, hits
+/// already returned left out (§7.7.3); hits finished.
 pub(crate) fn retrieve<T: Retrieve>(
-    handler: &Arc<T>,
+    (handler, trajectories): &SessionRetrieve<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
     let mut notes = Vec::new();
     let p: RetrieveParams = validate::parse(params)?;
-    let req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
+    let mut req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
     let handler = Arc::clone(handler);
+    let trajectories = Arc::clone(trajectories);
     Ok(Box::pin(async move {
         let started = Instant::now();
+        let step = trajectory::step(&trajectories, &mut req, ctx.capabilities());
         let mut res = handler.retrieve(req, ctx.clone()).await?;
         notes.extend(ctx.take_notes());
+        if let Some(step) = step {
+            step.finish(&mut res, &mut notes);
+        }
         finish_retrieve(&mut res, k, notes, started);
         let size = retrieve_size(&res);
         Ok(body_sized(res, size))

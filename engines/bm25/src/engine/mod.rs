@@ -8,11 +8,15 @@
 //! One file per purpose: `snapshots` (the published ring and `indexVersion` pins, §7.7.1),
 //! `writes` (document preparation, upserts, deletes and bulk loads, §7.10, §7.11), `group`
 //! (group commit of concurrent writes), `search`
-//! (query building, ranking and hit materialisation) and `cursor` (pagination cursors, §10).
+//! (query building and hit materialisation), `rank` (the queries a search ranks with, and their
+//! fusion), `rm3` (query expansion by pseudo-relevance feedback, §7.8) and `cursor`
+//! (pagination cursors, §10).
 //! This file holds the [`Engine`] itself and how it is opened or created.
 
 mod cursor;
 mod group;
+mod rank;
+mod rm3;
 mod search;
 mod snapshots;
 mod writes;
@@ -32,6 +36,8 @@ use crate::integrity::{self, DirState};
 use crate::schema::{self, Config, FieldSpec, Fields};
 
 pub use group::{CancelFlag, GroupCommit, MAX_GROUP, WriteOp, WriteOutcome};
+pub use rank::RRF_K;
+pub use rm3::{Expansion, Rewrite, Rm3, WeightedTerm};
 pub use search::{Hooks, RecencySpec, SearchPage, SearchRequest};
 use snapshots::{Snapshot, Snapshots};
 pub use writes::LoadStats;

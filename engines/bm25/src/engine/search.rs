@@ -2,18 +2,17 @@
 //! one page collected from a snapshot, and hits materialised with cancellation checks and
 //! partial-hit progress.
 
-use std::collections::HashMap;
-
 use rcp_protocol::filter::{FieldType, Filter};
 use rcp_protocol::retrieve::{Citation, Trust};
 use rcp_protocol::{Hit, Meta, Mode};
 use serde_json::Value;
-use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Term, Value as _};
 use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use super::cursor::Cursor;
+use super::rank::Decay;
+use super::rm3::{self, Rewrite};
 use super::{Engine, MAX_OFFSET, TrustLevel};
 use crate::analyzer;
 use crate::error::EngineError;
@@ -54,6 +53,8 @@ pub struct SearchRequest {
     pub index_version: Option<String>,
     /// A pagination cursor from a previous page.
     pub cursor: Option<String>,
+    /// A query rewrite to apply before ranking (`retrieve.rewrite`).
+    pub rewrite: Option<Rewrite>,
 }
 
 impl SearchRequest {
@@ -69,6 +70,7 @@ impl SearchRequest {
             include_text: true,
             index_version: None,
             cursor: None,
+            rewrite: None,
         }
     }
 
@@ -86,6 +88,7 @@ impl SearchRequest {
         feed(self.filter.as_ref().map(|f| f.to_value().to_string()).unwrap_or_default().as_bytes());
         feed(self.min_score.map(|m| m.to_string()).unwrap_or_default().as_bytes());
         feed(self.recency.as_ref().map(|r| format!("{}:{}", r.field, r.half_life_days)).unwrap_or_default().as_bytes());
+        feed(self.rewrite.as_ref().map(|r| format!("{r:?}")).unwrap_or_default().as_bytes());
         h
     }
 }
@@ -134,38 +137,52 @@ pub struct SearchPage {
     pub terms: usize,
     /// What was done differently from what was asked.
     pub notes: Vec<String>,
+    /// The rewritten query (`rewrittenQuery`), when the request asked for a rewrite.
+    pub rewritten: Option<String>,
 }
 
 impl Engine {
-    /// The ranking query for analyzed terms: one BM25 term query per distinct term on the
-    /// body (and on the title when `title_boost > 0`), weighted by the term's count in the
-    /// query, OR-ed together.
-    fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
-        let mut counts: Vec<(&str, usize)> = Vec::new();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        for t in terms {
-            match index.get(t.as_str()) {
-                Some(&i) => counts[i].1 += 1,
-                None => {
-                    index.insert(t, counts.len());
-                    counts.push((t, 1));
-                }
-            }
-        }
+    /// The ranking query for analyzed terms: each distinct term weighted by its count in the
+    /// query ([`Engine::weighted_query`]).
+    pub(super) fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
+        let weights: Vec<(String, f32)> =
+            rm3::query_model(terms).into_iter().map(|(t, p)| (t, (p * terms.len() as f64).round() as f32)).collect();
+        self.weighted_query(&weights)
+    }
+
+    /// The ranking query for weighted index terms: one BM25 term query per term on the body
+    /// (and on the title when `title_boost > 0`), boosted by its weight, OR-ed together.
+    pub(super) fn weighted_query(&self, terms: &[(String, f32)]) -> Box<dyn Query> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let weighted = |q: TermQuery, w: f32| -> Box<dyn Query> {
             if w == 1.0 { Box::new(q) } else { Box::new(BoostQuery::new(Box::new(q), w)) }
         };
-        for (t, n) in counts {
-            let n = n as f32;
+        for (t, w) in terms {
             let body = TermQuery::new(Term::from_field_text(self.fields.text, t), IndexRecordOption::WithFreqs);
-            clauses.push((Occur::Should, weighted(body, n)));
+            clauses.push((Occur::Should, weighted(body, *w)));
             if self.options.title_boost > 0.0 {
                 let title = TermQuery::new(Term::from_field_text(self.fields.title, t), IndexRecordOption::WithFreqs);
-                clauses.push((Occur::Should, weighted(title, n * self.options.title_boost)));
+                clauses.push((Occur::Should, weighted(title, *w * self.options.title_boost)));
             }
         }
         Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The query's index terms, refused past `max_query_terms` (§15.5).
+    pub(super) fn analyze_query(&self, query: &str) -> Result<Vec<String>, EngineError> {
+        let mut analyzer = self.analyzer.clone();
+        let terms = analyzer::terms(&mut analyzer, query);
+        if terms.len() > self.options.max_query_terms {
+            return Err(EngineError::invalid(
+                "query",
+                format!(
+                    "query has {} terms after analysis; at most {} are allowed",
+                    terms.len(),
+                    self.options.max_query_terms
+                ),
+            ));
+        }
+        Ok(terms)
     }
 
     /// Runs one search: resolves the snapshot (pinned, from the cursor, or current), analyzes
@@ -217,18 +234,7 @@ impl Engine {
         let version = self.token(snap.opstamp);
         let searcher = &snap.searcher;
 
-        let mut analyzer = self.analyzer.clone();
-        let terms = analyzer::terms(&mut analyzer, &req.query);
-        if terms.len() > self.options.max_query_terms {
-            return Err(EngineError::invalid(
-                "query",
-                format!(
-                    "query has {} terms after analysis; at most {} are allowed",
-                    terms.len(),
-                    self.options.max_query_terms
-                ),
-            ));
-        }
+        let terms = self.analyze_query(&req.query)?;
         let empty = |notes: Vec<String>| SearchPage {
             hits: Vec::new(),
             index_version: version.clone(),
@@ -237,50 +243,30 @@ impl Engine {
             candidates: 0,
             terms: terms.len(),
             notes,
+            rewritten: None,
         };
         if terms.is_empty() {
             notes.push("query has no searchable terms after analysis (only stopwords or punctuation)".into());
             return Ok(empty(notes));
         }
-        let text = self.text_query(&terms);
-        let query: Box<dyn Query> = match &req.filter {
-            None => text,
-            Some(f) => {
-                let compiled = filter::compile(f, &self.fields, searcher, &self.analyzer)?;
-                Box::new(BooleanQuery::new(vec![
-                    (Occur::Must, text),
-                    (Occur::Must, Box::new(ConstScoreQuery::new(compiled, 0.0))),
-                ]))
-            }
+        let compiled = match &req.filter {
+            None => None,
+            Some(f) => Some(filter::compile(f, &self.fields, searcher, &self.analyzer)?),
         };
+        let plan = self.plan(searcher, &req.query, &terms, req.rewrite.as_ref(), compiled.as_deref())?;
+        notes.extend(plan.notes);
         hooks.check()?;
 
         let k = req.k.max(1);
-        let window = TopDocs::with_limit(k + 1).and_offset(offset);
-        let (ranked, matched): (Vec<(f32, f32, DocAddress)>, usize) = match &req.recency {
-            None => {
-                let (top, n) = searcher.search(&query, &(window.order_by_score(), Count))?;
-                (top.into_iter().map(|(s, a)| (s, s, a)).collect(), n)
-            }
-            Some(r) => {
-                let m = self.date_field(&r.field)?;
-                let column = m.column.clone();
-                let half_life_ms = r.half_life_days * 86_400_000.0;
-                let tweak = window.tweak_score(move |segment: &tantivy::SegmentReader| {
-                    let col = segment.fast_fields().column_opt::<i64>(&column).ok().flatten();
-                    move |doc: tantivy::DocId, score: tantivy::Score| {
-                        let decay = col.as_ref().and_then(|c| c.first(doc)).map_or(0.0, |date| {
-                            let age = (now_ms - date).max(0) as f64;
-                            0.5f64.powf(age / half_life_ms)
-                        });
-                        ((score as f64 * decay) as f32, score)
-                    }
-                });
-                let (top, n) = searcher.search(&query, &(tweak, Count))?;
-                (top.into_iter().map(|((s, raw), a)| (s, raw, a)).collect(), n)
-            }
+        let recency = match &req.recency {
+            None => None,
+            Some(r) => Some(Decay {
+                column: self.date_field(&r.field)?.column.clone(),
+                half_life_ms: r.half_life_days * 86_400_000.0,
+                now_ms,
+            }),
         };
-        let matched = matched as u64;
+        let (ranked, matched) = self.rank_all(searcher, &plan.queries, offset, k + 1, recency.as_ref())?;
         if let Some(p) = hooks.progress {
             p(0.5, format!("recall matched {matched} documents"), Vec::new());
         }
@@ -314,7 +300,16 @@ impl Engine {
             Cursor { version: version.clone(), offset: offset + hits.len(), fingerprint: fp, now_ms }.encode()
         });
         let candidates = matched.min(req.candidate_k.max(offset + k) as u64);
-        Ok(SearchPage { hits, index_version: version, next_cursor, matched, candidates, terms: terms.len(), notes })
+        Ok(SearchPage {
+            hits,
+            index_version: version,
+            next_cursor,
+            matched,
+            candidates,
+            terms: terms.len(),
+            notes,
+            rewritten: plan.rewritten,
+        })
     }
 
     fn date_field(&self, name: &str) -> Result<&MetaField, EngineError> {

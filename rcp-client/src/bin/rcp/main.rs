@@ -3,6 +3,7 @@
 //! ```sh
 //! rcp info --stdio "rcp-bm25 serve"
 //! rcp retrieve --http http://127.0.0.1:8080/rcp "wing lift" -k 5 --filter 'year>=1990'
+//! rcp transform --stdio "rcp-bm25 serve" "wing lift" --method multi-query -n 3
 //! rcp federate examples/rcp.json "wing lift" -k 5 --fusion convex
 //! rcp index add --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN corpus.jsonl
 //! rcp eval ../shared/data/cranfield --registry examples/rcp.json --limit 50
@@ -17,6 +18,7 @@ mod inspect;
 mod out;
 mod table;
 mod target;
+mod transform;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -65,6 +67,20 @@ enum Command {
         /// (e.g. 'year>=1990'); repeated flags are ANDed.
         #[arg(long, value_name = "FILTER")]
         filter: Vec<String>,
+    },
+    /// Rewrite a query with an engine's `query/transform` (e.g. rcp-bm25's RM3 `rewrite`).
+    Transform {
+        #[command(flatten)]
+        target: Target,
+        /// The query text.
+        query: String,
+        /// The method: one the engine advertises in `transform.methods` (rewrite, multi-query,
+        /// hyde, decompose, step-back).
+        #[arg(short, long, default_value = "rewrite")]
+        method: String,
+        /// How many queries, for methods that make several (multi-query, decompose).
+        #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
+        n: Option<u32>,
     },
     /// Fan a query out to every engine of an rcp.json registry and fuse the lists.
     Federate {
@@ -157,6 +173,7 @@ impl Command {
         match self {
             Self::Info { target }
             | Self::Retrieve { target, .. }
+            | Self::Transform { target, .. }
             | Self::Eval { target, .. }
             | Self::Index { op: IndexOp::Add { target, .. } | IndexOp::Delete { target, .. } } => Some(target),
             Self::Federate { .. } | Self::Inspect { .. } | Self::Completions { .. } => None,
@@ -206,6 +223,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             let _ = c.shutdown().await;
+        }
+        Command::Transform { target, query, method, n } => {
+            transform::run(&target, auth, query, method, n, cli.json).await?;
         }
         Command::Federate { registry, query, k, fusion, timeout_ms, filter } => {
             let fusion = FusionMethod::from_name(&fusion)
