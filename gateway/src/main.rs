@@ -172,7 +172,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(rcp_protocol::exit::FAILURE);
         }
     };
     let result = runtime.block_on(async {
@@ -185,7 +185,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(rcp_protocol::exit::FAILURE)
         }
     }
 }

@@ -192,9 +192,6 @@ impl From<TrustArg> for TrustLevel {
 impl EngineCli for Cli {
     type Error = anyhow::Error;
 
-    /// `verify` exits 1 when the directory is damaged, as every other failure does.
-    const FAILURE: u8 = 1;
-
     /// Commands other than `serve` print their own lines and log nothing.
     const LOGS: Option<LogFormat> = None;
 

@@ -5,6 +5,7 @@
 //! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
 //! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl | --builtin
 //! rcp-pg serve --database-url URL [--stdio | --http ADDR]
+//! rcp-pg postgres start|stop|status --data-dir DIR   # a local PostgreSQL (see [`crate::local`])
 //! ```
 //! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
 
@@ -57,6 +58,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         model_dir: Option<PathBuf>,
     },
+    /// A local PostgreSQL 16 + pgvector in a directory you name, from the pinned pgserver wheel
+    /// (no Docker, no system package): `start` prints its DATABASE_URL.
+    #[command(subcommand)]
+    Postgres(crate::local::LocalCmd),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -170,6 +175,7 @@ impl EngineCli for Cli {
                 rcp_corpus::policy::exit_if_not_indexed("rcp-pg", result)
             }
             Command::Serve(cmd) => serve(*cmd),
+            Command::Postgres(cmd) => cmd.run(),
         }
     }
 }

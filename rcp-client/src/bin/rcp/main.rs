@@ -345,7 +345,7 @@ async fn main() {
     if argv.get(1).map(String::as_str) == Some("inspect") {
         if let Err(e) = inspect::run(&argv[2..]) {
             eprintln!("rcp: {e}");
-            std::process::exit(1);
+            std::process::exit(i32::from(rcp_protocol::exit::FAILURE));
         }
         return;
     }
@@ -358,6 +358,6 @@ async fn main() {
     };
     if let Err(e) = run(cli).await {
         eprintln!("rcp: {}", explain::report(e.as_ref(), &ctx));
-        std::process::exit(1);
+        std::process::exit(i32::from(rcp_protocol::exit::FAILURE));
     }
 }
