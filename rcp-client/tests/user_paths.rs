@@ -267,3 +267,31 @@ fn the_readme_links_every_component_readme() {
     }
     assert!(readme.contains("](gateway/README.md#mcp-bridge)"), "the MCP bridge section is linked");
 }
+
+fn loose_engine() -> String {
+    let exe = std::env::current_exe().expect("exe");
+    let bin = exe.parent().and_then(|d| d.parent()).expect("target dir").join("examples").join("loose_engine");
+    bin.to_string_lossy().into_owned()
+}
+
+#[test]
+fn info_json_prints_the_capabilities_as_received() {
+    // The loose engine advertises `embed.dimensions` (not the spec's `dimension`) and a key the
+    // spec does not define: `rcp info --json` shows both verbatim.
+    let o = rcp(&["info", "--stdio", &loose_engine(), "--json"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let embed = &v["capabilities"]["embed"];
+    assert_eq!(embed["dimensions"], 4, "{v}");
+    assert_eq!(embed["vendorNote"], "kept verbatim", "{v}");
+    assert!(embed.get("dimension").is_none() && embed.get("identity").is_none(), "nothing added: {v}");
+    assert_eq!(v["capabilities"]["rerank"]["methods"], "cross-encoder", "unreadable metadata as sent: {v}");
+
+    // --parsed: this client's reading, re-serialised from its types.
+    let o = rcp(&["info", "--stdio", &loose_engine(), "--parsed"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let parsed: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let embed = &parsed["capabilities"]["embed"];
+    assert!(embed["dimension"] == 4 && embed.get("dimensions").is_none(), "the client's spelling: {parsed}");
+    assert_ne!(parsed, v, "the parsed form differs from the wire form");
+}
