@@ -8,7 +8,10 @@ use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 /// (`embedding`), or nothing when empty.
 pub fn bar(len: u64, label: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
-    let template = format!("{{spinner}} [{{elapsed_precise}}] {label}{}{{wide_bar}} {{pos}}/{{len}} docs ({{rate}}, eta {{eta}})", if label.is_empty() { "" } else { " " });
+    let template = format!(
+        "{{spinner}} [{{elapsed_precise}}] {label}{}{{wide_bar}} {{pos}}/{{len}} docs ({{rate}}, eta {{eta}})",
+        if label.is_empty() { "" } else { " " }
+    );
     if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style.with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
             let _ = w.write_str(&human_rate(s.per_sec()));

@@ -38,7 +38,7 @@ enum Command {
     /// Serve the registry's engines as one RCP server (stdio by default).
     Serve(Box<ServeCmd>),
     /// Serve MCP tools (search, list_engines, fetch) over stdio.
-    Mcp(McpCmd),
+    Mcp(Box<McpCmd>),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -188,7 +188,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => run_serve(*args).await,
-            Command::Mcp(args) => run_mcp(args).await,
+            Command::Mcp(args) => run_mcp(*args).await,
         }
     });
     match result {
@@ -236,7 +236,8 @@ async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
         }
         (None, None, Some(url)) => {
             let mut engine = spec("engine".into(), Transport::Http { url: url.clone() });
-            engine.headers = args.headers.iter().map(|h| rcp_client::registry::parse_header(h)).collect::<Result<_, _>>()?;
+            engine.headers =
+                args.headers.iter().map(|h| rcp_client::registry::parse_header(h)).collect::<Result<_, _>>()?;
             engine.token_env = args.token_env.clone();
             // An unset or empty token variable is named now, not met as 401s later.
             engine.http_headers().map_err(|e| format!("--token-env: {e}"))?;

@@ -139,7 +139,10 @@ fn errors_say_what_to_do() {
     let out = postgres(&["start", "--data-dir", old.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = stderr(&out);
-    assert!(err.contains("PostgreSQL 13 cluster") && err.contains("PostgreSQL 16") && err.contains("RCP_PG_BIN"), "{err}");
+    assert!(
+        err.contains("PostgreSQL 13 cluster") && err.contains("PostgreSQL 16") && err.contains("RCP_PG_BIN"),
+        "{err}"
+    );
 
     // Status of a directory without a cluster provisions nothing and says how to make one.
     let out = postgres(&["status", "--data-dir", tmp.path().join("none").to_str().expect("utf-8")]);

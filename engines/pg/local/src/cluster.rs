@@ -113,7 +113,9 @@ impl Cluster {
         run(&mut initdb, "initdb")?;
         let conf = self.data.join("postgresql.conf");
         let mut text = fs::read_to_string(&conf).map_err(io_err(&conf))?;
-        text.push_str(&format!("\n# Port and listening address of this local cluster:\ninclude_if_exists = '{SETTINGS}'\n"));
+        text.push_str(&format!(
+            "\n# Port and listening address of this local cluster:\ninclude_if_exists = '{SETTINGS}'\n"
+        ));
         fs::write(&conf, text).map_err(io_err(&conf))
     }
 
@@ -144,11 +146,7 @@ impl Cluster {
         let path = self.data.join("PG_VERSION");
         let found = fs::read_to_string(&path).map_err(io_err(&path))?.trim().to_owned();
         let ours = self.binaries_version()?;
-        if found == ours {
-            Ok(())
-        } else {
-            Err(LocalError::VersionMismatch { dir: self.data.clone(), found, ours })
-        }
+        if found == ours { Ok(()) } else { Err(LocalError::VersionMismatch { dir: self.data.clone(), found, ours }) }
     }
 
     /// Whether the server runs, and on which port.
@@ -156,7 +154,8 @@ impl Cluster {
         if !self.exists() {
             return State::Absent;
         }
-        let running = self.tool("pg_ctl").arg("-D").arg(&self.data).arg("status").output().is_ok_and(|o| o.status.success());
+        let running =
+            self.tool("pg_ctl").arg("-D").arg(&self.data).arg("status").output().is_ok_and(|o| o.status.success());
         let pid_file = fs::read_to_string(self.data.join("postmaster.pid")).unwrap_or_default();
         let mut lines = pid_file.lines();
         let pid = lines.next().and_then(|l| l.trim().parse().ok());

@@ -200,7 +200,8 @@ fn unpack(wheel: &Path, root: &Path) -> Result<(), LocalError> {
 
 fn extract_all(wheel: &Path, into: &Path) -> Result<(), LocalError> {
     use std::os::unix::fs::PermissionsExt;
-    let archive_err = |e: zip::result::ZipError| LocalError::Wheel { wheel: wheel.to_path_buf(), detail: e.to_string() };
+    let archive_err =
+        |e: zip::result::ZipError| LocalError::Wheel { wheel: wheel.to_path_buf(), detail: e.to_string() };
     let file = File::open(wheel).map_err(io_err(wheel))?;
     let mut archive = zip::ZipArchive::new(file).map_err(archive_err)?;
     for i in 0..archive.len() {

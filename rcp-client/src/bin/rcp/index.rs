@@ -81,11 +81,8 @@ pub(crate) fn document(line: &str) -> Result<Document, String> {
 pub(crate) async fn add(client: &Client, path: &Path, batch: usize) -> Result<AddSummary, Box<dyn std::error::Error>> {
     let started = Instant::now();
     let total = rcp_corpus::count_lines(path)?;
-    let bar = if std::io::stderr().is_terminal() {
-        rcp_corpus::progress::bar(total, "")
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar =
+        if std::io::stderr().is_terminal() { rcp_corpus::progress::bar(total, "") } else { ProgressBar::hidden() };
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut run = Run { client, path, bar, summary: AddSummary::default(), refused_in_a_row: 0 };
     let mut pending: Vec<Line> = Vec::with_capacity(batch);
