@@ -72,8 +72,8 @@ struct DbArgs {
     /// Most pooled connections.
     #[arg(long, default_value_t = PoolOptions::default().max_size)]
     pool_size: usize,
-    /// Milliseconds to wait for the database at start-up before giving up (durations are
-    /// `-ms` flags in every rcp binary).
+    /// Milliseconds to wait for the database at start-up before giving up (timeouts are `-ms`
+    /// flags in every rcp binary).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     connect_timeout_ms: u64,
     /// The former spelling, in seconds (hidden; still accepted).
