@@ -295,3 +295,35 @@ fn info_json_prints_the_capabilities_as_received() {
     assert!(embed["dimension"] == 4 && embed.get("dimensions").is_none(), "the client's spelling: {parsed}");
     assert_ne!(parsed, v, "the parsed form differs from the wire form");
 }
+
+#[test]
+fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
+    // One rule (rcp_protocol::exit): a corpus that cannot be read fails the run with 1 in the
+    // client and in every engine alike (rcp-dense exited 2 before); bad arguments exit 2.
+    let dir = scratch("exit-codes");
+    let missing = "/nonexistent/corpus.jsonl";
+    let data = dir.join("idx");
+    let data = data.to_str().unwrap_or("");
+    let dense = rcp_testkit::workspace_bin("rcp-dense", "rcp-dense").to_string_lossy().into_owned();
+    let gateway = rcp_testkit::workspace_bin("rcp-gateway", "rcp-gateway").to_string_lossy().into_owned();
+    let run = |program: &str, args: &[&str]| {
+        let o = Command::new(program).args(args).env("RCP_MODEL_DIR", dir.join("no-model")).output().expect("run");
+        (o.status.code(), stderr(&o))
+    };
+    let failed = [
+        (env!("CARGO_BIN_EXE_rcp").to_owned(), vec!["index", "add", "--stdio", "rcp-bm25 serve", missing]),
+        (bm25(), vec!["index", "--data-dir", data, missing]),
+        (dense.clone(), vec!["index", "--data-dir", data, missing]),
+        (gateway.clone(), vec!["serve", "--registry", "/nonexistent/rcp.json"]),
+    ];
+    for (program, args) in &failed {
+        let (code, err) = run(program, args);
+        assert_eq!(code, Some(1), "{program} {args:?}: {err}");
+        assert!(!err.trim().is_empty(), "a failure says what happened: {program}");
+    }
+    for program in [env!("CARGO_BIN_EXE_rcp").to_owned(), bm25(), dense, gateway] {
+        let (code, err) = run(&program, &["--no-such-flag"]);
+        assert_eq!(code, Some(2), "{program}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
