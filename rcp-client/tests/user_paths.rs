@@ -327,3 +327,31 @@ fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn index_progress_rates_read_as_people_write_them() {
+    // The bar is drawn only on a terminal: `script` gives the engine one.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIP: no `script` to give the index command a terminal");
+        return;
+    }
+    let dir = scratch("progress");
+    let file = dir.join("big.jsonl");
+    corpus(&file, 20_000, &[]);
+    let cmd = format!("{} index --data-dir {} {}", bm25(), dir.join("idx").display(), file.display());
+    let o = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("run script");
+    let shown = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    assert!(o.status.success(), "{shown}");
+    let rates: Vec<&str> = shown.split(['(', ' ']).filter(|w| w.ends_with("/s,")).collect();
+    assert!(!rates.is_empty(), "the bar shows a rate: {shown}");
+    for rate in rates {
+        let number = rate.trim_end_matches("/s,");
+        let whole = number.split('.').next().unwrap_or("");
+        let grouped = whole.split(',').enumerate().all(|(i, g)| {
+            g.bytes().all(|b| b.is_ascii_digit()) && if i == 0 { (1..=3).contains(&g.len()) } else { g.len() == 3 }
+        });
+        let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(grouped && decimals <= 1 && (decimals == 0 || !whole.contains(',')), "rate {rate:?} in {shown}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
