@@ -11,6 +11,8 @@
 
 pub mod fields;
 pub mod policy;
+#[cfg(feature = "progress")]
+pub mod progress;
 pub mod validate;
 
 use std::collections::BTreeMap;

@@ -31,14 +31,14 @@ const EXAMPLES: &str = "Examples:
   rcp-gateway serve --registry rcp.json --http 127.0.0.1:8090
   rcp-gateway mcp --registry rcp.json                         # MCP server on stdio
   rcp-gateway mcp --stdio 'rcp-bm25 serve'
-  rcp-gateway mcp --http http://127.0.0.1:8080/rcp";
+  rcp-gateway mcp --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN";
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the registry's engines as one RCP server (stdio by default).
     Serve(Box<ServeCmd>),
     /// Serve MCP tools (search, list_engines, fetch) over stdio.
-    Mcp(McpCmd),
+    Mcp(Box<McpCmd>),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -154,6 +154,16 @@ struct McpCmd {
     #[arg(long, value_name = "URL")]
     http: Option<String>,
 
+    /// With --http: an HTTP header sent on every request, 'Name: value' (repeatable). A
+    /// registry's engines take `headers` in rcp.json instead.
+    #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
+    headers: Vec<String>,
+
+    /// With --http: send the bearer token held in this environment variable
+    /// (`Authorization: Bearer ...`); a registry's engines take `tokenEnv` in rcp.json.
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+
     #[command(flatten)]
     federation: FederationArgs,
 }
@@ -172,20 +182,20 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(rcp_protocol::exit::FAILURE);
         }
     };
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => run_serve(*args).await,
-            Command::Mcp(args) => run_mcp(args).await,
+            Command::Mcp(args) => run_mcp(*args).await,
         }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(rcp_protocol::exit::FAILURE)
         }
     }
 }
@@ -207,6 +217,11 @@ async fn run_serve(args: ServeCmd) -> Result<(), BoxError> {
 }
 
 async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
+    if args.http.is_none() && (!args.headers.is_empty() || args.token_env.is_some()) {
+        return Err("--header and --token-env apply to --http; a registry's engines take `headers` and \
+                    `tokenEnv` in rcp.json, and a stdio engine needs neither"
+            .into());
+    }
     let (registry, default) = match (&args.registry, &args.stdio, &args.http) {
         (Some(path), _, _) => (GatewayRegistry::load(path)?, default_id(path)),
         (None, Some(cmd), _) => {
@@ -220,7 +235,13 @@ async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
             (GatewayRegistry::single(spec(id, Transport::Stdio { command })), "gateway-mcp".into())
         }
         (None, None, Some(url)) => {
-            (GatewayRegistry::single(spec("engine".into(), Transport::Http { url: url.clone() })), "gateway-mcp".into())
+            let mut engine = spec("engine".into(), Transport::Http { url: url.clone() });
+            engine.headers =
+                args.headers.iter().map(|h| rcp_client::registry::parse_header(h)).collect::<Result<_, _>>()?;
+            engine.token_env = args.token_env.clone();
+            // An unset or empty token variable is named now, not met as 401s later.
+            engine.http_headers().map_err(|e| format!("--token-env: {e}"))?;
+            (GatewayRegistry::single(engine), "gateway-mcp".into())
         }
         (None, None, None) => return Err("one of --registry, --stdio, --http is required".into()),
     };

@@ -4,7 +4,8 @@
 //! rules our own server keeps.
 //!
 //! What it does that a strict peer would not:
-//! - `embed` metadata without `identity` and with `dimensions` (not `dimension`); `sparseEmbed`
+//! - `embed` metadata without `identity`, with `dimensions` (not `dimension`) and a key the
+//!   spec does not define (`vendorNote`); `sparseEmbed`
 //!   as `{}`; `rerank.methods` as a string, not a list (metadata that cannot be read);
 //! - `rerank` answers `{results: [{index, score}]}` best first, without `scores`;
 //! - over HTTP it keeps one process-wide session: the first `initialize` wins and every later
@@ -37,7 +38,7 @@ fn info() -> Value {
         "protocolVersion": 1,
         "server": {"name": "loose-engine", "version": "0.0.1"},
         "capabilities": {
-            "embed": {"dimensions": 4, "modes": ["dense"]},
+            "embed": {"dimensions": 4, "modes": ["dense"], "vendorNote": "kept verbatim"},
             "sparseEmbed": {},
             "rerank": {"methods": "cross-encoder", "maxCandidates": 100},
             "retrieve": {"maxK": 100, "modes": ["sparse"], "citations": true, "defaultCandidateK": 50},

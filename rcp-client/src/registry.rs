@@ -90,6 +90,17 @@ pub fn bearer_from_env(var: &str) -> Result<(String, String), TokenError> {
     bearer(var, std::env::var(var).ok())
 }
 
+/// An HTTP header given on a command line as `'Name: value'` (`--header` of `rcp` and
+/// `rcp-gateway mcp`); an error naming the argument when it has no colon or no valid name.
+pub fn parse_header(arg: &str) -> Result<(String, String), String> {
+    let (name, value) = arg.split_once(':').ok_or_else(|| format!("--header '{arg}': expected 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("--header '{arg}': '{name}' is not a header name"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
 fn bearer(var: &str, value: Option<String>) -> Result<(String, String), TokenError> {
     match value {
         Some(token) if !token.trim().is_empty() => Ok(("Authorization".to_owned(), format!("Bearer {}", token.trim()))),

@@ -267,3 +267,91 @@ fn the_readme_links_every_component_readme() {
     }
     assert!(readme.contains("](gateway/README.md#mcp-bridge)"), "the MCP bridge section is linked");
 }
+
+fn loose_engine() -> String {
+    let exe = std::env::current_exe().expect("exe");
+    let bin = exe.parent().and_then(|d| d.parent()).expect("target dir").join("examples").join("loose_engine");
+    bin.to_string_lossy().into_owned()
+}
+
+#[test]
+fn info_json_prints_the_capabilities_as_received() {
+    // The loose engine advertises `embed.dimensions` (not the spec's `dimension`) and a key the
+    // spec does not define: `rcp info --json` shows both verbatim.
+    let o = rcp(&["info", "--stdio", &loose_engine(), "--json"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let embed = &v["capabilities"]["embed"];
+    assert_eq!(embed["dimensions"], 4, "{v}");
+    assert_eq!(embed["vendorNote"], "kept verbatim", "{v}");
+    assert!(embed.get("dimension").is_none() && embed.get("identity").is_none(), "nothing added: {v}");
+    assert_eq!(v["capabilities"]["rerank"]["methods"], "cross-encoder", "unreadable metadata as sent: {v}");
+
+    // --parsed: this client's reading, re-serialised from its types.
+    let o = rcp(&["info", "--stdio", &loose_engine(), "--parsed"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let parsed: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let embed = &parsed["capabilities"]["embed"];
+    assert!(embed["dimension"] == 4 && embed.get("dimensions").is_none(), "the client's spelling: {parsed}");
+    assert_ne!(parsed, v, "the parsed form differs from the wire form");
+}
+
+#[test]
+fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
+    // One rule (rcp_protocol::exit): a corpus that cannot be read fails the run with 1 in the
+    // client and in every engine alike (rcp-dense exited 2 before); bad arguments exit 2.
+    let dir = scratch("exit-codes");
+    let missing = "/nonexistent/corpus.jsonl";
+    let data = dir.join("idx");
+    let data = data.to_str().unwrap_or("");
+    let dense = rcp_testkit::workspace_bin("rcp-dense", "rcp-dense").to_string_lossy().into_owned();
+    let gateway = rcp_testkit::workspace_bin("rcp-gateway", "rcp-gateway").to_string_lossy().into_owned();
+    let run = |program: &str, args: &[&str]| {
+        let o = Command::new(program).args(args).env("RCP_MODEL_DIR", dir.join("no-model")).output().expect("run");
+        (o.status.code(), stderr(&o))
+    };
+    let failed = [
+        (env!("CARGO_BIN_EXE_rcp").to_owned(), vec!["index", "add", "--stdio", "rcp-bm25 serve", missing]),
+        (bm25(), vec!["index", "--data-dir", data, missing]),
+        (dense.clone(), vec!["index", "--data-dir", data, missing]),
+        (gateway.clone(), vec!["serve", "--registry", "/nonexistent/rcp.json"]),
+    ];
+    for (program, args) in &failed {
+        let (code, err) = run(program, args);
+        assert_eq!(code, Some(1), "{program} {args:?}: {err}");
+        assert!(!err.trim().is_empty(), "a failure says what happened: {program}");
+    }
+    for program in [env!("CARGO_BIN_EXE_rcp").to_owned(), bm25(), dense, gateway] {
+        let (code, err) = run(&program, &["--no-such-flag"]);
+        assert_eq!(code, Some(2), "{program}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn index_progress_rates_read_as_people_write_them() {
+    // The bar is drawn only on a terminal: `script` gives the engine one.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIP: no `script` to give the index command a terminal");
+        return;
+    }
+    let dir = scratch("progress");
+    let file = dir.join("big.jsonl");
+    corpus(&file, 20_000, &[]);
+    let cmd = format!("{} index --data-dir {} {}", bm25(), dir.join("idx").display(), file.display());
+    let o = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("run script");
+    let shown = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    assert!(o.status.success(), "{shown}");
+    let rates: Vec<&str> = shown.split(['(', ' ']).filter(|w| w.ends_with("/s,")).collect();
+    assert!(!rates.is_empty(), "the bar shows a rate: {shown}");
+    for rate in rates {
+        let number = rate.trim_end_matches("/s,");
+        let whole = number.split('.').next().unwrap_or("");
+        let grouped = whole.split(',').enumerate().all(|(i, g)| {
+            g.bytes().all(|b| b.is_ascii_digit()) && if i == 0 { (1..=3).contains(&g.len()) } else { g.len() == 3 }
+        });
+        let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(grouped && decimals <= 1 && (decimals == 0 || !whole.contains(',')), "rate {rate:?} in {shown}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod content;
 pub mod embed;
 pub mod error;
+pub mod exit;
 pub mod feedback;
 pub mod filter;
 pub mod fusion;

@@ -1,12 +1,10 @@
-//! A real PostgreSQL 16 with pgvector for tests, without Docker: the binaries come from the
-//! `pgserver` wheel on PyPI (PostgreSQL + pgvector, relocatable), `initdb` makes a cluster in
-//! a temporary directory and `pg_ctl` runs it on a free loopback port.
+//! A real PostgreSQL 16 with pgvector for tests, without Docker: a private cluster in a
+//! temporary directory on a free loopback port, run by [`rcp_pg_local`] (the mechanism behind
+//! `rcp-pg postgres start`: the pinned `pgserver` wheel from PyPI, or `$RCP_PG_BIN`).
 //!
-//! Binaries: `$RCP_PG_BIN` (a directory with `initdb`, `pg_ctl`, `psql`), else a copy
-//! provisioned once per machine under the temp directory with `pip download` (PyPI is one of
-//! the reachable registries). When the tests run as root, the server runs as `nobody`
-//! (PostgreSQL refuses root). A watcher stops the server when the test process exits.
-//! [`PgCluster::shared`] is one server per test binary; tests create their own databases.
+//! When the tests run as root, the server runs as `nobody` (PostgreSQL refuses root). A watcher
+//! stops the server when the test process exits. [`PgCluster::shared`] is one server per test
+//! binary; tests create their own databases.
 
 use std::fs;
 use std::net::TcpListener;
@@ -14,16 +12,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use rcp_pg_local::Cluster;
+
 /// The pinned wheel.
-pub const PGSERVER_WHEEL: &str = "pgserver==0.1.4";
+pub const PGSERVER_WHEEL: &str = rcp_pg_local::PGSERVER_WHEEL;
+
+/// Settings of a test cluster: no fsync (the data is thrown away) and room for many pools.
+const TEST_SETTINGS: &[(&str, &str)] = &[("fsync", "off"), ("max_connections", "200")];
 
 /// A running PostgreSQL cluster.
 #[derive(Debug)]
 pub struct PgCluster {
-    bin: PathBuf,
-    data: PathBuf,
+    cluster: Cluster,
     port: u16,
-    run_as: Option<String>,
     _dir: TempDir,
 }
 
@@ -37,111 +38,50 @@ impl Drop for TempDir {
     }
 }
 
-fn run(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd.stdin(Stdio::null()).output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("{cmd:?}: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
-fn is_root() -> bool {
-    run(Command::new("id").arg("-u")).is_ok_and(|u| u.trim() == "0")
-}
-
 /// The PostgreSQL binaries: `$RCP_PG_BIN`, else provisioned from the pinned wheel.
 pub fn binaries() -> Result<PathBuf, String> {
-    if let Some(dir) = std::env::var_os("RCP_PG_BIN").filter(|d| !d.is_empty()) {
-        let dir = PathBuf::from(dir);
-        return if dir.join("pg_ctl").is_file() {
-            Ok(dir)
-        } else {
-            Err(format!("RCP_PG_BIN={} has no pg_ctl", dir.display()))
-        };
-    }
-    let root = std::env::temp_dir().join(format!("rcp-{}", PGSERVER_WHEEL.replace("==", "-")));
-    let bin = root.join("pgserver/pginstall/bin");
-    if bin.join("pg_ctl").is_file() && root.join(".complete").is_file() {
-        return Ok(bin);
-    }
-    fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let lock = fs::File::create(root.join(".lock")).map_err(|e| e.to_string())?;
-    lock.lock().map_err(|e| e.to_string())?;
-    if !root.join(".complete").is_file() {
-        let wheels = root.join("wheel");
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        run(Command::new(&python)
-            .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
-            .arg(&wheels)
-            .arg(PGSERVER_WHEEL))
-        .map_err(|e| format!("cannot provision PostgreSQL ({PGSERVER_WHEEL}): {e}"))?;
-        let wheel = fs::read_dir(&wheels)
-            .map_err(|e| e.to_string())?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "whl"))
-            .ok_or("pip download produced no wheel")?;
-        run(Command::new(&python).args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&root))?;
-        // Zip archives do not keep the executable bit; the whole tree must be readable by
-        // the server's user.
-        run(Command::new("chmod").args(["-R", "a+rX"]).arg(&root))?;
-        run(Command::new("sh").arg("-c").arg("chmod a+x \"$0\"/*").arg(&bin))?;
-        fs::write(root.join(".complete"), b"").map_err(|e| e.to_string())?;
-    }
-    Ok(bin)
+    rcp_pg_local::binaries(&mut |m| eprintln!("provision PostgreSQL: {m}")).map_err(|e| e.to_string())
+}
+
+/// A fresh directory under the temp dir for a cluster's data (`<base>/data`), owned by the
+/// server's user.
+fn new_base(bin: &Path) -> Result<(TempDir, Cluster), String> {
+    let base = std::env::temp_dir().join(format!("rcp-pg-{}-{}", std::process::id(), unique()));
+    let cluster = Cluster::new(bin, base.join("data"));
+    cluster.prepare_dir(&base).map_err(|e| e.to_string())?;
+    Ok((TempDir(base), cluster))
 }
 
 impl PgCluster {
     /// `initdb` a new cluster and start it on a free port.
     pub fn start() -> Result<Self, String> {
         let bin = binaries()?;
-        let base = std::env::temp_dir().join(format!("rcp-pg-{}-{}", std::process::id(), unique()));
-        let data = base.join("data");
-        fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
-        let run_as = is_root().then(|| "nobody".to_owned());
-        if let Some(user) = &run_as {
-            run(Command::new("chown").args(["-R", user]).arg(&base))?;
-        }
-        let cluster = Self { bin, data, port: free_port()?, run_as, _dir: TempDir(base) };
-        cluster
-            .as_user("initdb")
-            .args(["-D"])
-            .arg(&cluster.data)
-            .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"])
-            .output()
-            .map_err(|e| e.to_string())
-            .and_then(
-                |o| if o.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&o.stderr).into_owned()) },
-            )
-            .map_err(|e| format!("initdb: {e}"))?;
-        cluster.start_again()?;
-        cluster.watch();
-        Ok(cluster)
+        let (dir, cluster) = new_base(&bin)?;
+        cluster.init(false).map_err(|e| e.to_string())?;
+        let started = Self { cluster, port: free_port()?, _dir: dir };
+        started.start_again()?;
+        started.watch();
+        Ok(started)
     }
 
     /// A streaming replica of this (running) cluster, started on its own port: a
     /// `pg_basebackup -R` copy that follows the primary's WAL and serves read-only queries.
     pub fn start_replica(&self) -> Result<Self, String> {
-        let base = std::env::temp_dir().join(format!("rcp-pg-{}-{}", std::process::id(), unique()));
-        fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
-        if let Some(user) = &self.run_as {
-            run(Command::new("chown").args(["-R", user]).arg(&base))?;
-        }
-        let replica = Self {
-            bin: self.bin.clone(),
-            data: base.join("data"),
-            port: free_port()?,
-            run_as: self.run_as.clone(),
-            _dir: TempDir(base),
-        };
-        run(replica
-            .as_user("pg_basebackup")
+        let bin = binaries()?;
+        let (dir, cluster) = new_base(&bin)?;
+        let out = cluster
+            .tool("pg_basebackup")
             .arg("-D")
-            .arg(&replica.data)
+            .arg(cluster.data_dir())
             .args(["-R", "-X", "stream", "--checkpoint=fast", "-h", "127.0.0.1", "-U", "postgres", "-p"])
-            .arg(self.port.to_string()))
-        .map_err(|e| format!("pg_basebackup: {e}"))?;
+            .arg(self.port.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("pg_basebackup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("pg_basebackup: {}: {}", out.status, String::from_utf8_lossy(&out.stderr)));
+        }
+        let replica = Self { cluster, port: free_port()?, _dir: dir };
         replica.start_again()?;
         replica.watch();
         Ok(replica)
@@ -154,50 +94,26 @@ impl PgCluster {
         SHARED.get_or_init(PgCluster::start).as_ref().map_err(Clone::clone)
     }
 
-    fn as_user(&self, tool: &str) -> Command {
-        let path = self.bin.join(tool);
-        match &self.run_as {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(path);
-                c
-            }
-            None => Command::new(path),
-        }
-    }
-
     /// Starts the (stopped) server again on the same port and data.
     pub fn start_again(&self) -> Result<(), String> {
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-            self.port,
-            self.data.display()
-        );
-        run(self
-            .as_user("pg_ctl")
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-w", "-t", "60", "-o", &options, "-l"])
-            .arg(self.data.join("server.log"))
-            .arg("start"))
-        .map(drop)
-        .map_err(|e| format!("{e}\n{}", fs::read_to_string(self.data.join("server.log")).unwrap_or_default()))
+        self.cluster.start(self.port, TEST_SETTINGS).map_err(|e| e.to_string())
     }
 
     /// Stops the server (fast shutdown: sessions are disconnected, nothing committed is lost).
     pub fn stop(&self) -> Result<(), String> {
-        run(self.as_user("pg_ctl").arg("-D").arg(&self.data).args(["-w", "-m", "fast", "stop"])).map(drop)
+        self.cluster.stop().map(drop).map_err(|e| e.to_string())
     }
 
     /// Stops the server and removes its directory when this process exits, however it exits.
     fn watch(&self) {
-        let base = self.data.parent().unwrap_or(&self.data);
+        let data = self.cluster.data_dir();
+        let base = data.parent().unwrap_or(data);
         let script = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
              if [ -f '{data}/postmaster.pid' ]; then kill -INT \"$(head -n 1 '{data}/postmaster.pid')\"; fi; \
              for _ in $(seq 1 30); do [ -f '{data}/postmaster.pid' ] || break; sleep 0.5; done; rm -rf '{base}'",
             pid = std::process::id(),
-            data = self.data.display(),
+            data = data.display(),
             base = base.display()
         );
         let _ = Command::new("sh")
@@ -216,15 +132,12 @@ impl PgCluster {
 
     /// The URL of database `db`.
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+        rcp_pg_local::url(self.port, db)
     }
 
     /// Runs SQL through `psql` on database `db`; returns its unaligned output.
     pub fn psql(&self, db: &str, sql: &str) -> Result<String, String> {
-        run(Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "postgres", "-p"])
-            .arg(self.port.to_string())
-            .args(["-d", db, "-c", sql]))
+        self.cluster.psql(self.port, db, sql).map_err(|e| e.to_string())
     }
 
     /// Creates a new, empty database with a unique name and returns its URL.
@@ -236,16 +149,17 @@ impl PgCluster {
 
     /// The server log so far (for failure messages).
     pub fn log(&self) -> String {
-        fs::read_to_string(self.data.join("server.log")).unwrap_or_default()
+        fs::read_to_string(self.cluster.log_path()).unwrap_or_default()
     }
 
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
-        &self.data
+        self.cluster.data_dir()
     }
 }
 
-fn free_port() -> Result<u16, String> {
+/// A port free at the time of asking.
+pub fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }

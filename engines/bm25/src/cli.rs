@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
+
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
@@ -212,9 +212,6 @@ impl From<TrustArg> for TrustLevel {
 impl EngineCli for Cli {
     type Error = anyhow::Error;
 
-    /// `verify` exits 1 when the directory is damaged, as every other failure does.
-    const FAILURE: u8 = 1;
-
     /// Commands other than `serve` print their own lines and log nothing.
     const LOGS: Option<LogFormat> = None;
 
@@ -300,11 +297,7 @@ fn load(engine: &Engine, args: &IndexArgs) -> anyhow::Result<u64> {
     let source = args.source.clone().unwrap_or_else(|| {
         args.corpus.file_name().map_or_else(|| "corpus".to_owned(), |n| n.to_string_lossy().into_owned())
     });
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} docs {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = rcp_corpus::progress::bar(total, "");
     let started = Instant::now();
     let stats = engine.load(docs, args.trust.into(), &source, args.strict, |problem| {
         bar.inc(1);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use rcp_corpus::policy::NotIndexed;
 use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
@@ -399,12 +399,7 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options)?;
     let total = rcp_corpus::count_lines(&cmd.corpus)?;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} embedding [{bar:40}] {pos}/{len} docs {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let bar = rcp_corpus::progress::bar(total, "embedding");
     let started = Instant::now();
     // Declared fields (this run's --field, else the store's) are checked on every line: a
     // value of the wrong type is refused, never stored (rcp_corpus::validate).

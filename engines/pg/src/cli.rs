@@ -5,6 +5,7 @@
 //! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
 //! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl | --builtin
 //! rcp-pg serve --database-url URL [--stdio | --http ADDR]
+//! rcp-pg postgres start|stop|status --data-dir DIR   # a local PostgreSQL (see [`crate::local`])
 //! ```
 //! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
 
@@ -15,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use rcp_corpus::fields::{infer_fields, parse_field};
 use rcp_corpus::policy::NotIndexed;
 use rcp_embedder::cli::ModelArgs;
@@ -57,6 +57,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         model_dir: Option<PathBuf>,
     },
+    /// A local PostgreSQL 16 + pgvector in a directory you name, from the pinned pgserver wheel
+    /// (no Docker, no system package): `start` prints its DATABASE_URL.
+    #[command(subcommand)]
+    Postgres(crate::local::LocalCmd),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -68,14 +72,24 @@ struct DbArgs {
     /// Most pooled connections.
     #[arg(long, default_value_t = PoolOptions::default().max_size)]
     pool_size: usize,
-    /// Seconds to wait for the database at start-up before giving up.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
-    connect_timeout: u64,
+    /// Milliseconds to wait for the database at start-up before giving up (timeouts are `-ms`
+    /// flags in every rcp binary).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    connect_timeout_ms: u64,
+    /// The former spelling, in seconds (hidden; still accepted).
+    #[arg(long, value_name = "SECS", hide = true, conflicts_with = "connect_timeout_ms")]
+    connect_timeout: Option<u64>,
 }
 
 impl DbArgs {
     fn pool_options(&self) -> PoolOptions {
         PoolOptions { max_size: self.pool_size, ..PoolOptions::default() }
+    }
+
+    /// How long start-up waits for the database: `--connect-timeout-ms`, or the hidden
+    /// `--connect-timeout` in seconds.
+    fn connect_timeout(&self) -> Duration {
+        self.connect_timeout.map_or(Duration::from_millis(self.connect_timeout_ms), Duration::from_secs)
     }
 }
 
@@ -170,6 +184,7 @@ impl EngineCli for Cli {
                 rcp_corpus::policy::exit_if_not_indexed("rcp-pg", result)
             }
             Command::Serve(cmd) => serve(*cmd),
+            Command::Postgres(cmd) => cmd.run(),
         }
     }
 }
@@ -182,11 +197,11 @@ fn block_on<F: Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> 
     tokio::runtime::Runtime::new().map_err(|e| anyhow::anyhow!("tokio runtime: {e}"))?.block_on(f)
 }
 
-/// Connects (retrying until `--connect-timeout`) and migrates.
+/// Connects (retrying until `--connect-timeout-ms`) and migrates.
 async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
     let url = &cmd.db.database_url;
     let db = Database::new(url, &cmd.db.pool_options())?;
-    let deadline = Instant::now() + Duration::from_secs(cmd.db.connect_timeout);
+    let deadline = Instant::now() + cmd.db.connect_timeout();
     let mut client = loop {
         match db.client().await {
             Ok(c) => break c,
@@ -194,7 +209,7 @@ async fn open(cmd: &MigrateCmd) -> anyhow::Result<Database> {
             // fails at once.
             Err(e) if e.is_outage() && Instant::now() < deadline => {
                 let left = deadline.saturating_duration_since(Instant::now()).as_secs_f32();
-                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying for {left:.1} s more (--connect-timeout)");
+                tracing::warn!(database = %redact(url), error = %e, "database not reachable yet; retrying for {left:.1} s more (--connect-timeout-ms)");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(e) => {
@@ -248,10 +263,7 @@ async fn index(cmd: IndexCmd) -> anyhow::Result<u64> {
     Store::declare_fields(&db, &fields).await?;
     let store = Store::new(db, fields);
     let embedder = Arc::new(cmd.model.load(&mut say)?);
-    let bar = ProgressBar::new(docs.len() as u64);
-    bar.set_style(ProgressStyle::with_template(
-        "{elapsed_precise} [{bar:40}] {pos}/{len} docs ({per_sec}, eta {eta})",
-    )?);
+    let bar = rcp_corpus::progress::bar(docs.len() as u64, "");
     let started = Instant::now();
     let (embedded, total) = (AtomicUsize::new(0), docs.len());
     let mut version = 0;

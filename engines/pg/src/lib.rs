@@ -12,7 +12,9 @@
 //! - [`cursor`]: stable-or-refused pagination (§10);
 //! - [`service`]: `retrieve` in `sparse`, `dense` and `hybrid` modes (fusion §16.3), `embed`,
 //!   `index/*`;
-//! - [`cli`]: the `rcp-pg` command line (`migrate`, `index`, `serve`, `fetch-model`).
+//! - [`local`]: `rcp-pg postgres start|stop|status`, a local PostgreSQL + pgvector from the
+//!   pinned `pgserver` wheel (the mechanism is the `rcp-pg-local` crate);
+//! - [`cli`]: the `rcp-pg` command line (`migrate`, `index`, `serve`, `fetch-model`, `postgres`).
 //!
 //! ```sh
 //! export DATABASE_URL=postgres://rcp:secret@db.internal:5432/rcp
@@ -28,6 +30,7 @@ pub mod cursor;
 pub mod db;
 pub mod filter;
 pub mod input;
+pub mod local;
 pub mod migrate;
 pub mod service;
 pub mod store;

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use common::{bin, cluster, model_dir};
 
-/// `rcp-pg serve --database-url URL --connect-timeout 20`: how long it took to exit, and its
+/// `rcp-pg serve --database-url URL --connect-timeout-ms 20000`: how long it took to exit, and its
 /// stderr.
 fn serve_fails(url: &str) -> (Duration, String) {
     let dir = model_dir();
     let start = Instant::now();
     let out = Command::new(bin())
-        .args(["serve", "--database-url", url, "--connect-timeout", "20"])
+        .args(["serve", "--database-url", url, "--connect-timeout-ms", "20000"])
         .env("RCP_MODEL_DIR", &dir)
         .stdin(std::process::Stdio::null())
         .output()
@@ -43,6 +43,7 @@ fn a_refused_connection_names_its_cause_and_says_it_retried() {
     let url = format!("postgres://postgres@127.0.0.1:{port}/postgres?connect_timeout=2");
     let dir = model_dir();
     let out = Command::new(bin())
+        // The former spelling of --connect-timeout-ms (seconds), kept as a hidden alias.
         .args(["serve", "--database-url", &url, "--connect-timeout", "1"])
         .env("RCP_MODEL_DIR", &dir)
         .stdin(std::process::Stdio::null())

@@ -76,14 +76,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_connections_per_client: Option<usize>,
 
-    /// HTTP: seconds a connection has to send a request's headers, counted from when it opens
-    /// or its previous response is sent (so also the idle keep-alive timeout); then it is closed.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub header_timeout: u64,
+    /// HTTP: milliseconds a connection has to send a request's headers, counted from when it
+    /// opens or its previous response is sent (so also the idle keep-alive timeout); then it is
+    /// closed.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
 
-    /// HTTP: seconds a request has to send its body once the headers are in (then 408).
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
-    pub body_timeout: u64,
+    /// The former spelling of `--header-timeout-ms`, in seconds (hidden; still accepted).
+    #[arg(long, value_name = "SECS", hide = true, conflicts_with = "header_timeout_ms")]
+    pub header_timeout: Option<u64>,
+
+    /// HTTP: milliseconds a request has to send its body once the headers are in (then 408).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+
+    /// The former spelling of `--body-timeout-ms`, in seconds (hidden; still accepted).
+    #[arg(long, value_name = "SECS", hide = true, conflicts_with = "body_timeout_ms")]
+    pub body_timeout: Option<u64>,
 
     /// HTTP: per-client request rate (requests/second; bursts up to twice that). Off by default.
     #[arg(long, value_name = "RPS")]
@@ -246,8 +255,8 @@ impl ServeArgs {
             require_session: self.require_session,
             max_connections: self.max_connections.max(1),
             max_connections_per_client: self.max_connections_per_client,
-            header_read_timeout: Duration::from_secs(self.header_timeout.max(1)),
-            body_read_timeout: Duration::from_secs(self.body_timeout.max(1)),
+            header_read_timeout: millis_or_secs(self.header_timeout_ms, self.header_timeout),
+            body_read_timeout: millis_or_secs(self.body_timeout_ms, self.body_timeout),
             ops,
             metrics_public: self.metrics_public,
             drain_grace: Duration::from_secs(self.drain_grace),
@@ -263,6 +272,12 @@ impl ServeArgs {
             None => server.serve_stdio().await,
         }
     }
+}
+
+/// A duration given in milliseconds (`--X-timeout-ms`), or in seconds by a former spelling
+/// (`--X-timeout`), which wins when given; at least 1 ms.
+fn millis_or_secs(ms: u64, secs: Option<u64>) -> Duration {
+    secs.map_or(Duration::from_millis(ms), Duration::from_secs).max(Duration::from_millis(1))
 }
 
 #[cfg(test)]
@@ -302,9 +317,17 @@ mod tests {
                 .expect("options");
         assert_eq!(
             (opts.max_connections, opts.header_read_timeout, opts.body_read_timeout),
-            (8, Duration::from_secs(2), Duration::from_secs(3))
+            (8, Duration::from_secs(2), Duration::from_secs(3)),
+            "the former spellings, in seconds"
         );
         assert_eq!(opts.connections_per_client(), 4, "half the cap by default");
+        let opts = parse(&["--http", "127.0.0.1:0", "--header-timeout-ms", "2500", "--body-timeout-ms", "750"])
+            .http_options()
+            .expect("options");
+        assert_eq!(
+            (opts.header_read_timeout, opts.body_read_timeout),
+            (Duration::from_millis(2500), Duration::from_millis(750))
+        );
         let opts =
             parse(&["--http", "127.0.0.1:0", "--max-connections-per-client", "3"]).http_options().expect("options");
         assert_eq!((opts.max_connections_per_client, opts.connections_per_client()), (Some(3), 3));

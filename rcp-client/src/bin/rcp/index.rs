@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use indicatif::ProgressBar;
 use rcp_client::{Client, ClientError};
 use rcp_corpus::CorpusDoc;
 use rcp_protocol::ErrorCode;
@@ -81,18 +81,8 @@ pub(crate) fn document(line: &str) -> Result<Document, String> {
 pub(crate) async fn add(client: &Client, path: &Path, batch: usize) -> Result<AddSummary, Box<dyn std::error::Error>> {
     let started = Instant::now();
     let total = rcp_corpus::count_lines(path)?;
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(total);
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} documents ({rate}, eta {eta})") {
-            // indicatif's own {per_sec} groups thousands in decimals ("1,409.3267/s").
-            bar.set_style(style.with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.1}/s", s.per_sec());
-            }));
-        }
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar =
+        if std::io::stderr().is_terminal() { rcp_corpus::progress::bar(total, "") } else { ProgressBar::hidden() };
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut run = Run { client, path, bar, summary: AddSummary::default(), refused_in_a_row: 0 };
     let mut pending: Vec<Line> = Vec::with_capacity(batch);

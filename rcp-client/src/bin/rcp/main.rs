@@ -49,10 +49,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show an engine's identity, negotiated version and capabilities.
+    /// Show an engine's identity, negotiated version and capabilities. With --json, the `info`
+    /// result exactly as the engine sent it (capability objects verbatim: unknown keys, other
+    /// spellings); --parsed prints it as this client understood it instead.
     Info {
         #[command(flatten)]
         target: Target,
+        /// Print the result as parsed by this client (re-serialised from its types) as JSON.
+        #[arg(long)]
+        parsed: bool,
     },
     /// Run one query against one engine.
     Retrieve {
@@ -171,7 +176,7 @@ impl Command {
     /// The engine the command talks to, if it talks to one.
     fn target(&self) -> Option<&Target> {
         match self {
-            Self::Info { target }
+            Self::Info { target, .. }
             | Self::Retrieve { target, .. }
             | Self::Transform { target, .. }
             | Self::Eval { target, .. }
@@ -199,13 +204,16 @@ fn print_json(v: &impl serde::Serialize) {
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let auth = &cli.auth;
     match cli.command {
-        Command::Info { target } => {
+        Command::Info { target, parsed } => {
             let c = target::connect(&target, auth, None).await?;
-            let info = c.info().await?;
-            if cli.json {
-                print_json(&info);
+            if parsed {
+                print_json(&c.info().await?);
+            } else if cli.json {
+                // The result as received: capability objects are printed verbatim, not
+                // re-serialised from the parsed types.
+                print_json(&c.call(rcp_protocol::methods::Method::Info.name(), json!({})).await?);
             } else {
-                table::print_info(&info);
+                table::print_info(&c.info().await?);
             }
             let _ = c.shutdown().await;
         }
@@ -365,7 +373,7 @@ async fn main() {
     if argv.get(1).map(String::as_str) == Some("inspect") {
         if let Err(e) = inspect::run(&argv[2..]) {
             eprintln!("rcp: {e}");
-            std::process::exit(1);
+            std::process::exit(i32::from(rcp_protocol::exit::FAILURE));
         }
         return;
     }
@@ -378,6 +386,6 @@ async fn main() {
     };
     if let Err(e) = run(cli).await {
         eprintln!("rcp: {}", explain::report(e.as_ref(), &ctx));
-        std::process::exit(1);
+        std::process::exit(i32::from(rcp_protocol::exit::FAILURE));
     }
 }

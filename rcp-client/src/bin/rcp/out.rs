@@ -10,7 +10,7 @@ pub(crate) fn write(args: std::fmt::Arguments<'_>) {
             std::process::exit(0);
         }
         eprintln!("rcp: writing to stdout: {e}");
-        std::process::exit(1);
+        std::process::exit(i32::from(rcp_protocol::exit::FAILURE));
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use rcp_client::registry::bearer_from_env;
+use rcp_client::registry::{bearer_from_env, parse_header};
 use rcp_client::{Client, ClientError, ClientOptions, ConnectError, Registry, Selector};
 use rcp_protocol::capabilities::Capability;
 
@@ -40,12 +40,7 @@ impl Auth {
     pub(crate) fn options(&self) -> Result<ClientOptions, String> {
         let mut http_headers = Vec::with_capacity(self.headers.len() + 1);
         for h in &self.headers {
-            let (name, value) = h.split_once(':').ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
-            let name = name.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                return Err(format!("--header '{h}': '{name}' is not a header name"));
-            }
-            http_headers.push((name.to_owned(), value.trim().to_owned()));
+            http_headers.push(parse_header(h)?);
         }
         if let Some(var) = &self.token_env {
             http_headers.push(bearer_from_env(var).map_err(|e| format!("--token-env: {e}"))?);
