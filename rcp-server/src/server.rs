@@ -20,7 +20,7 @@ use crate::handler::{
 };
 use crate::options::ServerOptions;
 use crate::outbound::Outbound;
-use crate::profile::Profile;
+use crate::profile::{Revision, Revisions};
 use crate::session::Session;
 use crate::status::{EngineStats, Health, NotReady, Status};
 use crate::transport::{self, Connection, IntoTransport, Transport};
@@ -49,7 +49,7 @@ impl Server {
 
     /// The capabilities the server enables (what `info` reports before `initialize`).
     pub fn capabilities(&self) -> Capabilities {
-        Profile::latest().apply(&self.dispatcher.identity.enabled)
+        Capabilities::clone(&self.dispatcher.identity.default_caps)
     }
 
     /// The server's identity.
@@ -162,6 +162,8 @@ pub struct ServerBuilder {
     conformance: ConformanceLevel,
     options: ServerOptions,
     status: Option<Arc<dyn Status>>,
+    /// The protocol revisions spoken (RCP/1 unless [`ServerBuilder::revision`] adds one).
+    revisions: Revisions,
     /// The `index/add` route's results by idempotency key, sized at [`ServerBuilder::build`].
     idempotency: Arc<Mutex<IdempotencyCache>>,
 }
@@ -182,6 +184,7 @@ impl ServerBuilder {
             conformance: ConformanceLevel::L0,
             options: ServerOptions::default(),
             status: None,
+            revisions: Revisions::default(),
             idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
         }
     }
@@ -389,13 +392,22 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a protocol revision to the ones spoken (replacing one of the same version): for
+    /// tests and experiments with revisions this framework does not ship. A capability is
+    /// advertised at a negotiated revision only if that revision permits it *and* a handler or
+    /// switch enables it; one enabled but not permitted stays silently inactive.
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.revisions.insert(revision);
+        self
+    }
+
     /// Finishes the server.
     pub fn build(self) -> Server {
         if let Ok(mut cache) = self.idempotency.lock() {
             *cache = IdempotencyCache::new(self.options.idempotency_cache);
         }
         let dispatcher = Dispatcher {
-            identity: Identity::new(self.info, self.conformance, self.caps),
+            identity: Identity::new(self.info, self.conformance, self.caps, self.revisions),
             routes: self.routes,
             executor: Executor::new(self.options.cpu),
             options: self.options,
