@@ -53,6 +53,7 @@ pub mod cli;
 mod context;
 mod dispatch;
 pub mod exec;
+pub mod feedback;
 mod handler;
 #[cfg(feature = "http")]
 pub mod http;

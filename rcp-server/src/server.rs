@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
 use crate::exec::Executor;
+use crate::feedback::{FeedbackHandler, FeedbackStore, Quarantine};
 use crate::handler::{
     Catalog, Embed, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -164,6 +165,8 @@ pub struct ServerBuilder {
     status: Option<Arc<dyn Status>>,
     /// The protocol revisions spoken (RCP/1 unless [`ServerBuilder::revision`] adds one).
     revisions: Revisions,
+    /// The quarantine `retrieve` results honour, once [`ServerBuilder::durable_feedback`] sets it.
+    quarantine: Arc<Quarantine>,
     /// The `index/add` route's results by idempotency key, sized at [`ServerBuilder::build`].
     idempotency: Arc<Mutex<IdempotencyCache>>,
 }
@@ -185,6 +188,7 @@ impl ServerBuilder {
             options: ServerOptions::default(),
             status: None,
             revisions: Revisions::default(),
+            quarantine: Arc::default(),
             idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
         }
     }
@@ -197,7 +201,7 @@ impl ServerBuilder {
         self.caps.filter = h.filter();
         self.caps.pagination = h.pagination().then(Flag::default);
         self.caps.citations = h.citations().then(Flag::default);
-        self.routes.retrieve = Some(Route::new(h, methods::retrieve));
+        self.routes.retrieve = Some(Route::new((h, Arc::clone(&self.quarantine)), methods::retrieve));
         self
     }
 
@@ -278,6 +282,15 @@ impl ServerBuilder {
         self.caps.feedback = Some(h.capability());
         self.routes.feedback = Some(Route::new(h, methods::feedback));
         self
+    }
+
+    /// Switches on durable feedback (§7.16) backed by `store`: registers the `feedback` handler
+    /// (advertising `feedback`; signals bounded, on disk before they are acknowledged) and the
+    /// rule that leaves hits `store` quarantines out of every later `retrieve` result. See
+    /// [`crate::feedback`].
+    pub fn durable_feedback(self, store: Arc<FeedbackStore>) -> Self {
+        self.quarantine.set(Arc::clone(&store));
+        self.feedback(FeedbackHandler(store))
     }
 
     /// Registers the `memory/*` handler; advertises `memory`.

@@ -23,6 +23,7 @@ use super::idempotency::IdempotencyCache;
 use super::routes::Call;
 use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
+use crate::feedback::{Quarantine, drop_barred};
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -31,9 +32,10 @@ use crate::validate;
 /// An `index/add` handler and the results of its idempotent writes (§7.10).
 pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
 
-/// `retrieve` (§7.7): funnel, options and filter validated; hits finished.
+/// `retrieve` (§7.7): funnel, options and filter validated; hits finished, leaving out those
+/// quarantined when the request started (feedback never alters a running retrieve, §7.16).
 pub(crate) fn retrieve<T: Retrieve>(
-    handler: &Arc<T>,
+    (handler, quarantine): &(Arc<T>, Arc<Quarantine>),
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
@@ -42,9 +44,13 @@ pub(crate) fn retrieve<T: Retrieve>(
     let req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
     let handler = Arc::clone(handler);
+    let barred = quarantine.snapshot();
     Ok(Box::pin(async move {
         let started = Instant::now();
         let mut res = handler.retrieve(req, ctx.clone()).await?;
+        if let Some(barred) = barred {
+            drop_barred(&mut res.hits, &barred);
+        }
         notes.extend(ctx.take_notes());
         finish_retrieve(&mut res, k, notes, started);
         let size = retrieve_size(&res);
