@@ -49,8 +49,7 @@ fn serve(dir: &Dir, engine: Arc<Two>) -> Connection {
     let options = FeedbackOptions { threshold: 2, ..FeedbackOptions::default() };
     let store = Arc::new(FeedbackStore::open(&dir.0, options).expect("opens"));
     let server = Server::builder("fb", "0").retrieve(engine).durable_feedback(store).build();
-    let conn = server.connect(|_| {});
-    conn
+    server.connect(|_| {})
 }
 
 async fn call(conn: &Connection, id: u32, method: &str, params: Value) -> Value {
@@ -122,6 +121,6 @@ async fn bad_signals_are_invalid_params() {
         let answer = call(&conn, 10 + i as u32, "feedback", params).await;
         assert_eq!(answer["error"]["code"].as_i64(), Some(ErrorCode::INVALID_PARAMS.0), "case {i}: {answer}");
     }
-    let none = FeedbackStore::list(&dir.0, &FeedbackOptions::default()).expect("lists");
+    let none = FeedbackStore::list(&dir.0).expect("lists");
     assert!(none.is_empty());
 }

@@ -17,6 +17,10 @@ pub(super) enum Record {
         at: u64,
         /// The signals, as received (after bounds checks).
         signals: Vec<Signal>,
+        /// The hits these signals put into quarantine (decided with the threshold in force
+        /// when they were written, so a later threshold never rewrites the past).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        quarantined: Vec<String>,
     },
     /// An operator released a hit from quarantine (its suspicion count starts again at 0).
     Release {
@@ -56,7 +60,8 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    /// An empty ledger quarantining a hit at `threshold` integrity signals.
+    /// An empty ledger that will quarantine a hit at `threshold` integrity signals (replayed
+    /// records keep the decisions they carry).
     pub(super) fn new(threshold: u32) -> Self {
         Self { threshold: threshold.max(1), ..Self::default() }
     }
@@ -64,15 +69,12 @@ impl Ledger {
     /// Applies one record.
     pub(super) fn apply(&mut self, record: &Record) {
         match record {
-            Record::Feedback { signals, .. } => {
+            Record::Feedback { signals, quarantined, .. } => {
                 for s in signals.iter().filter(|s| suspects(s)) {
-                    let key = hit_key(s);
-                    let count = self.suspicion.entry(key.clone()).or_default();
+                    let count = self.suspicion.entry(hit_key(s)).or_default();
                     *count = count.saturating_add(1);
-                    if *count >= self.threshold {
-                        self.quarantined.insert(key);
-                    }
                 }
+                self.quarantined.extend(quarantined.iter().cloned());
             }
             Record::Release { hit_id, .. } => {
                 self.suspicion.remove(hit_id);
@@ -83,6 +85,22 @@ impl Ledger {
                 self.quarantined = quarantined.iter().cloned().collect();
             }
         }
+    }
+
+    /// The hits not yet quarantined that `signals` bring to the threshold, in id order.
+    pub(super) fn crossing(&self, signals: &[Signal]) -> Vec<String> {
+        let mut added: BTreeMap<String, u32> = BTreeMap::new();
+        for s in signals.iter().filter(|s| suspects(s)) {
+            *added.entry(hit_key(s)).or_default() += 1;
+        }
+        added
+            .into_iter()
+            .filter(|(hit, n)| {
+                !self.quarantined.contains(hit)
+                    && self.suspicion.get(hit).copied().unwrap_or(0).saturating_add(*n) >= self.threshold
+            })
+            .map(|(hit, _)| hit)
+            .collect()
     }
 
     /// How many hits not yet tracked `signals` would start tracking.

@@ -122,9 +122,9 @@ impl FeedbackStore {
 
     /// The quarantined hits of `data_dir`, read without taking the log (a server may be
     /// running on it).
-    pub fn list(data_dir: &Path, options: &FeedbackOptions) -> io::Result<Vec<Quarantined>> {
+    pub fn list(data_dir: &Path) -> io::Result<Vec<Quarantined>> {
         let contents = log::read(&feedback_dir(data_dir))?;
-        let mut ledger = Ledger::new(options.threshold);
+        let mut ledger = Ledger::default();
         contents.records.iter().for_each(|r| ledger.apply(r));
         Ok(to_entries(ledger.quarantined()))
     }
@@ -151,9 +151,10 @@ impl FeedbackStore {
     pub fn record(&self, signals: Vec<Signal>) -> Result<u64, RcpError> {
         let n = signals.len() as u64;
         let suspected = signals.iter().filter(|s| suspects(s)).count();
-        let record = Record::Feedback { at: now_ms(), signals };
-        let line = Log::line(&record).map_err(|e| RcpError::internal(e.to_string()))?;
         let mut inner = self.lock();
+        let quarantined = inner.ledger.crossing(&signals);
+        let record = Record::Feedback { at: now_ms(), signals, quarantined };
+        let line = Log::line(&record).map_err(|e| RcpError::internal(e.to_string()))?;
         self.admit(&mut inner, &record, line.len() as u64)?;
         inner.log.append(&line).map_err(|e| RcpError::internal(format!("feedback log: {e}")))?;
         inner.ledger.apply(&record);

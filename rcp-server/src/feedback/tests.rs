@@ -86,7 +86,7 @@ fn a_restart_keeps_signals_and_quarantine_and_release_is_durable() {
     drop(store);
     let store = open(&dir);
     assert_eq!(ids(&store), ["d2"]);
-    assert_eq!(FeedbackStore::list(&dir.0, &FeedbackOptions::default()).ok().map(|l| l.len()), Some(1));
+    assert_eq!(FeedbackStore::list(&dir.0).ok().map(|l| l.len()), Some(1));
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn tracking_is_bounded_and_a_full_store_answers_32011_with_retry_after() {
     let options = FeedbackOptions { max_tracked_hits: 2, ..FeedbackOptions::default() };
     let store = FeedbackStore::open(&dir.0, options).expect("opens");
     assert!(store.record(vec![poison("a"), poison("b")]).is_ok());
-    let err = store.record(vec![poison("c")]).err().expect("refused");
+    let err = store.record(vec![poison("c")]).expect_err("refused");
     assert_eq!(err.code, ErrorCode::RATE_LIMITED);
     assert!(err.data.and_then(|d| d.retry_after_ms).is_some());
     assert!(store.record(vec![poison("a"), used("c")]).is_ok(), "known hits and plain signals still go in");
@@ -161,4 +161,16 @@ fn signals_past_a_bound_are_invalid_params_naming_the_field() {
     assert_eq!(field(empty).as_deref(), Some("signals[0].hitId"));
     let query = FeedbackParams { query: Some("q".repeat(9000)), ..FeedbackParams::default() };
     assert_eq!(field(query).as_deref(), Some("query"));
+}
+
+#[test]
+fn a_later_threshold_never_rewrites_past_decisions() {
+    let dir = Dir::new("rethreshold");
+    {
+        let store = FeedbackStore::open(&dir.0, FeedbackOptions { threshold: 1, ..FeedbackOptions::default() });
+        assert!(store.expect("opens").record(vec![poison("d1")]).is_ok());
+    }
+    let store = FeedbackStore::open(&dir.0, FeedbackOptions { threshold: 5, ..FeedbackOptions::default() });
+    assert_eq!(ids(&store.expect("reopens")), ["d1"], "quarantined at the threshold in force then");
+    assert_eq!(FeedbackStore::list(&dir.0).ok().map(|l| l.len()), Some(1));
 }
