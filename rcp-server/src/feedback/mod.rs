@@ -149,6 +149,9 @@ impl FeedbackStore {
 
     /// Records `signals` durably; `Ok` means they are on disk.
     pub fn record(&self, signals: Vec<Signal>) -> Result<u64, RcpError> {
+        if signals.is_empty() {
+            return Ok(0);
+        }
         let n = signals.len() as u64;
         let suspected = signals.iter().filter(|s| suspects(s)).count();
         let mut inner = self.lock();
