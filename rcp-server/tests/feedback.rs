@@ -2,7 +2,7 @@
 //! not one already running; bad signals are `-32602`; a restart keeps the quarantine.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{ErrorCode, Hit, RetrieveResult};
@@ -23,10 +23,11 @@ impl Retrieve for Two {
         RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
     }
 
-    async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+    async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         if req.params.query.text() == "wait" {
             self.gate.notified().await;
         }
+        ctx.progress_partial(0.5, "retrieve", vec![Hit::new("bad", 2.0), Hit::new("good", 1.0)]);
         Ok(RetrieveResult::from_hits(vec![Hit::new("bad", 2.0), Hit::new("good", 1.0)]))
     }
 }
@@ -45,11 +46,22 @@ fn dir(name: &str) -> Dir {
     Dir(p)
 }
 
-fn serve(dir: &Dir, engine: Arc<Two>) -> Connection {
+/// Progress frames a connection sent.
+type Sent = Arc<Mutex<Vec<Value>>>;
+
+fn serve_watched(dir: &Dir, engine: Arc<Two>, sent: Sent) -> Connection {
     let options = FeedbackOptions { threshold: 2, ..FeedbackOptions::default() };
     let store = Arc::new(FeedbackStore::open(&dir.0, options).expect("opens"));
-    let server = Server::builder("fb", "0").retrieve(engine).durable_feedback(store).build();
-    server.connect(|_| {})
+    let server = Server::builder("fb", "0").retrieve(engine).streaming().durable_feedback(store).build();
+    server.connect(move |frame| {
+        if let Ok(v) = serde_json::from_slice(&frame) {
+            sent.lock().expect("lock").push(v);
+        }
+    })
+}
+
+fn serve(dir: &Dir, engine: Arc<Two>) -> Connection {
+    serve_watched(dir, engine, Sent::default())
 }
 
 async fn call(conn: &Connection, id: u32, method: &str, params: Value) -> Value {
@@ -123,4 +135,20 @@ async fn bad_signals_are_invalid_params() {
     }
     let none = FeedbackStore::list(&dir.0).expect("lists");
     assert!(none.is_empty());
+}
+
+#[tokio::test]
+async fn partial_hits_of_a_later_retrieve_leave_quarantined_hits_out_too() {
+    let dir = dir("partial");
+    let sent = Sent::default();
+    let conn = serve_watched(&dir, Arc::new(Two::default()), Arc::clone(&sent));
+    ready(&conn).await;
+    let fb = call(&conn, 1, "feedback", json!({"signals": [poison("bad"), poison("bad")]})).await;
+    assert_eq!(fb["result"]["accepted"], 2, "{fb}");
+    let answer = call(&conn, 2, "retrieve", json!({"query": "q", "k": 5, "_meta": {"progressToken": "p"}})).await;
+    assert_eq!(hit_ids(&answer), ["good"], "{answer}");
+    let partial: Vec<Value> =
+        sent.lock().expect("lock").iter().map(|f| f["params"]["partial"]["hits"].clone()).collect();
+    assert!(partial.iter().any(|h| h.is_array()), "a partial frame was sent: {partial:?}");
+    assert!(partial.iter().all(|h| !h.to_string().contains("\"bad\"")), "{partial:?}");
 }

@@ -45,6 +45,9 @@ pub(crate) fn retrieve<T: Retrieve>(
     let k = req.k;
     let handler = Arc::clone(handler);
     let barred = quarantine.snapshot();
+    if let Some(b) = &barred {
+        ctx.bar_hits(Arc::clone(b));
+    }
     Ok(Box::pin(async move {
         let started = Instant::now();
         let mut res = handler.retrieve(req, ctx.clone()).await?;
