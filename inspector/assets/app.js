@@ -933,7 +933,18 @@ async function runConformance() {
   }
 }
 
-const STATUS_BADGE = { pass: 'ok', fail: 'bad', warn: 'warn', skip: 'skip' };
+// Every status rcp-conformance reports (conformance/README.md): INFO is a MAY the server does
+// not do or an interop probe; SEE means another check, named in `see`, reports the defect.
+const STATUS_BADGE = { pass: 'ok', fail: 'bad', warn: 'warn', info: 'info', see: 'see', skip: 'skip' };
+
+/// "3 passed, 1 failed, …" for `count(status)`, in the order the text report uses; INFO and SEE
+/// only when there are any (as in the suite's own text report).
+function statusCounts(count) {
+  const parts = [`${count('pass')} passed`, `${count('fail')} failed`, `${count('skip')} skipped`, `${count('warn')} warnings`];
+  if (count('info')) parts.push(`${count('info')} info`);
+  if (count('see')) parts.push(`${count('see')} see`);
+  return parts;
+}
 
 function renderConformance(r) {
   const body = $('conf-body');
@@ -942,7 +953,7 @@ function renderConformance(r) {
   body.append(el('div', { class: 'conf-summary' },
     el('div', {}, 'certified ', el('span', { class: 'level', id: 'conf-level' }, r.certifiedLevel)),
     el('div', {}, `declared ${r.declaredLevel || '(none)'}`, honest === false ? el('span', { class: 'badge bad' }, ' overclaim') : ''),
-    el('div', {}, `${c.passed} passed · ${c.failed} failed · ${c.skipped} skipped · ${c.warnings} warnings`),
+    el('div', {}, statusCounts((s) => ({ pass: c.passed, fail: c.failed, skip: c.skipped, warn: c.warnings, info: c.infos, see: c.see })[s] || 0).join(' · ')),
     el('div', { class: 'muted' }, `over ${r.transport}; ${r.schema ? `every frame validated against ${r.schema}` : 'no JSON Schema given (--schema or RCP_SCHEMA): envelope checks only'}`)));
   for (const level of ['L0', 'L1', 'L2']) {
     const checks = (r.checks || []).filter((x) => x.level === level);
@@ -952,8 +963,9 @@ function renderConformance(r) {
       el('thead', {}, el('tr', {}, el('th', {}, 'status'), el('th', {}, 'check'), el('th', {}, 'what'), el('th', {}, '§'), el('th', {}, 'detail'))),
       el('tbody', {}, checks.map((x) => el('tr', { 'data-status': x.status },
         el('td', {}, el('span', { class: `badge ${STATUS_BADGE[String(x.status).toLowerCase()] || 'skip'}` }, x.status)),
-        el('td', {}, el('code', {}, x.id)), el('td', {}, x.name), el('td', {}, x.section), el('td', { class: 'detail' }, x.detail)))));
-    body.append(el('details', { open: level === 'L0' || n('fail') > 0 }, el('summary', {}, el('strong', {}, level), ` — ${n('pass')} passed, ${n('fail')} failed, ${n('skip')} skipped, ${n('warn')} warnings`), table));
+        el('td', {}, el('code', {}, x.id)), el('td', {}, x.name), el('td', {}, x.section),
+        el('td', { class: 'detail' }, x.see ? el('span', { class: 'see-ref' }, 'see ', el('code', {}, x.see), ' ') : '', x.detail)))));
+    body.append(el('details', { open: level === 'L0' || n('fail') > 0 }, el('summary', {}, el('strong', {}, level), ` — ${statusCounts(n).join(', ')}`), table));
   }
 }
 

@@ -383,21 +383,61 @@ async fn panels_against_rcp_bm25() {
     assert_eq!(b.js("return document.getElementById('conf-level').textContent;").await, "L2");
     let levels = b.strings("[...document.querySelectorAll('#conf-body table')].map(t => t.dataset.level)").await;
     assert_eq!(levels, ["L0", "L1", "L2"]);
-    // Each level's summary counts its own table's rows.
+    // Each level's summary counts its own table's rows, for every status the suite reports
+    // (INFO and SEE included), and every row is counted under some status.
     let summaries = b
         .strings(
-            "[...document.querySelectorAll('#conf-body details')].map(d => d.querySelector('summary').innerText + ' | ' + \
-             d.querySelectorAll('tr[data-status=\"PASS\"], tr[data-status=\"pass\"]').length)",
+            "[...document.querySelectorAll('#conf-body details')].map(d => { \
+               const rows = [...d.querySelectorAll('tbody tr')]; \
+               const n = (s) => rows.filter(r => r.dataset.status.toUpperCase() === s).length; \
+               return [d.querySelector('summary').innerText, rows.length, \
+                 ...['PASS', 'FAIL', 'SKIP', 'WARN', 'INFO', 'SEE'].map(n)].join(' | '); })",
         )
         .await;
     for s in &summaries {
-        let (text, rows) = s.split_once(" | ").expect("summary | rows");
-        assert!(
-            text.contains(&format!("{rows} passed")) && rows != "0",
-            "level summary {text:?} vs {rows} passing rows"
-        );
+        let parts: Vec<&str> = s.split(" | ").collect();
+        let (text, total) = (parts[0], parts[1].parse::<usize>().expect("row count"));
+        let counts: Vec<usize> = parts[2..].iter().map(|n| n.parse().expect("count")).collect();
+        assert_eq!(counts.iter().sum::<usize>(), total, "a row with a status the page does not count: {text:?}");
+        assert!(counts[0] > 0, "level summary {text:?} has no passing row");
+        for (label, rows) in ["passed", "failed", "skipped", "warnings", "info", "see"].iter().zip(&counts) {
+            let always = ["passed", "failed", "skipped", "warnings"].contains(label);
+            if always || *rows > 0 {
+                assert!(text.contains(&format!("{rows} {label}")), "level summary {text:?} vs {rows} {label} rows");
+            }
+        }
+    }
+    // INFO and SEE rows wear their own badges, not SKIP's.
+    let badges = b
+        .strings(
+            "[...document.querySelectorAll('#conf-body tbody tr')].filter(r => ['INFO', 'SEE'].includes(r.dataset.status)) \
+             .map(r => r.dataset.status + ' ' + r.querySelector('.badge').className)",
+        )
+        .await;
+    for badge in &badges {
+        let (status, class) = badge.split_once(' ').expect("status class");
+        assert_eq!(class, format!("badge {}", status.to_lowercase()), "{badge}");
     }
     b.screenshot("conformance").await;
+    // A report with INFO and SEE rows (bm25 earns none): each has its badge, a SEE row names
+    // the check it points to, and the summaries count both.
+    let summary = b
+        .js("const row = (id, status, see) => ({ id, level: 'L1', status, see, name: id, section: '§1', detail: 'd' }); \
+             document.getElementById('conf-body').replaceChildren(); \
+             renderConformance({ certifiedLevel: 'L1', declaredLevel: 'L1', transport: 'stdio', \
+               counts: { passed: 1, failed: 0, skipped: 0, warnings: 0, infos: 2, see: 1 }, \
+               checks: [row('a', 'PASS', null), row('b', 'INFO', null), row('c', 'INFO', null), row('d', 'SEE', 'a')] }); \
+             return document.querySelector('#conf-body .conf-summary').innerText + ' | ' + \
+               document.querySelector('#conf-body details summary').innerText;")
+        .await;
+    let summary = summary.as_str().expect("summary text").to_owned();
+    assert!(summary.contains("2 info") && summary.contains("1 see"), "{summary}");
+    assert!(summary.matches("2 info").count() == 2, "the report's and the level's counts: {summary}");
+    let badges = b.strings("[...document.querySelectorAll('#conf-body tbody .badge')].map(x => x.className)").await;
+    assert_eq!(badges, ["badge ok", "badge info", "badge info", "badge see"]);
+    let see =
+        b.js("return document.querySelector('#conf-body tr[data-status=\"SEE\"] .see-ref code').textContent;").await;
+    assert_eq!(see, "a");
 
     // A narrow window: the layout reflows instead of scrolling sideways.
     b.viewport(500, 860).await;

@@ -42,6 +42,9 @@ struct Inner {
     /// cannot be interrupted) never sends a notification after the answer. Held while one is
     /// sent, so a frame is either queued before the answer or not at all.
     open: Mutex<bool>,
+    /// Hits quarantined when the request started (durable feedback): left out of partial hits
+    /// as of the final result.
+    barred: std::sync::OnceLock<Arc<std::collections::HashSet<String>>>,
 }
 
 /// What the dispatcher knows when it builds a context.
@@ -76,6 +79,7 @@ impl RequestContext {
                 executor: p.executor,
                 notes: Mutex::new(Vec::new()),
                 open: Mutex::new(true),
+                barred: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -165,7 +169,10 @@ impl RequestContext {
     }
 
     /// Sends `notifications/progress` carrying incremental hits (`partial.hits`).
-    pub fn progress_partial(&self, progress: f64, stage: &str, hits: Vec<Hit>) {
+    pub fn progress_partial(&self, progress: f64, stage: &str, mut hits: Vec<Hit>) {
+        if let Some(barred) = self.inner.barred.get() {
+            crate::feedback::drop_barred(&mut hits, barred);
+        }
         self.send_progress(progress, stage, None, Some(Partial { hits: Some(hits) }));
     }
 
@@ -180,6 +187,12 @@ impl RequestContext {
             partial,
         };
         self.notify(out, notifications::PROGRESS, &params);
+    }
+
+    /// Leaves the hits in `barred` out of this request's partial hits (the final ones are the
+    /// retrieve family's to filter).
+    pub(crate) fn bar_hits(&self, barred: Arc<std::collections::HashSet<String>>) {
+        let _ = self.inner.barred.set(barred);
     }
 
     /// Sends a notification unless the request has been answered.

@@ -55,6 +55,7 @@ pub mod cli;
 mod context;
 mod dispatch;
 pub mod exec;
+pub mod feedback;
 mod handler;
 #[cfg(feature = "http")]
 pub mod http;
@@ -81,7 +82,7 @@ pub use handler::{
 #[cfg(feature = "cli")]
 pub use logging::{LogFormat, init_logging, init_tracing};
 pub use options::ServerOptions;
-pub use profile::Profile;
+pub use profile::{Profile, Revision, Revisions};
 pub use rcp_protocol as protocol;
 pub use server::{Server, ServerBuilder};
 pub use status::{EngineStats, NotReady, ReadyError, Status};

@@ -15,12 +15,13 @@ use serde_json::Value;
 
 use crate::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
 use crate::exec::Executor;
+use crate::feedback::{FeedbackHandler, FeedbackStore, Quarantine};
 use crate::handler::{
     Catalog, Embed, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
 use crate::options::ServerOptions;
 use crate::outbound::Outbound;
-use crate::profile::Profile;
+use crate::profile::{Revision, Revisions};
 use crate::session::Session;
 use crate::status::{EngineStats, Health, NotReady, Status};
 use crate::trajectory::{SessionOptions, Trajectories};
@@ -50,7 +51,7 @@ impl Server {
 
     /// The capabilities the server enables (what `info` reports before `initialize`).
     pub fn capabilities(&self) -> Capabilities {
-        Profile::latest().apply(&self.dispatcher.identity.enabled)
+        Capabilities::clone(&self.dispatcher.identity.default_caps)
     }
 
     /// The server's identity.
@@ -163,6 +164,10 @@ pub struct ServerBuilder {
     conformance: ConformanceLevel,
     options: ServerOptions,
     status: Option<Arc<dyn Status>>,
+    /// The protocol revisions spoken (RCP/1 unless [`ServerBuilder::revision`] adds one).
+    revisions: Revisions,
+    /// The quarantine `retrieve` results honour, once [`ServerBuilder::durable_feedback`] sets it.
+    quarantine: Arc<Quarantine>,
     /// The `index/add` route's results by idempotency key, sized at [`ServerBuilder::build`].
     idempotency: Arc<Mutex<IdempotencyCache>>,
     /// The `session` feature's options, when switched on.
@@ -188,6 +193,8 @@ impl ServerBuilder {
             conformance: ConformanceLevel::L0,
             options: ServerOptions::default(),
             status: None,
+            revisions: Revisions::default(),
+            quarantine: Arc::default(),
             idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
             session: None,
             trajectories: Arc::new(OnceLock::new()),
@@ -202,7 +209,12 @@ impl ServerBuilder {
         self.caps.filter = h.filter();
         self.caps.pagination = h.pagination().then(Flag::default);
         self.caps.citations = h.citations().then(Flag::default);
-        self.routes.retrieve = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::retrieve));
+        let route = methods::RetrieveRoute {
+            handler: h,
+            trajectories: Arc::clone(&self.trajectories),
+            quarantine: Arc::clone(&self.quarantine),
+        };
+        self.routes.retrieve = Some(Route::new(route, methods::retrieve));
         self
     }
 
@@ -283,6 +295,15 @@ impl ServerBuilder {
         self.caps.feedback = Some(h.capability());
         self.routes.feedback = Some(Route::new(h, methods::feedback));
         self
+    }
+
+    /// Switches on durable feedback (§7.16) backed by `store`: registers the `feedback` handler
+    /// (advertising `feedback`; signals bounded, on disk before they are acknowledged) and the
+    /// rule that leaves hits `store` quarantines out of every later `retrieve` result. See
+    /// [`crate::feedback`].
+    pub fn durable_feedback(self, store: Arc<FeedbackStore>) -> Self {
+        self.quarantine.set(Arc::clone(&store));
+        self.feedback(FeedbackHandler(store))
     }
 
     /// Registers the `memory/*` handler; advertises `memory`.
@@ -400,6 +421,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a protocol revision to the ones spoken (replacing one of the same version): for
+    /// tests and experiments with revisions this framework does not ship. A capability is
+    /// advertised at a negotiated revision only if that revision permits it *and* a handler or
+    /// switch enables it; one enabled but not permitted stays silently inactive.
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.revisions.insert(revision);
+        self
+    }
+
     /// Finishes the server.
     pub fn build(self) -> Server {
         if let Ok(mut cache) = self.idempotency.lock() {
@@ -409,7 +439,7 @@ impl ServerBuilder {
             let _ = self.trajectories.set(Trajectories::new(options));
         }
         let dispatcher = Dispatcher {
-            identity: Identity::new(self.info, self.conformance, self.caps),
+            identity: Identity::new(self.info, self.conformance, self.caps, self.revisions),
             routes: self.routes,
             executor: Executor::new(self.options.cpu),
             options: self.options,

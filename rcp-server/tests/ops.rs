@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use rcp_protocol::capabilities::RetrieveCapability;
 use rcp_protocol::{Hit, RetrieveResult};
+use rcp_server::feedback::{FeedbackOptions, FeedbackStore};
 use rcp_server::http::{HttpOptions, OpsPaths};
-use rcp_server::{EngineStats, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, Status};
+use rcp_server::{
+    EngineStats, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, ServerBuilder, Status,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -53,8 +56,13 @@ struct Running {
 }
 
 async fn start(name: &str, opts: HttpOptions) -> Running {
+    start_with(name, opts, |b| b).await
+}
+
+/// [`start`] with more registered on the builder by `more`.
+async fn start_with(name: &str, opts: HttpOptions, more: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Running {
     let engine = Arc::new(Engine { ready: AtomicBool::new(true) });
-    let server = Server::builder(name, "1.2.3").retrieve(Arc::clone(&engine)).status(Arc::clone(&engine)).build();
+    let server = more(Server::builder(name, "1.2.3").retrieve(Arc::clone(&engine)).status(Arc::clone(&engine))).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -211,4 +219,25 @@ async fn readiness_follows_the_engine_then_fails_while_draining() {
     assert_eq!(s.get("/healthz", None).await.0, StatusCode::OK);
     assert_eq!(s.rpc("ping", json!({}), Some(TOKEN)).await.0, StatusCode::OK);
     tokio::time::timeout(Duration::from_secs(10), &mut s.done).await.expect("drained in time").expect("served");
+}
+
+#[tokio::test]
+async fn feedback_signals_and_quarantined_hits_are_counted() {
+    let dir = std::env::temp_dir().join(format!("rcp-ops-feedback-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = FeedbackOptions { threshold: 1, ..FeedbackOptions::default() };
+    let store = Arc::new(FeedbackStore::open(&dir, options).expect("opens"));
+    let s = start_with("ops-feedback", tokens(), |b| b.durable_feedback(store)).await;
+    let before = s.scrape().await;
+    let signals = json!({"signals": [{"hitId": "d1", "poisonSuspected": true}, {"hitId": "d2", "used": true}]});
+    let (_, v) = s.rpc("feedback", signals, Some(TOKEN)).await;
+    assert_eq!(v["result"]["accepted"], 2, "{v}");
+    let (_, v) = s.rpc("retrieve", json!({"query": "q", "k": 1}), Some(TOKEN)).await;
+    assert_eq!(v["result"]["hits"], json!([]), "d1 is quarantined: {v}");
+    let after = s.scrape().await;
+    let delta = |name: &str, labels: &[(&str, &str)]| sample(&after, name, labels) - sample(&before, name, labels);
+    assert!(delta("rcp_feedback_signals_total", &[("kind", "any")]) >= 2.0, "{after}");
+    assert!(delta("rcp_feedback_signals_total", &[("kind", "suspected")]) >= 1.0, "{after}");
+    assert!(sample(&after, "rcp_quarantined_hits", &[]) >= 1.0, "{after}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

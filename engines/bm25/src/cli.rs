@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
+use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
 
 use rcp_corpus::policy::NotIndexed;
@@ -72,6 +72,9 @@ enum Command {
     /// (`DIR.bak-<unix seconds>`) and the index rebuilt from the stored documents of every
     /// segment that verifies. Prints exactly what was kept and dropped.
     Repair(DirArgs),
+    /// List or release the hits that `feedback` quarantined (`serve --quarantine-threshold`).
+    #[command(subcommand)]
+    Quarantine(QuarantineCmd),
 }
 
 #[derive(Debug, Args)]
@@ -228,6 +231,7 @@ impl EngineCli for Cli {
             Command::Serve(args) => run_serve(*args),
             Command::Verify(args) => run_verify(&args),
             Command::Repair(args) => run_repair(&args),
+            Command::Quarantine(cmd) => Ok(cmd.run(&mut std::io::stdout())?),
         }
     }
 }
@@ -413,6 +417,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    let builder = args.serve.durable_feedback(builder, args.dir.dir())?;
     Ok(args.serve.run(builder)?)
 }
 

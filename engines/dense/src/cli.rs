@@ -20,7 +20,7 @@ use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
 use rcp_protocol::filter::FieldType;
 use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_server::cli::{DataDirArgs, EngineCli, ServeArgs};
+use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, Server, Status};
 
 use crate::ann::{Backend, Precision};
@@ -62,6 +62,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         data_dir: PathBuf,
     },
+    /// List or release the hits that `feedback` quarantined (`serve --quarantine-threshold`).
+    #[command(subcommand)]
+    Quarantine(QuarantineCmd),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -160,6 +163,7 @@ impl EngineCli for Cli {
             Command::Index(cmd) => rcp_corpus::policy::exit_if_not_indexed("rcp-dense", index(cmd)),
             Command::Serve(cmd) => serve(*cmd),
             Command::Repair { data_dir } => repair(&data_dir),
+            Command::Quarantine(cmd) => Ok(cmd.run(&mut std::io::stdout())?),
         }
     }
 }
@@ -528,6 +532,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    let builder = cmd.serve.durable_feedback(builder, cmd.dir.dir())?;
     Ok(cmd.serve.run(builder)?)
 }
 

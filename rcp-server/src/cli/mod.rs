@@ -5,6 +5,8 @@
 //!   executor, logging, scheduling), flattened into an engine's `serve` subcommand, and how
 //!   to run a server with them ([`ServeArgs::run`]).
 //! - [`DataDirArgs`]: `--data-dir` and `--create`, for engines that persist a store.
+//! - [`QuarantineCmd`]: `quarantine list|release`, for engines that switch on durable
+//!   feedback ([`ServeArgs::durable_feedback`]).
 //! - [`EngineCli`] and [`main`]: the start-up, error line and exit code of a binary whose
 //!   command line is a clap parser.
 //!
@@ -51,8 +53,10 @@
 
 mod data_dir;
 mod engine;
+mod quarantine;
 mod serve;
 
 pub use data_dir::DataDirArgs;
 pub use engine::{EngineCli, main, run};
+pub use quarantine::QuarantineCmd;
 pub use serve::ServeArgs;

@@ -3,11 +3,14 @@
 //! the scheduling a binary may ask for).
 
 use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::exec::Scheduling;
+use crate::feedback::{FeedbackOptions, FeedbackStore};
 use crate::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::logging::LogFormat;
 use crate::{Server, ServerBuilder};
@@ -171,6 +174,11 @@ pub struct ServeArgs {
     /// 61). Fewer lets a newly arrived request in sooner under load, at the same throughput.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub event_interval: u32,
+
+    /// With a data directory: `poisonSuspected`/`injectionSuspected` feedback signals that
+    /// quarantine a hit from later results (list and release with the `quarantine` command).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub quarantine_threshold: u32,
 }
 
 impl ServeArgs {
@@ -188,6 +196,16 @@ impl ServeArgs {
             Some(start) => builder.on_io_thread_start(start),
             None => builder,
         }
+    }
+
+    /// Switches on durable `feedback` with quarantine ([`crate::feedback`]) when the engine
+    /// serves a data directory; without one, `builder` is returned as is (feedback is not
+    /// advertised, since nothing could be kept).
+    pub fn durable_feedback(&self, builder: ServerBuilder, data_dir: Option<&Path>) -> std::io::Result<ServerBuilder> {
+        let Some(dir) = data_dir else { return Ok(builder) };
+        let options = FeedbackOptions { threshold: self.quarantine_threshold, ..FeedbackOptions::default() };
+        let store = FeedbackStore::open(dir, options)?;
+        Ok(builder.durable_feedback(Arc::new(store)))
     }
 
     /// The scheduling these arguments ask for: `--io-nice`, and over HTTP `--event-interval`.

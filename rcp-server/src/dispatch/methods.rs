@@ -23,6 +23,7 @@ use super::idempotency::IdempotencyCache;
 use super::routes::Call;
 use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
+use crate::feedback::{Quarantine, drop_barred};
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -32,13 +33,22 @@ use crate::validate;
 /// An `index/add` handler and the results of its idempotent writes (§7.10).
 pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
 
-/// A `retrieve` handler and the server's trajectories (present when `session` is enabled).
-pub(crate) type SessionRetrieve<T> = (Arc<T>, Arc<OnceLock<Trajectories>>);
+/// A `retrieve` handler with the state its rules read: the server's trajectories (present
+/// when `session` is enabled) and the feedback quarantine.
+pub(crate) struct RetrieveRoute<T> {
+    /// The engine's handler.
+    pub(crate) handler: Arc<T>,
+    /// Hits already returned per session (§7.7.3), once `session` is switched on.
+    pub(crate) trajectories: Arc<OnceLock<Trajectories>>,
+    /// Hits quarantined by feedback (§7.16).
+    pub(crate) quarantine: Arc<Quarantine>,
+}
 
-/// `retrieve` (§7.7): funnel, options and filter validated; in a session with dedup, hits
-/// already returned left out (§7.7.3); hits finished.
+/// `retrieve` (§7.7): funnel, options and filter validated; hits quarantined when the request
+/// started left out (feedback never alters a running retrieve, §7.16); in a session with dedup,
+/// hits already returned left out (§7.7.3); hits finished.
 pub(crate) fn retrieve<T: Retrieve>(
-    (handler, trajectories): &SessionRetrieve<T>,
+    route: &RetrieveRoute<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
@@ -46,12 +56,19 @@ pub(crate) fn retrieve<T: Retrieve>(
     let p: RetrieveParams = validate::parse(params)?;
     let mut req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
-    let handler = Arc::clone(handler);
-    let trajectories = Arc::clone(trajectories);
+    let handler = Arc::clone(&route.handler);
+    let trajectories = Arc::clone(&route.trajectories);
+    let barred = route.quarantine.snapshot();
+    if let Some(b) = &barred {
+        ctx.bar_hits(Arc::clone(b));
+    }
     Ok(Box::pin(async move {
         let started = Instant::now();
         let step = trajectory::step(&trajectories, &mut req, ctx.capabilities());
         let mut res = handler.retrieve(req, ctx.clone()).await?;
+        if let Some(barred) = barred {
+            drop_barred(&mut res.hits, &barred);
+        }
         notes.extend(ctx.take_notes());
         if let Some(step) = step {
             step.finish(&mut res, &mut notes);

@@ -288,7 +288,7 @@ async fn dispatch(
         }
     };
     if let Some(id) = new_session
-        && session.is_initialized()
+        && session.negotiated().is_some_and(|n| !n.profile.is_stateless())
     {
         state.sessions.register(id, session);
     }

@@ -87,7 +87,8 @@ impl SessionManager for NoSessions {
 ///
 /// In stateful mode a request that carries no token is served statelessly (implicitly
 /// initialized at the advertised capabilities, as §5.2 permits), so clients that never send
-/// `RCP-Session` interoperate; with `require_session` it is `-32001` instead. A token that
+/// `RCP-Session` interoperate; with `require_session` it is `-32001` instead, unless the
+/// server's latest revision is stateless (any node serves it, no session needed). A token that
 /// names no live session is always `-32001` (except on `initialize`, which starts a new one).
 pub(super) fn resolve(
     server: &Server,
@@ -118,7 +119,8 @@ pub(super) fn resolve(
         let id = uuid::Uuid::new_v4().simple().to_string();
         return Ok((Arc::new(Session::with_id(id.clone())), Some(id)));
     }
-    if token.is_none() && !require_session {
+    let stateless_revision = server.dispatcher().identity.revisions.latest().is_stateless();
+    if token.is_none() && (!require_session || stateless_revision) {
         return Ok((Arc::new(Session::stateless(server.dispatcher().identity.stateless())), None));
     }
     Ok((Arc::new(Session::new()), None))

@@ -133,3 +133,31 @@ impl Drop for Observed {
         }
     }
 }
+
+/// Feedback signals recorded durably, of which `suspected` flagged poisoning or injection.
+#[cfg(feature = "metrics")]
+pub(crate) const FEEDBACK_SIGNALS: &str = "rcp_feedback_signals_total";
+/// Hits quarantined by feedback right now.
+#[cfg(feature = "metrics")]
+pub(crate) const QUARANTINED: &str = "rcp_quarantined_hits";
+
+/// Counts `n` feedback signals recorded, `suspected` of them integrity signals.
+pub(crate) fn feedback_signals(n: u64, suspected: u64) {
+    #[cfg(feature = "metrics")]
+    if prometheus::installed() {
+        metrics::counter!(FEEDBACK_SIGNALS, "kind" => "any").increment(n);
+        metrics::counter!(FEEDBACK_SIGNALS, "kind" => "suspected").increment(suspected);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (n, suspected);
+}
+
+/// Sets how many hits are quarantined.
+pub(crate) fn quarantined(n: usize) {
+    #[cfg(feature = "metrics")]
+    if prometheus::installed() {
+        metrics::gauge!(QUARANTINED).set(n as f64);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = n;
+}

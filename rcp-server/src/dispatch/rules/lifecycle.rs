@@ -15,7 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::dispatch::envelope::{is_valid_id, ok_frame};
-use crate::profile::{MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, Profile};
+use crate::profile::{Profile, Revisions};
 use crate::session::{Negotiated, Session};
 use crate::validate;
 
@@ -32,15 +32,28 @@ pub(crate) struct Identity {
     pub default_caps: Arc<Capabilities>,
     /// `info` result before `initialize` (the latest profile's set).
     pub default_info: Arc<[u8]>,
+    /// The protocol revisions spoken.
+    pub revisions: Revisions,
 }
 
 impl Identity {
     /// The identity of a server named `info` enabling `enabled`.
-    pub(crate) fn new(info: PeerInfo, conformance: ConformanceLevel, enabled: Capabilities) -> Self {
-        let profile = Profile::latest();
+    pub(crate) fn new(
+        info: PeerInfo,
+        conformance: ConformanceLevel,
+        enabled: Capabilities,
+        revisions: Revisions,
+    ) -> Self {
+        let profile = revisions.latest();
         let caps = profile.apply(&enabled);
-        let mut identity =
-            Self { info, conformance, enabled, default_caps: Arc::new(caps), default_info: Arc::from(Vec::new()) };
+        let mut identity = Self {
+            info,
+            conformance,
+            enabled,
+            default_caps: Arc::new(caps),
+            default_info: Arc::from(Vec::new()),
+            revisions,
+        };
         identity.default_info = Arc::from(identity.result(profile, &identity.default_caps, None));
         identity
     }
@@ -71,7 +84,7 @@ impl Identity {
     #[cfg(feature = "http")]
     pub(crate) fn stateless(&self) -> Negotiated {
         Negotiated {
-            profile: Profile::latest(),
+            profile: self.revisions.latest(),
             capabilities: Arc::clone(&self.default_caps),
             info: Arc::clone(&self.default_info),
             client_log: None,
@@ -130,8 +143,8 @@ fn initialize(
 ) -> Result<Vec<u8>, RcpError> {
     let p: InitializeParams = validate::parse(params)?;
     if session.is_stateless() {
-        let profile = negotiate(p.protocol_version)?;
-        return Ok(if profile == Profile::latest() {
+        let profile = negotiate(&identity.revisions, p.protocol_version)?;
+        return Ok(if profile == identity.revisions.latest() {
             ok_frame(id, identity.info_of(session))
         } else {
             ok_frame(id, &identity.result(profile, &profile.apply(&identity.enabled), None))
@@ -140,12 +153,14 @@ fn initialize(
     if session.is_initialized() {
         return Err(already_initialized());
     }
-    let profile = negotiate(p.protocol_version)?;
+    let profile = negotiate(&identity.revisions, p.protocol_version)?;
     let caps = profile.apply(&identity.enabled);
     let meta_level = p.meta.as_ref().and_then(|m| m.get("logLevel")).and_then(Value::as_str).and_then(LogLevel::parse);
     let client_wants_log = p.capabilities.as_ref().is_some_and(|c| c.log.is_some());
     let client_log = if client_wants_log { Some(meta_level.unwrap_or(LogLevel::Info)) } else { meta_level };
-    let info: Arc<[u8]> = Arc::from(identity.result(profile, &caps, session.id()));
+    // A stateless revision keeps nothing between requests, so no session token is issued.
+    let token = session.id().filter(|_| !profile.is_stateless());
+    let info: Arc<[u8]> = Arc::from(identity.result(profile, &caps, token));
     let n = Negotiated { profile, capabilities: Arc::new(caps), info: Arc::clone(&info), client_log };
     session.set_negotiated(n).map_err(|_| already_initialized())?;
     tracing::debug!(client = ?p.client.map(|c| c.name), version = profile.version(), "initialized");
@@ -182,14 +197,15 @@ fn ping(id: &str, params: Option<&RawValue>) -> Result<Vec<u8>, RcpError> {
     }
 }
 
-/// Version negotiation (§7.1): `min(client, server)`, `-32002` only below the floor.
-fn negotiate(client: i64) -> Result<Profile, RcpError> {
-    let negotiated = client.min(i64::from(MAX_PROTOCOL_VERSION));
+/// Version negotiation (§7.1): `min(client, server)` among the revisions spoken, `-32002`
+/// below the floor (or on a gap in the table).
+fn negotiate(revisions: &Revisions, client: i64) -> Result<Profile, RcpError> {
+    let negotiated = client.min(i64::from(revisions.max_version()));
     u32::try_from(negotiated)
         .ok()
-        .filter(|v| *v >= MIN_PROTOCOL_VERSION)
-        .and_then(Profile::for_version)
-        .ok_or_else(|| RcpError::version_mismatch(client, MIN_PROTOCOL_VERSION, MAX_PROTOCOL_VERSION))
+        .filter(|v| *v >= revisions.min_version())
+        .and_then(|v| revisions.profile(v))
+        .ok_or_else(|| RcpError::version_mismatch(client, revisions.min_version(), revisions.max_version()))
 }
 
 #[cfg(test)]
@@ -197,7 +213,7 @@ mod tests {
     use super::*;
 
     fn identity() -> Identity {
-        Identity::new(PeerInfo::new("t", "0"), ConformanceLevel::L0, Capabilities::default())
+        Identity::new(PeerInfo::new("t", "0"), ConformanceLevel::L0, Capabilities::default(), Revisions::default())
     }
 
     #[test]
@@ -223,12 +239,11 @@ mod tests {
 
     #[test]
     fn negotiation_takes_the_lower_version_above_the_floor() {
-        assert_eq!(
-            negotiate(i64::from(MAX_PROTOCOL_VERSION) + 5).map(Profile::version).ok(),
-            Some(MAX_PROTOCOL_VERSION)
-        );
-        assert!(negotiate(0).is_err());
-        assert!(negotiate(-1).is_err());
+        let table = Revisions::default();
+        let max = table.max_version();
+        assert_eq!(negotiate(&table, i64::from(max) + 5).map(Profile::version).ok(), Some(max));
+        assert!(negotiate(&table, 0).is_err());
+        assert!(negotiate(&table, -1).is_err());
     }
 
     #[test]
