@@ -18,6 +18,8 @@
 //! - `overclaim-only`: an embed-only server (no retrieve, so no L1) declaring L2; no check fails
 //! - `rerank-results`: also serves `rerank`, but answers `{"results": [{"index", "relevance_score"}]}`
 //!   instead of `{"scores": [...]}` (one result-shape defect)
+//! - `session-repeats`: advertises `session: {dedup: true}` but keeps no trajectory state, so a
+//!   second retrieve with the same `sessionId` returns the same hits (a MAY missed, not a MUST)
 
 use std::collections::HashMap;
 
@@ -126,6 +128,11 @@ fn mutate_response(mode: &str, v: &mut Value, ks: &HashMap<String, usize>) {
         && let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut)
     {
         meta.insert("conformance".into(), json!("L2"));
+    }
+    if mode == "session-repeats"
+        && let Some(caps) = result.get_mut("capabilities").and_then(Value::as_object_mut)
+    {
+        caps.insert("session".into(), json!({"dedup": true, "ttlSeconds": 60}));
     }
     if mode == "no-nonce" {
         result.remove("nonce");
