@@ -183,3 +183,19 @@ async fn repeated_hits_under_advertised_dedup_are_one_info() {
     assert_eq!(report.certified(), Some(Level::L2), "{text}");
     assert_eq!(report.exit_code(), 0, "{text}");
 }
+
+/// The `sessionId` is a hint, never a requirement (§7.7.3): refusing it fails, and only the check
+/// that owns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_session_id_fails() {
+    let report = expect_failures("session-refused", &["session.hint"]).await;
+    assert_eq!(common::failed(&report), ["session.hint"], "{}", report.render_text());
+}
+
+/// A rewrite the server does not advertise is rejected with -32005, not silently skipped
+/// (§7.7: no silent degradation under the default `strict`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_rewrite_fails() {
+    let report = expect_failures("rewrite-ignored", &["retrieve.rewrite-unadvertised"]).await;
+    assert_eq!(common::failed(&report), ["retrieve.rewrite-unadvertised"], "{}", report.render_text());
+}
