@@ -18,6 +18,11 @@
 //! - `overclaim-only`: an embed-only server (no retrieve, so no L1) declaring L2; no check fails
 //! - `rerank-results`: also serves `rerank`, but answers `{"results": [{"index", "relevance_score"}]}`
 //!   instead of `{"scores": [...]}` (one result-shape defect)
+//! - `session-repeats`: advertises `session: {dedup: true}` but keeps no trajectory state, so a
+//!   second retrieve with the same `sessionId` returns the same hits (a MAY missed, not a MUST)
+//! - `session-refused`: answers any request carrying `params.sessionId` with `-32602`
+//! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
+//!   rewrite is silently not done instead of being rejected with `-32005`
 
 use std::collections::HashMap;
 
@@ -127,6 +132,11 @@ fn mutate_response(mode: &str, v: &mut Value, ks: &HashMap<String, usize>) {
     {
         meta.insert("conformance".into(), json!("L2"));
     }
+    if mode == "session-repeats"
+        && let Some(caps) = result.get_mut("capabilities").and_then(Value::as_object_mut)
+    {
+        caps.insert("session".into(), json!({"dedup": true, "ttlSeconds": 60}));
+    }
     if mode == "no-nonce" {
         result.remove("nonce");
     }
@@ -151,6 +161,31 @@ fn mutate_response(mode: &str, v: &mut Value, ks: &HashMap<String, usize>) {
             _ => {}
         }
     }
+}
+
+/// What the proxy does with one inbound line.
+enum Inbound {
+    /// Pass this line on to the server.
+    Forward(String),
+    /// Answer the client with this frame instead.
+    Answer(String),
+}
+
+/// Rewrites (or answers) one inbound request according to the mode.
+fn mutate_request(mode: &str, line: &str) -> Inbound {
+    let Ok(mut v) = serde_json::from_str::<Value>(line) else { return Inbound::Forward(line.to_owned()) };
+    let id = v.get("id").cloned();
+    let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) else {
+        return Inbound::Forward(line.to_owned());
+    };
+    if mode == "session-refused" && params.contains_key("sessionId") {
+        let error = json!({"code": -32602, "message": "unknown sessionId", "data": {"field": "sessionId"}});
+        return Inbound::Answer(json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string());
+    }
+    if mode == "rewrite-ignored" && params.remove("rewrite").is_some() {
+        return Inbound::Forward(v.to_string());
+    }
+    Inbound::Forward(line.to_owned())
 }
 
 #[tokio::main]
@@ -195,6 +230,13 @@ async fn main() {
                         }
                     }
                 }
+                let line = match mutate_request(&mode, &line) {
+                    Inbound::Forward(line) => line,
+                    Inbound::Answer(reply) => {
+                        let _ = out_tx.send(reply);
+                        continue;
+                    }
+                };
                 if to_server.write_all(format!("{line}\n").as_bytes()).await.is_err() {
                     break;
                 }

@@ -157,3 +157,45 @@ async fn one_rerank_shape_defect_is_one_failure() {
     // The defect is at L2: L0 and L1 still certify.
     assert_eq!(report.certified(), Some(Level::L1), "{text}");
 }
+
+/// Deduplication inside a trajectory is a MAY (§7.7.3): a server advertising `session.dedup`
+/// that repeats hits gets one INFO on `session.dedup`, and every other check reads as it does on
+/// the unbroken server (the `sessionId` itself is still answered, as the spec requires).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_hits_under_advertised_dedup_are_one_info() {
+    let control = against("none").await;
+    let report = against("session-repeats").await;
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{text}");
+    let dedup = report.check("session.dedup").expect("session.dedup ran");
+    assert_eq!(dedup.status, Status::Info, "{text}");
+    assert!(dedup.detail.contains("returned") && dedup.detail.contains("again"), "{}", dedup.detail);
+    assert_eq!(control.check("session.dedup").map(|c| c.status), Some(Status::Skip));
+    let changed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| control.check(c.id).map(|k| k.status) != Some(c.status))
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(changed, ["session.dedup"], "{text}");
+    assert_eq!(report.check("session.hint").map(|c| c.status), Some(Status::Pass), "{text}");
+    // An INFO counts as passed: the advertised L2 feature applied, and no MUST was broken.
+    assert_eq!(report.certified(), Some(Level::L2), "{text}");
+    assert_eq!(report.exit_code(), 0, "{text}");
+}
+
+/// The `sessionId` is a hint, never a requirement (§7.7.3): refusing it fails, and only the check
+/// that owns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_session_id_fails() {
+    let report = expect_failures("session-refused", &["session.hint"]).await;
+    assert_eq!(common::failed(&report), ["session.hint"], "{}", report.render_text());
+}
+
+/// A rewrite the server does not advertise is rejected with -32005, not silently skipped
+/// (§7.7: no silent degradation under the default `strict`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_rewrite_fails() {
+    let report = expect_failures("rewrite-ignored", &["retrieve.rewrite-unadvertised"]).await;
+    assert_eq!(common::failed(&report), ["retrieve.rewrite-unadvertised"], "{}", report.render_text());
+}

@@ -260,6 +260,14 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
         b("§4.6", Must, "Servers MUST accept the full Unicode range in `query`/`text` and MUST NOT assume ASCII."),
     ),
     ("retrieve.modality-unadvertised", b("§4.8", Must, MODALITY)),
+    (
+        "session.hint",
+        b(
+            "§7.7.3",
+            Must,
+            "The `sessionId` is a hint, never a requirement: a server that ignores it MUST still answer correctly",
+        ),
+    ),
     ("retrieve.seed-never-errors", b("§7.7.1", Must, "one that cannot MUST ignore it (never error)")),
     (
         "retrieve.confidence-range",
@@ -332,6 +340,23 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
     ("graph.ops-served", b("§7.9, §6", Must, PRESENCE)),
     ("transform.method-unadvertised", b("§14.1", Must, GATING)),
     ("transform.methods-served", b("§7.8, §6", Must, PRESENCE)),
+    ("retrieve.rewrite-unadvertised", b("§3.1, §7.7", Must, OPTION_005)),
+    (
+        "retrieve.rewrite-served",
+        b(
+            "§3.1",
+            Interop,
+            "Transform | Rewrite, expand, or decompose the query … | `query/transform`, or `retrieve.rewrite` | `transform`",
+        ),
+    ),
+    (
+        "session.dedup",
+        b(
+            "§7.7.3",
+            May,
+            "A server that advertises `session` MAY use it to … deduplicate hits already returned earlier in the trajectory",
+        ),
+    ),
     ("catalog.list", b("§7.13, §6", Must, PRESENCE)),
     ("index.add-readonly", b("§7", Must, "calling an un-advertised one yields `-32003` (`CapabilityMissing`)")),
     (

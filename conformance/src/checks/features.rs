@@ -336,6 +336,47 @@ pub(crate) async fn transform_served(m: &mut Main) -> Res {
     pass_note(format!("methods: {}", methods.join(", ")))
 }
 
+pub(crate) async fn rewrite_unadvertised(m: &mut Main) -> Res {
+    if !m.caps.has("retrieve") {
+        return skip("retrieve not advertised");
+    }
+    // Without `transform`, every method is unadvertised (§3.1: `retrieve.rewrite` is gated by it).
+    let Some(method) =
+        missing(&TRANSFORMS, m.caps.strings(&["transform", "methods"]).filter(|_| m.caps.has("transform")))
+    else {
+        return skip("every transform method is advertised");
+    };
+    let r = m.broad_hits(m.k(3), json!({"rewrite": method})).await?;
+    expect_option_unsupported(&r)
+}
+
+pub(crate) async fn rewrite_served(m: &mut Main) -> Res {
+    if !m.caps.has("retrieve") || !m.caps.has("transform") {
+        return skip("retrieve and transform are not both advertised");
+    }
+    let methods = m.caps.strings(&["transform", "methods"]).unwrap_or_default();
+    if methods.is_empty() {
+        return skip("transform.methods is empty");
+    }
+    let k = m.k(3);
+    let mut reported = Vec::new();
+    for method in &methods {
+        let r = m.broad_hits(k, json!({"rewrite": method})).await?;
+        let Some(res) = r.result() else {
+            return fail(format!("retrieve with the advertised rewrite '{method}' failed: {}", r.brief()));
+        };
+        let n = res.get("hits").and_then(Value::as_array).map_or(0, Vec::len);
+        if n as u64 > k {
+            return fail(format!("retrieve with rewrite '{method}' returned {n} hits for k={k}"));
+        }
+        if res.get("rewrittenQuery").is_some_and(Value::is_string) {
+            reported.push(method.as_str());
+        }
+    }
+    let reported = if reported.is_empty() { "none".to_owned() } else { reported.join(", ") };
+    pass_note(format!("rewrites: {}; rewrittenQuery reported for: {reported}", methods.join(", ")))
+}
+
 pub(crate) async fn catalog_list(m: &mut Main) -> Res {
     if !m.caps.has("catalog") {
         return skip("catalog not advertised");

@@ -13,6 +13,7 @@ mod methods;
 mod notify;
 mod retrieve;
 mod streaming;
+mod trajectory;
 mod transport;
 
 use serde_json::{Value, json};
@@ -219,8 +220,10 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     on_main!(cx, main, L1, "retrieve.modes-served", "every advertised mode is served", retrieve::modes_served);
     on_main!(cx, main, L1, "retrieve.unit-unadvertised", "an unadvertised unit is rejected with -32005 (strict default)", retrieve::unit_unadvertised);
     on_main!(cx, main, L1, "retrieve.mmr-unadvertised", "mmr without retrieve.mmr is rejected with -32005 (strict default)", retrieve::mmr_unadvertised);
+    on_main!(cx, main, L1, "retrieve.rewrite-unadvertised", "retrieve.rewrite with a method outside transform.methods (any, without transform) is rejected with -32005", features::rewrite_unadvertised);
     on_main!(cx, main, L1, "retrieve.unicode", "a query using the full Unicode range is accepted", retrieve::unicode);
     on_main!(cx, main, L1, "retrieve.modality-unadvertised", "a query block outside retrieve.modalities is rejected (-32005)", retrieve::modality_unadvertised);
+    on_main!(cx, main, L1, "session.hint", "a fresh sessionId, then the same one again, is answered like any retrieve (advertised or not)", trajectory::hint);
     on_main!(cx, main, L1, "retrieve.seed-never-errors", "seed is honoured or ignored, never an error", retrieve::seed_never_errors);
     on_main!(cx, main, L1, "retrieve.confidence-range", "hits carry confidence in [0,1] (retrieve.confidence)", retrieve::confidence);
     on_main!(cx, main, L1, "retrieve.citations", "hits carry citation or trust (citations)", retrieve::citations);
@@ -264,6 +267,8 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     on_main!(cx, main, L2, "graph.ops-served", "every advertised graph op answers", features::graph_ops_served);
     on_main!(cx, main, L2, "transform.method-unadvertised", "a transform method outside transform.methods is rejected with -32005", features::transform_unadvertised);
     on_main!(cx, main, L2, "transform.methods-served", "every advertised transform method returns queries", features::transform_served);
+    on_main!(cx, main, L2, "retrieve.rewrite-served", "retrieve.rewrite with each advertised transform method is served (interop probe)", features::rewrite_served);
+    on_main!(cx, main, L2, "session.dedup", "two retrieves in one fresh trajectory return no hit twice (session.dedup)", trajectory::dedup);
     on_main!(cx, main, L2, "catalog.list", "catalog/list returns the federated engines", features::catalog_list);
     on_main!(cx, main, L2, "index.add-readonly", "index/add is rejected with -32003 when index.writable is false", index::readonly);
     on_main!(cx, main, L2, "index.add-positional", "index/add returns one id per document, in input order", index::positional);
