@@ -4,8 +4,8 @@ use std::io;
 use std::path::PathBuf;
 
 /// A failure of [`crate::download`] or [`crate::verify`].
+/// Its users map it onto their own errors variant by variant, so it is exhaustive.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum WheelError {
     /// `pip download` could not be run, failed, or left no wheel of the pinned version.
     #[error(
