@@ -63,6 +63,9 @@ fn main() -> ExitCode {
     rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
 }
 
+/// One search's results and the plan that produced them.
+type Searched = (Vec<Scored>, Plan);
+
 /// How one configuration did over every query and pass.
 struct Measured {
     recall: f64,
@@ -124,6 +127,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let truth = exact_truth(&table, &queries, None);
     let none = measure(&queries, &embed_ms, &truth, args.passes, &|q| auto(None, q));
     print_row("none", table.live(), "planner: hnsw", &none);
+    let mut p50s = Vec::new();
     for (field, _) in LEVELS {
         let filter = Filter::eq(field, "in");
         let matches = table.meta_index().candidates(&filter).map_or(0, |c| c.len());
@@ -149,8 +153,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 (table.run(plan, q, CANDIDATES, Some(&filter), candidates.as_ref()), plan)
             });
             print_row(field, matches, &plan.describe(), &m);
+            p50s.push((field, matches, plan.name(), percentile(&mut m.search_ms.clone(), 50.0)));
         }
     }
+    print_calibration(&p50s, table.live());
     Ok(())
 }
 
@@ -189,7 +195,7 @@ fn measure(
     embed_ms: &[f64],
     truth: &[Vec<usize>],
     passes: usize,
-    search: &dyn Fn(&[f32]) -> (Vec<Scored>, Plan),
+    search: &dyn Fn(&[f32]) -> Searched,
 ) -> Measured {
     let mut m = Measured { recall: 0.0, search_ms: Vec::new(), total_ms: Vec::new(), plans: Vec::new() };
     let (mut hit, mut total) = (0usize, 0usize);
@@ -207,6 +213,23 @@ fn measure(
     }
     m.recall = hit as f64 / total.max(1) as f64;
     m
+}
+
+/// The planner's `scan_factor` each selectivity implies: the scan costs `a · m`, the walk
+/// `b · ef · live / m`, so they cost the same at `m² = (b / a) · ef · live`, and `b / a` is
+/// `walk · m² / (scan · ef · live)` from the two measured p50s.
+fn print_calibration(p50s: &[(&str, usize, &str, f64)], live: usize) {
+    let p50 = |field: &str, name: &str| p50s.iter().find(|r| r.0 == field && r.2 == name).map(|r| (r.1, r.3));
+    println!("\n| filter | scan p50 / walk p50 | implied scan_factor |");
+    println!("|---|---|---|");
+    for (field, _) in LEVELS {
+        let scan = p50(field, Plan::MatchScan { candidates: 0 }.name());
+        let walk = p50(field, Plan::FilteredWalk { ef: 0 }.name());
+        if let (Some((m, scan)), Some((_, walk))) = (scan, walk) {
+            let factor = walk * (m as f64).powi(2) / (scan * CANDIDATES as f64 * live as f64);
+            println!("| {field} | {:.3} | {factor:.1} |", scan / walk);
+        }
+    }
 }
 
 fn print_row(filter: &str, matches: usize, plan: &str, m: &Measured) {

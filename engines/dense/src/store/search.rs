@@ -37,8 +37,8 @@ impl Route {
         match self.estimate {
             Estimate::All if self.ran == self.chosen => None,
             Estimate::All => Some(format!("search: {ran}")),
-            Estimate::Postings(m) => Some(format!("filter plan: {ran}; {m} candidate documents from the postings")),
-            Estimate::Sampled(m) => Some(format!("filter plan: {ran}; about {m} matching documents (sampled)")),
+            Estimate::Postings(m) => Some(format!("filter plan: {ran}; {m} candidate documents by the postings")),
+            Estimate::Sampled(m) => Some(format!("filter plan: {ran}; about {m} matching documents by a sample")),
         }
     }
 }
