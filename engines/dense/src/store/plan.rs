@@ -28,7 +28,7 @@ pub struct PlannerOptions {
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        Self { full_scan_threshold: 1000, scan_factor: 20.0, post_filter_from: 0.5 }
+        Self { full_scan_threshold: 1000, scan_factor: 10.0, post_filter_from: 0.5 }
     }
 }
 
@@ -147,9 +147,9 @@ mod tests {
         assert_eq!(Plan::choose(800, 100, Estimate::Postings(5), &o), Plan::FullScan);
         assert_eq!(at(100), Plan::MatchScan { candidates: 100 }, "0.1%");
         assert_eq!(at(1_000), Plan::MatchScan { candidates: 1_000 }, "1%");
-        // sqrt(20 · 100 · 100,000) ≈ 14,142 matches is where the walk starts to pay.
-        assert_eq!(at(14_000), Plan::MatchScan { candidates: 14_000 });
-        assert_eq!(at(15_000), Plan::FilteredWalk { ef: 100 });
+        // sqrt(10 · 100 · 100,000) = 10,000 matches is where the walk starts to pay.
+        assert_eq!(at(10_000), Plan::MatchScan { candidates: 10_000 });
+        assert_eq!(at(10_100), Plan::FilteredWalk { ef: 100 });
         assert_eq!(at(40_000), Plan::FilteredWalk { ef: 100 });
         assert_eq!(at(50_000), Plan::PostFilter { ef: 260 }, "50%: (100 + 30) / 0.5");
         assert_eq!(at(100_000), Plan::PostFilter { ef: 130 });
