@@ -35,7 +35,7 @@ use clap::Parser;
 use rcp_bench::synthetic::{Rng, clustered};
 use rcp_dense::ann::{self, AnnIndex, Backend, HnswParams, Precision, by_score, dot};
 use rcp_dense::model::DIMENSION;
-use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::store::{PlannerOptions, Store, StoreOptions, stored};
 use rcp_dense::wal::{Origin, f32s};
 use serde_json::{Value, json};
 
@@ -224,7 +224,12 @@ fn run_restart(args: &Args, backend: Backend, dir: &Path) -> anyhow::Result<Valu
         ef_search: None,
         precision: Some(args.precision),
     };
-    let base = StoreOptions { ann: Some(backend), hnsw, full_scan_threshold: 0, ..StoreOptions::default() };
+    let base = StoreOptions {
+        ann: Some(backend),
+        hnsw,
+        planner: PlannerOptions::without_full_scan(),
+        ..StoreOptions::default()
+    };
     {
         let (store, _) = Store::open(&store_dir, StoreOptions { defer_graph: true, ..base })
             .with_context(|| format!("open the store in {}", store_dir.display()))?;
@@ -249,7 +254,7 @@ fn run_restart(args: &Args, backend: Backend, dir: &Path) -> anyhow::Result<Valu
         let (store, report) =
             Store::open(&store_dir, base).with_context(|| format!("reopen the store in {}", store_dir.display()))?;
         let open_s = t.elapsed().as_secs_f64();
-        let (hits, _) = store.read().search(q, K, 64, None, 0);
+        let (hits, _) = store.read().search(q, K, 64, None, &PlannerOptions::without_full_scan());
         let first_query_s = t.elapsed().as_secs_f64();
         if hits.len() != K {
             bail!("restart answered {} hits", hits.len());

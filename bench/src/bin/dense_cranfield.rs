@@ -28,7 +28,7 @@ use rcp_corpus::read_jsonl;
 use rcp_dense::ann::{self, Backend, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION};
-use rcp_dense::store::{Store, StoreOptions, stored};
+use rcp_dense::store::{PlannerOptions, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 
 #[derive(Debug, Parser)]
@@ -105,7 +105,8 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let exact = evaluate(&c, &exact_rank);
 
     // The engine's path: the store with its HNSW graph, candidateK 100.
-    let store = Store::in_memory(StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() });
+    let store =
+        Store::in_memory(StoreOptions { planner: PlannerOptions::without_full_scan(), ..StoreOptions::default() });
     let batch = docs
         .iter()
         .zip(doc_vecs)
@@ -115,7 +116,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let table = store.read();
     let mut hnsw_rank = HashMap::new();
     for ((qid, _), q) in c.queries.iter().zip(&query_vecs) {
-        let (top, _) = table.search(q, 100, 100, None, 0);
+        let (top, _) = table.search(q, 100, 100, None, &PlannerOptions::without_full_scan());
         hnsw_rank.insert(qid.clone(), top.iter().filter_map(|s| table.doc(s.slot)).map(|d| d.id.clone()).collect());
     }
     let hnsw = evaluate(&c, &hnsw_rank);

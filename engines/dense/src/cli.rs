@@ -25,7 +25,7 @@ use rcp_server::{EngineStats, Server, Status};
 
 use crate::ann::{Backend, Precision};
 use crate::embedder::Embedder;
-use crate::store::{HnswOverride, ManifestOutcome, ManifestRepair, Store, StoreOptions, stored};
+use crate::store::{HnswOverride, ManifestOutcome, ManifestRepair, PlannerOptions, Store, StoreOptions, stored};
 use crate::wal::Origin;
 use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
 
@@ -79,7 +79,7 @@ struct HnswArgs {
     #[arg(long)]
     ef_search: Option<usize>,
     /// Collections with at most this many documents are searched exactly.
-    #[arg(long, default_value_t = StoreOptions::default().full_scan_threshold)]
+    #[arg(long, default_value_t = StoreOptions::default().planner.full_scan_threshold)]
     full_scan_threshold: usize,
     /// ANN backend: rcp-hnsw, usearch or hnsw-rs [default: as stored in the data directory, else
     /// rcp-hnsw].
@@ -242,7 +242,7 @@ fn store_options(hnsw: &HnswArgs) -> StoreOptions {
     StoreOptions {
         hnsw: hnsw.params(),
         ann: hnsw.ann,
-        full_scan_threshold: hnsw.full_scan_threshold,
+        planner: PlannerOptions { full_scan_threshold: hnsw.full_scan_threshold, ..PlannerOptions::default() },
         ..StoreOptions::default()
     }
 }

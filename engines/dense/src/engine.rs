@@ -19,7 +19,7 @@ use rcp_protocol::{Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 
 use crate::ann::Scored;
-use crate::store::{SearchPath, Store, StoreError, stored};
+use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
@@ -113,13 +113,13 @@ impl Retrieve for DenseEngine {
         let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
         let store = self.store.clone();
         let ef = self.options.ef_search.max(req.candidate_k);
-        let threshold = store.options().full_scan_threshold;
+        let planner = store.options().planner;
         let engine_hits = {
             let req = req.clone();
             let options = self.options.clone();
             ctx.run_cpu(Lane::Read, move || {
                 let table = store.read();
-                let (mut found, path) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), threshold);
+                let (mut found, route) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), &planner);
                 let candidates = found.len();
                 if let Some(min) = req.params.min_score {
                     found.retain(|s| f64::from(s.score) >= min);
@@ -139,25 +139,17 @@ impl Retrieve for DenseEngine {
                         table.doc(s.slot).map(|d| build_hit(&options, s, d, table.vector(s.slot), &req))
                     })
                     .collect();
-                (hits, candidates, path)
+                (hits, candidates, route)
             })
             .await?
         };
-        let (hits, candidates, path) = engine_hits;
+        let (hits, candidates, route) = engine_hits;
         let mut usage = Usage {
             candidates: Some(candidates as u64),
             latency_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
             ..Default::default()
         };
-        match path {
-            SearchPath::ExactFallback => {
-                usage.notes.push("exact scan: the filter left too few HNSW candidates".to_owned());
-            }
-            SearchPath::Hnsw { ef: used } if used > ef => {
-                usage.notes.push(format!("HNSW beam widened to ef={used} to fill candidateK under the filter"));
-            }
-            _ => {}
-        }
+        usage.notes.extend(route.note());
         Ok(RetrieveResult { hits, usage: Some(usage), ..Default::default() })
     }
 }

@@ -121,6 +121,9 @@ fn retrieve_filters_diversifies_and_returns_vectors() {
     for h in res["hits"].as_array().unwrap() {
         assert!(h["meta"]["year"].as_i64().unwrap() < 2000, "{h}");
     }
+    // The 30-document demo corpus is below the full-scan threshold: the note names that plan.
+    let notes = res["usage"]["notes"].to_string();
+    assert!(notes.contains("filter plan: exact scan;") && notes.contains("by the postings"), "{notes}");
     let res = e.ok("retrieve", json!({"query": q, "k": 3, "filter": {"field": "topic", "op": "eq", "value": "nope"}}));
     assert!(res["hits"].as_array().unwrap().is_empty());
     let err = e.err("retrieve", json!({"query": q, "k": 3, "filter": {"field": "colour", "op": "eq", "value": "red"}}));

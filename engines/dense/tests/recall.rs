@@ -12,7 +12,7 @@ use rcp_dense::ann::{self, Backend, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION, IDENTITY};
 use rcp_dense::passage;
-use rcp_dense::store::{SearchPath, Store, StoreOptions, stored};
+use rcp_dense::store::{Plan, PlannerOptions, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 
 fn cranfield() -> PathBuf {
@@ -59,8 +59,8 @@ fn recall_at_10(store: &Store, docs: &[f32], probes: &[f32], live: &dyn Fn(usize
     let mut total = 0;
     for q in probes.chunks_exact(DIMENSION) {
         let truth: Vec<usize> = ann::exact(docs, DIMENSION, q, 10, None, live).iter().map(|s| s.slot).collect();
-        let (got, path) = table.search(q, 10, ef, None, 0);
-        assert!(matches!(path, SearchPath::Hnsw { .. }), "{path:?}");
+        let (got, path) = table.search(q, 10, ef, None, &PlannerOptions::without_full_scan());
+        assert!(matches!(path.ran, Plan::Hnsw { .. }), "{path:?}");
         let got: Vec<String> = got.iter().map(|s| table.doc(s.slot).unwrap().id.clone()).collect();
         found += truth.iter().filter(|s| got.contains(&s.to_string())).count();
         total += truth.len();
@@ -88,8 +88,11 @@ fn hnsw_recall_at_10_on_cranfield_vectors() {
     // Every backend, through the engine's store.
     for &backend in Backend::ALL {
         // The engine's store (ids are row numbers), searched through the graph at any size.
-        let store =
-            Store::in_memory(StoreOptions { ann: Some(backend), full_scan_threshold: 0, ..StoreOptions::default() });
+        let store = Store::in_memory(StoreOptions {
+            ann: Some(backend),
+            planner: PlannerOptions::without_full_scan(),
+            ..StoreOptions::default()
+        });
         let rows = docs
             .chunks_exact(DIMENSION)
             .enumerate()

@@ -68,25 +68,34 @@ pub fn exact(
     rows: Option<&[usize]>,
     keep: &dyn Fn(usize) -> bool,
 ) -> Vec<Scored> {
-    let dim = dim.max(1);
-    let n = vectors.len() / dim;
-    let mut top = TopK::new(want);
-    let row = |s: usize| &vectors[s * dim..(s + 1) * dim];
+    let n = vectors.len() / dim.max(1);
     match rows {
         Some(rows) => {
             // Ascending slots, as TopK expects; duplicates scored once.
-            let mut rows: Vec<usize> = rows.iter().copied().filter(|&s| s < n).collect();
+            let mut rows: Vec<usize> = rows.to_vec();
             rows.sort_unstable();
             rows.dedup();
-            for s in rows.into_iter().filter(|&s| keep(s)) {
-                top.push(s, dot(query, row(s)));
-            }
+            exact_sorted(vectors, dim, query, want, rows.into_iter(), keep)
         }
-        None => {
-            for s in (0..n).filter(|&s| keep(s)) {
-                top.push(s, dot(query, row(s)));
-            }
-        }
+        None => exact_sorted(vectors, dim, query, want, 0..n, keep),
+    }
+}
+
+/// Exact top-`want` by cosine over the `slots` (strictly ascending; ones past the table are
+/// skipped) that `keep` accepts, best first.
+pub fn exact_sorted(
+    vectors: &[f32],
+    dim: usize,
+    query: &[f32],
+    want: usize,
+    slots: impl Iterator<Item = usize>,
+    keep: &dyn Fn(usize) -> bool,
+) -> Vec<Scored> {
+    let dim = dim.max(1);
+    let n = vectors.len() / dim;
+    let mut top = TopK::new(want);
+    for s in slots.take_while(|&s| s < n).filter(|&s| keep(s)) {
+        top.push(s, dot(query, &vectors[s * dim..(s + 1) * dim]));
     }
     top.into_sorted()
 }

@@ -25,7 +25,9 @@
 //! | module | concern |
 //! |--------|---------|
 //! | `table` | the in-memory [`Table`]: documents, vectors, id map, tombstones, the graph |
-//! | `search` | [`Table::search`]: graph, widened beam, filtered walk, exact fallback |
+//! | `postings` | [`MetaIndex`]: postings of the declared filter fields, the filter's candidate slots |
+//! | `plan` | [`Plan`]: the filter planner, choosing a search by the filter's cardinality |
+//! | `search` | [`Table::search`]: running the chosen plan, with its fallbacks |
 //! | `open` | bringing a data directory up: lock, manifest, snapshot, graph, log replay |
 //! | `writer` | the write path: logging a batch, committing a snapshot generation |
 //! | `manifest` | `manifest.json` ([`Manifest`]) |
@@ -54,11 +56,15 @@ mod lock;
 mod manifest;
 mod open;
 mod options;
+mod plan;
+mod postings;
 mod repair;
 mod search;
 mod table;
 mod writer;
 
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod tests;
 
@@ -68,8 +74,10 @@ pub use lock::DirLock;
 pub use manifest::{GraphInfo, Manifest, SnapshotInfo};
 pub use open::OpenReport;
 pub use options::{HnswOverride, StoreOptions};
+pub use plan::{Estimate, Plan, PlannerOptions};
+pub use postings::{Candidates, MetaIndex};
 pub use repair::{ManifestOutcome, ManifestRepair, rebuild_manifest, repair_manifest};
-pub use search::SearchPath;
+pub use search::Route;
 pub use table::Table;
 
 use writer::Writer;
@@ -91,7 +99,7 @@ impl Store {
         let params = options.hnsw.apply(HnswParams::default());
         let backend = options.ann.unwrap_or_default();
         Self {
-            table: RwLock::new(Table::new(DIMENSION, params, backend)),
+            table: RwLock::new(Table::new(DIMENSION, params, backend, &BTreeMap::new())),
             writer: std::sync::Mutex::new(Writer::in_memory(Manifest::new(params, backend))),
             options,
         }
@@ -130,7 +138,9 @@ impl Store {
     pub fn set_fields(&self, fields: BTreeMap<String, FieldType>) -> Result<(), StoreError> {
         self.with_writer(|w| {
             w.manifest.fields = fields;
-            w.write_manifest()
+            w.write_manifest()?;
+            self.table.write().unwrap_or_else(|p| p.into_inner()).reindex(&w.manifest.fields);
+            Ok(())
         })
     }
 

@@ -60,7 +60,7 @@ pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<(Table, Writer, 
         });
     }
     let (params, backend) = (manifest.hnsw, manifest.ann);
-    let mut table = Table::new(DIMENSION, params, backend);
+    let mut table = Table::new(DIMENSION, params, backend, &manifest.fields);
     let mut report = OpenReport::default();
     let mut last_seq = 0;
     if let Some(snap) = manifest.snapshot {

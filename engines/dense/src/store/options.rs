@@ -2,6 +2,8 @@
 
 use crate::ann::{Backend, HnswParams, Precision};
 
+use super::plan::PlannerOptions;
+
 /// Tunables of the store.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StoreOptions {
@@ -9,8 +11,8 @@ pub struct StoreOptions {
     pub hnsw: HnswOverride,
     /// The ANN backend to switch to; `None` keeps the stored one (or the default).
     pub ann: Option<Backend>,
-    /// Collections at or below this many live documents are searched exactly.
-    pub full_scan_threshold: usize,
+    /// The filter planner's tunables (and the size below which every search is exact).
+    pub planner: PlannerOptions,
     /// Compact when tombstones reach this fraction of the slots (and at least 64 of them).
     pub compact_ratio: f64,
     /// Snapshot when the log grows past this many bytes.
@@ -24,7 +26,7 @@ impl Default for StoreOptions {
         Self {
             hnsw: HnswOverride::default(),
             ann: None,
-            full_scan_threshold: 1000,
+            planner: PlannerOptions::default(),
             compact_ratio: 0.25,
             wal_limit: 256 << 20,
             defer_graph: false,

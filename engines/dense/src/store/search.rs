@@ -1,80 +1,173 @@
-//! Searching the table: the graph with a widening beam, a filtered walk, and the exact scan
-//! that guarantees `want` whenever that many documents match.
+//! Searching the table: the planner's choice ([`Plan::choose`]) run against the graph or the
+//! vectors, then the fallbacks that guarantee `want` results whenever that many documents
+//! match.
 
 use rcp_protocol::filter::Filter;
 
 use crate::ann::{self, Scored};
 
+use super::plan::{Estimate, Plan, PlannerOptions};
+use super::postings::Candidates;
 use super::table::Table;
 
-/// How a search was served, for `usage`.
+/// Documents sampled to estimate a filter the postings cannot answer.
+const SAMPLE: usize = 512;
+
+/// How a search was served: the filter's estimate, the planner's choice and the plan whose
+/// results were returned (a later one when the choice came up short).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SearchPath {
-    /// The HNSW graph, with this beam width.
-    Hnsw {
-        /// The final `ef`.
-        ef: usize,
-    },
-    /// An exact scan of a collection at or below the full-scan threshold.
-    Exact,
-    /// An exact scan after the graph could not fill the request (a very selective filter).
-    ExactFallback,
+pub struct Route {
+    /// The filter's estimated matches.
+    pub estimate: Estimate,
+    /// The planner's choice.
+    pub chosen: Plan,
+    /// The plan that produced the results.
+    pub ran: Plan,
+}
+
+impl Route {
+    /// The note for `usage.notes`: every filtered search says which plan ran and why; an
+    /// unfiltered one only when it had to leave the plain walk.
+    pub fn note(&self) -> Option<String> {
+        let ran = if self.ran == self.chosen {
+            self.ran.describe()
+        } else {
+            format!("{} came up short, then {}", self.chosen.describe(), self.ran.describe())
+        };
+        match self.estimate {
+            Estimate::All if self.ran == self.chosen => None,
+            Estimate::All => Some(format!("search: {ran}")),
+            Estimate::Postings(m) => Some(format!("filter plan: {ran}; {m} candidate documents by the postings")),
+            Estimate::Sampled(m) => Some(format!("filter plan: {ran}; about {m} matching documents by a sample")),
+        }
+    }
 }
 
 impl Table {
     /// The `want` best live documents for a unit query vector among those `filter` accepts,
-    /// each scored by its exact cosine.
+    /// each scored by its exact cosine, and how they were found.
     ///
-    /// Collections up to `full_scan_threshold` live documents are scanned exactly. Otherwise:
-    /// 1. the plain graph search with beam `ef` (at least `want`) returns the whole beam, and
-    ///    tombstones and documents the filter rejects are dropped; when fewer than `want` remain,
-    ///    the beam is widened ×4 and the search repeated once;
-    /// 2. with a filter, a filtered graph walk follows (the filter applied during the walk,
-    ///    which reaches the matches of a selective filter);
-    /// 3. an exact scan, so `want` is met whenever that many documents match.
+    /// The filter's cardinality comes from the postings (or a sample of the documents for
+    /// fields without postings); [`Plan::choose`] picks the search; a plan that returns fewer
+    /// than `want` results while more may match is followed by the next one: a post-filtered
+    /// walk by a filtered walk, a walk by an exact scan (of the candidates when the postings
+    /// gave them), an unfiltered walk first by a ×4 beam.
     pub fn search(
         &self,
         query: &[f32],
         want: usize,
         ef: usize,
         filter: Option<&Filter>,
-        full_scan_threshold: usize,
-    ) -> (Vec<Scored>, SearchPath) {
-        let keep = |s: usize| match self.docs.get(s) {
+        options: &PlannerOptions,
+    ) -> (Vec<Scored>, Route) {
+        let candidates = filter.and_then(|f| self.meta.candidates(f));
+        let estimate = match (filter, &candidates) {
+            (None, _) => Estimate::All,
+            (Some(_), Some(c)) => Estimate::Postings(c.len()),
+            (Some(f), None) => Estimate::Sampled(self.sample_matches(f)),
+        };
+        let live = self.live();
+        let chosen = Plan::choose(live, ef.max(want), estimate, options);
+        let mut route = Route { estimate, chosen, ran: chosen };
+        if want == 0 || live == 0 {
+            return (Vec::new(), route);
+        }
+        let bound = match estimate {
+            Estimate::Postings(m) => m,
+            Estimate::All | Estimate::Sampled(_) => live,
+        };
+        let enough = want.min(bound);
+        let mut plan = Some(chosen);
+        while let Some(p) = plan {
+            let found = self.run(p, query, want, filter, candidates.as_ref());
+            route.ran = p;
+            plan = self.next_plan(p, ef.max(want), candidates.as_ref().map(Candidates::len));
+            if found.len() >= enough || plan.is_none() {
+                return (found, route);
+            }
+        }
+        (Vec::new(), route)
+    }
+
+    /// What follows a plan that came up short; `None` after an exact one.
+    fn next_plan(&self, plan: Plan, ef: usize, candidates: Option<usize>) -> Option<Plan> {
+        let exact = candidates.map_or(Plan::FullScan, |candidates| Plan::MatchScan { candidates });
+        match plan {
+            Plan::Hnsw { ef: used } => {
+                let wider = used.saturating_mul(4).min(self.docs.len());
+                Some(if used == ef && wider > used { Plan::Hnsw { ef: wider } } else { Plan::FullScan })
+            }
+            Plan::PostFilter { .. } => Some(Plan::FilteredWalk { ef }),
+            Plan::FilteredWalk { .. } => Some(exact),
+            Plan::MatchScan { .. } | Plan::FullScan => None,
+        }
+    }
+
+    /// Runs one plan: up to `want` results, best first, exact cosines. The graph plans may
+    /// return fewer than exist; the scans never do. Public so benchmarks can force a plan.
+    pub fn run(
+        &self,
+        plan: Plan,
+        query: &[f32],
+        want: usize,
+        filter: Option<&Filter>,
+        candidates: Option<&Candidates>,
+    ) -> Vec<Scored> {
+        let matches = |s: usize| match self.docs.get(s) {
             Some(Some(d)) => filter.is_none_or(|f| f.matches(&d.meta)),
             _ => false,
         };
-        let live = self.live();
-        if want == 0 || live == 0 {
-            return (Vec::new(), SearchPath::Exact);
-        }
-        if live <= full_scan_threshold {
-            return (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::Exact);
-        }
-        let enough = want.min(live);
-        let rescore = |mut found: Vec<Scored>| {
-            for s in &mut found {
-                s.score = ann::dot(query, self.vector(s.slot));
+        // With candidates, the bitmap rejects most slots before any metadata is read.
+        let keep = |s: usize| match candidates {
+            Some(c) => {
+                u32::try_from(s).is_ok_and(|s32| c.slots.contains(s32))
+                    && (if c.exact { self.docs.get(s).is_some_and(Option::is_some) } else { matches(s) })
             }
-            found.sort_by(ann::by_score);
-            found.truncate(want);
-            found
+            None => matches(s),
         };
-        let mut beam = ef.max(want);
-        for _ in 0..2 {
-            let mut found = self.ann.search(query, beam, beam, None);
-            found.retain(|s| keep(s.slot));
-            if found.len() >= enough {
-                return (rescore(found), SearchPath::Hnsw { ef: beam });
+        match plan {
+            Plan::FullScan => ann::exact(&self.vectors, self.dim, query, want, None, &keep),
+            Plan::MatchScan { .. } => match candidates {
+                Some(c) => {
+                    ann::exact_sorted(&self.vectors, self.dim, query, want, c.slots.iter().map(|s| s as usize), &keep)
+                }
+                None => ann::exact(&self.vectors, self.dim, query, want, None, &keep),
+            },
+            Plan::Hnsw { ef } | Plan::PostFilter { ef } => {
+                let mut found = self.ann.search(query, ef, ef, None);
+                found.retain(|s| keep(s.slot));
+                self.rescore(query, found, want)
             }
-            beam = beam.saturating_mul(4).min(self.docs.len().max(want));
-        }
-        if filter.is_some() {
-            let found = self.ann.search(query, want, ef.max(want), Some(&keep));
-            if found.len() >= enough {
-                return (rescore(found), SearchPath::Hnsw { ef: ef.max(want) });
+            Plan::FilteredWalk { ef } => {
+                let found = self.ann.search(query, ef, ef, Some(&keep));
+                self.rescore(query, found, want)
             }
         }
-        (ann::exact(&self.vectors, self.dim, query, want, None, &keep), SearchPath::ExactFallback)
+    }
+
+    /// Graph results scored with the exact `f32` cosine, best first, cut to `want`.
+    fn rescore(&self, query: &[f32], mut found: Vec<Scored>, want: usize) -> Vec<Scored> {
+        for s in &mut found {
+            s.score = ann::dot(query, self.vector(s.slot));
+        }
+        found.sort_by(ann::by_score);
+        found.truncate(want);
+        found
+    }
+
+    /// The filter's matches among live documents, extrapolated from [`SAMPLE`] slots spread
+    /// over the table by the golden-ratio sequence (no stride to alias with a periodic layout).
+    fn sample_matches(&self, filter: &Filter) -> usize {
+        const PHI: f64 = 0.618_033_988_749_894_9;
+        let n = self.docs.len();
+        let (mut seen, mut hits) = (0usize, 0usize);
+        for k in 0..SAMPLE.min(n) {
+            let slot = (((k as f64 + 0.5) * PHI).fract() * n as f64) as usize;
+            if let Some(Some(doc)) = self.docs.get(slot) {
+                seen += 1;
+                hits += usize::from(filter.matches(&doc.meta));
+            }
+        }
+        if seen == 0 { 0 } else { (hits as f64 / seen as f64 * self.live() as f64).round() as usize }
     }
 }

@@ -1,12 +1,15 @@
 //! The in-memory table: documents and vectors by slot, the id map, the tombstones and the ANN
 //! graph over the slots.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+use rcp_protocol::filter::FieldType;
 
 use crate::ann::{self, AnnIndex, Backend, HnswParams};
 use crate::wal::{Op, StoredDoc};
 
 use super::error::StoreError;
+use super::postings::MetaIndex;
 
 /// The in-memory table: documents and vectors by slot, the id map and the graph.
 #[derive(Debug)]
@@ -17,11 +20,14 @@ pub struct Table {
     pub(super) by_id: HashMap<String, usize>,
     pub(super) ann: Box<dyn AnnIndex>,
     pub(super) tombstones: usize,
+    /// Postings of the declared filter fields over the live slots.
+    pub(super) meta: MetaIndex,
 }
 
 impl Table {
-    /// An empty table of `dim`-dimensional vectors with an empty graph.
-    pub(super) fn new(dim: usize, params: HnswParams, backend: Backend) -> Self {
+    /// An empty table of `dim`-dimensional vectors with an empty graph, indexing the metadata
+    /// of the declared `fields`.
+    pub(super) fn new(dim: usize, params: HnswParams, backend: Backend, fields: &BTreeMap<String, FieldType>) -> Self {
         Self {
             dim,
             docs: Vec::new(),
@@ -29,7 +35,24 @@ impl Table {
             by_id: HashMap::new(),
             ann: ann::new_index(backend, params, dim, 0),
             tombstones: 0,
+            meta: MetaIndex::new(fields),
         }
+    }
+
+    /// The metadata index (postings of the declared filter fields).
+    pub fn meta_index(&self) -> &MetaIndex {
+        &self.meta
+    }
+
+    /// Indexes the metadata of the declared `fields` afresh (after new declarations).
+    pub(super) fn reindex(&mut self, fields: &BTreeMap<String, FieldType>) {
+        let mut meta = MetaIndex::new(fields);
+        for (slot, doc) in self.docs.iter().enumerate() {
+            if let Some(doc) = doc {
+                meta.insert(slot, &doc.meta);
+            }
+        }
+        self.meta = meta;
     }
 
     /// Live documents.
@@ -62,6 +85,11 @@ impl Table {
         &self.vectors[slot * self.dim..(slot + 1) * self.dim]
     }
 
+    /// Every slot's vector, one flat row-major table (tombstones included).
+    pub fn vectors(&self) -> &[f32] {
+        &self.vectors
+    }
+
     /// The HNSW parameters.
     pub fn params(&self) -> HnswParams {
         self.ann.params()
@@ -82,10 +110,10 @@ impl Table {
         match op {
             Op::Upsert(doc, vector) => {
                 if let Some(old) = self.by_id.remove(&doc.id) {
-                    self.docs[old] = None;
-                    self.tombstones += 1;
+                    self.retire(old);
                 }
                 let slot = self.docs.len();
+                self.meta.insert(slot, &doc.meta);
                 self.by_id.insert(doc.id.clone(), slot);
                 self.docs.push(Some(doc));
                 self.vectors.extend_from_slice(&vector);
@@ -95,13 +123,20 @@ impl Table {
                 let mut removed = 0;
                 for id in ids {
                     if let Some(slot) = self.by_id.remove(&id) {
-                        self.docs[slot] = None;
-                        self.tombstones += 1;
+                        self.retire(slot);
                         removed += 1;
                     }
                 }
                 removed
             }
+        }
+    }
+
+    /// Turns a live slot into a tombstone.
+    fn retire(&mut self, slot: usize) {
+        if let Some(old) = self.docs.get_mut(slot).and_then(Option::take) {
+            self.meta.remove(slot, &old.meta);
+            self.tombstones += 1;
         }
     }
 
@@ -113,7 +148,7 @@ impl Table {
         backend: Backend,
         defer_graph: bool,
     ) -> Result<Self, StoreError> {
-        let mut t = Table::new(self.dim, params, backend);
+        let mut t = Table::new(self.dim, params, backend, self.meta.declared());
         for (slot, doc) in self.docs.iter().enumerate() {
             if let Some(doc) = doc {
                 t.apply(Op::Upsert(doc.clone(), self.vector(slot).to_vec()));

@@ -21,6 +21,10 @@ fn doc(id: &str, year: i64) -> (StoredDoc, Vec<f32>) {
     (stored(id.into(), format!("body {id}"), meta, Origin::Client), unit(id.len() * 7 + year as usize))
 }
 
+fn no_full_scan() -> StoreOptions {
+    StoreOptions { planner: PlannerOptions::without_full_scan(), ..StoreOptions::default() }
+}
+
 fn ids(store: &Store) -> Vec<String> {
     let t = store.read();
     let mut v: Vec<String> = t.by_id.keys().cloned().collect();
@@ -102,7 +106,7 @@ fn a_lost_manifest_is_refused_and_rebuilt_from_the_newest_complete_snapshot() {
 
 #[test]
 fn upsert_replaces_and_compaction_drops_tombstones() {
-    let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+    let opts = no_full_scan();
     let s = Store::in_memory(opts);
     let batch: Vec<_> = (0..200).map(|i| doc(&format!("d{i}"), 1900 + i)).collect();
     s.upsert(batch).unwrap();
@@ -113,7 +117,7 @@ fn upsert_replaces_and_compaction_drops_tombstones() {
         assert_eq!(t.live(), 200);
         assert_eq!(t.tombstones(), 1);
         assert_eq!(t.get("d5").unwrap().meta["year"], 3000);
-        let (hits, _) = t.search(&unit(2 * 7 + 3000), 200, 64, None, 0);
+        let (hits, _) = t.search(&unit(2 * 7 + 3000), 200, 64, None, &PlannerOptions::without_full_scan());
         assert_eq!(hits.len(), 200, "over-fetch meets want despite the tombstone");
         assert_eq!(hits.iter().filter(|h| t.doc(h.slot).unwrap().id == "d5").count(), 1);
     }
@@ -128,12 +132,12 @@ fn upsert_replaces_and_compaction_drops_tombstones() {
 #[test]
 fn graph_is_saved_loaded_checked_and_extended_by_the_log_tail() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+    let opts = no_full_scan();
     let find = |s: &Store, id: &str| {
         let t = s.read();
         let q = t.vector(t.by_id[id]).to_vec();
-        let (hits, path) = t.search(&q, 1, 16, None, 0);
-        assert!(matches!(path, SearchPath::Hnsw { .. }), "{path:?}");
+        let (hits, path) = t.search(&q, 1, 16, None, &PlannerOptions::without_full_scan());
+        assert!(matches!(path.ran, Plan::Hnsw { .. }), "{path:?}");
         t.doc(hits[0].slot).unwrap().id.clone()
     };
     {
@@ -172,7 +176,7 @@ fn graph_is_saved_loaded_checked_and_extended_by_the_log_tail() {
 #[test]
 fn another_backend_rebuilds_the_graph() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+    let opts = no_full_scan();
     {
         let (s, _) = Store::open(dir.path(), opts).unwrap();
         s.upsert((0..50).map(|i| doc(&format!("d{i}"), i)).collect()).unwrap();
@@ -193,12 +197,12 @@ fn another_backend_rebuilds_the_graph() {
 
 #[test]
 fn selective_filter_falls_back_to_exact() {
-    let opts = StoreOptions { full_scan_threshold: 0, ..StoreOptions::default() };
+    let opts = no_full_scan();
     let s = Store::in_memory(opts);
     s.upsert((0..300).map(|i| doc(&format!("d{i}"), i)).collect()).unwrap();
     let t = s.read();
     let f = Filter::parse(&json!({"field": "year", "op": "in", "value": [7, 250]})).unwrap();
-    let (hits, _) = t.search(&unit(3), 10, 16, Some(&f), 0);
+    let (hits, _) = t.search(&unit(3), 10, 16, Some(&f), &PlannerOptions::without_full_scan());
     let mut got: Vec<i64> = hits.iter().map(|h| t.doc(h.slot).unwrap().meta["year"].as_i64().unwrap()).collect();
     got.sort();
     assert_eq!(got, vec![7, 250]);
