@@ -78,11 +78,7 @@ fn matrices_match_python_onnxruntime() {
     let rows: Vec<&[f32]> = q.rows().collect();
     assert!(close(&rows[0][..4], &[-0.009196385, 0.004804555, 0.0157619, -0.01873107], 1e-4), "{:?}", &rows[0][..4]);
     // A [MASK] row: not attended to, still encoded and kept.
-    assert!(
-        close(&rows[31][..4], &[-0.02731764, 0.002924758, 0.002928982, -0.03100774], 1e-4),
-        "{:?}",
-        &rows[31][..4]
-    );
+    assert!(close(&rows[31][..4], &[-0.02731764, 0.002924758, 0.002928982, -0.03100774], 1e-4), "{:?}", &rows[31][..4]);
     let d = colbert().encode(&[PARIS], Kind::Document, &|| false).expect("encode").remove(0);
     let rows: Vec<&[f32]> = d.rows().collect();
     assert_eq!(rows.len(), 13, "[CLS] [D] 11 words [SEP], the final '.' dropped");
