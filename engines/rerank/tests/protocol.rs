@@ -41,6 +41,9 @@ fn serve(args: &[&str]) -> (Engine, Value) {
         dir.to_str().expect("utf-8 path"),
         "--colbert-model-dir",
         colbert.to_str().expect("utf-8 path"),
+        // One session per model: the engine answers `initialize` sooner on a busy machine.
+        "--encoder-sessions",
+        "1",
     ];
     all.extend_from_slice(args);
     let mut e = Engine::spawn(&bin(), &all);
