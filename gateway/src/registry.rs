@@ -6,6 +6,10 @@
 //! - `collection`: the collection the entry is a shard of (default: its own `id`). Shards of
 //!   one collection are merged by score, collections are fused with each other (§16.3).
 //! - `expose`: list the entry's `endpoint` in `catalog/list` (§7.13; default `false`).
+//! - `rerank`: the entry is the gateway's reranker, not a collection: `true`, or
+//!   `{"method": "cross-encoder"}` to pick one of its `rerank.methods` (default its first).
+//!   The fused list of every `retrieve` is reranked by it (§7.7 funnel) unless the request
+//!   says `rerank: false`. At most one entry reranks.
 //!
 //! `headers` and `tokenEnv` are `rcp_client::Registry` keys: they live in [`EngineSpec`], and
 //! the client sends them when it connects.
@@ -24,6 +28,15 @@ pub struct GatewayEntry {
     pub collection: String,
     /// Whether `catalog/list` shows the endpoint (§7.13).
     pub expose: bool,
+    /// `Some` when the entry is the gateway's reranker rather than a collection.
+    pub rerank: Option<RerankEntry>,
+}
+
+/// The `rerank` key of the reranking entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RerankEntry {
+    /// The method asked of the engine (`None`: its default, the first it advertises).
+    pub method: Option<String>,
 }
 
 /// A parsed, validated gateway registry.
@@ -37,32 +50,48 @@ impl GatewayRegistry {
     /// Loads an `rcp.json` with rcp-client's loader, reading the gateway's keys of each entry
     /// in the same pass; relative program paths resolve against its directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
-        Ok(Self::from_entries(registry::load_entries(path, gateway_keys)?))
+        let path = path.as_ref();
+        Self::from_entries(registry::load_entries(path, gateway_keys)?, Some(path))
     }
 
     /// Parses registry JSON; `base` resolves relative program paths.
     pub fn parse(text: &str, base: Option<&Path>) -> Result<Self, RegistryError> {
-        Ok(Self::from_entries(registry::parse_entries(text, base, gateway_keys)?))
+        Self::from_entries(registry::parse_entries(text, base, gateway_keys)?, None)
     }
 
-    fn from_entries(entries: Vec<(EngineSpec, GatewayKeys)>) -> Self {
-        let engines = entries
+    /// The registry of `entries`; a second reranking entry is refused, naming the first.
+    fn from_entries(entries: Vec<(EngineSpec, GatewayKeys)>, path: Option<&Path>) -> Result<Self, RegistryError> {
+        let engines: Vec<GatewayEntry> = entries
             .into_iter()
-            .map(|(spec, GatewayKeys { collection, expose })| GatewayEntry { spec, collection, expose })
+            .map(|(spec, GatewayKeys { collection, expose, rerank })| GatewayEntry { spec, collection, expose, rerank })
             .collect();
-        Self { engines }
+        let mut rerankers = engines.iter().enumerate().filter(|(_, e)| e.rerank.is_some());
+        if let (Some((_, first)), Some((index, second))) = (rerankers.next(), rerankers.next()) {
+            return Err(RegistryError::Entry {
+                path: path.map(Path::to_path_buf),
+                index,
+                id: Some(second.spec.id.clone()),
+                detail: format!("at most one entry may have 'rerank'; '{}' already does", first.spec.id),
+            });
+        }
+        Ok(Self { engines })
+    }
+
+    /// The index of the reranking entry, if the registry names one.
+    pub fn reranker(&self) -> Option<usize> {
+        self.engines.iter().position(|e| e.rerank.is_some())
     }
 
     /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
     pub fn single(spec: EngineSpec) -> Self {
         let collection = spec.id.clone();
-        Self { engines: vec![GatewayEntry { spec, collection, expose: false }] }
+        Self { engines: vec![GatewayEntry { spec, collection, expose: false, rerank: None }] }
     }
 
-    /// Collection names in first-appearance order.
+    /// Collection names in first-appearance order (the reranking entry is none).
     pub fn collections(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for e in &self.engines {
+        for e in self.engines.iter().filter(|e| e.rerank.is_none()) {
             if !out.contains(&e.collection) {
                 out.push(e.collection.clone());
             }
@@ -75,9 +104,10 @@ impl GatewayRegistry {
 struct GatewayKeys {
     collection: String,
     expose: bool,
+    rerank: Option<RerankEntry>,
 }
 
-/// Reads `collection` and `expose` from one entry the client's loader has validated.
+/// Reads `collection`, `expose` and `rerank` from one entry the client's loader has validated.
 fn gateway_keys(spec: &EngineSpec, raw: &RawEntry) -> Result<GatewayKeys, String> {
     let collection = match raw.get("collection") {
         None | Some(Value::Null) => spec.id.clone(),
@@ -89,7 +119,17 @@ fn gateway_keys(spec: &EngineSpec, raw: &RawEntry) -> Result<GatewayKeys, String
         Some(Value::Bool(b)) => *b,
         Some(other) => return Err(format!("'expose' must be a boolean, got {other}")),
     };
-    Ok(GatewayKeys { collection, expose })
+    let rerank = match raw.get("rerank") {
+        None | Some(Value::Null | Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some(RerankEntry::default()),
+        Some(Value::Object(o)) => match o.get("method") {
+            None | Some(Value::Null) => Some(RerankEntry::default()),
+            Some(Value::String(m)) if !m.trim().is_empty() => Some(RerankEntry { method: Some(m.clone()) }),
+            Some(other) => return Err(format!("'rerank.method' must be a non-empty string, got {other}")),
+        },
+        Some(other) => return Err(format!("'rerank' must be a boolean or {{\"method\": ...}}, got {other}")),
+    };
+    Ok(GatewayKeys { collection, expose, rerank })
 }
 
 #[cfg(test)]
@@ -111,6 +151,22 @@ mod tests {
         assert_eq!(r.engines[1].spec.token_env.as_deref(), Some("TOK"));
         assert_eq!(r.engines[2].collection, "web");
         assert_eq!(r.engines[2].spec.headers, vec![("x-tenant".to_owned(), "t1".to_owned())]);
+        assert_eq!(r.reranker(), None);
+    }
+
+    #[test]
+    fn the_reranking_entry_is_no_collection() {
+        let r = GatewayRegistry::parse(
+            r#"{"engines":[
+                {"id":"bm25","command":["e"]},
+                {"id":"ce","command":["r"],"rerank":{"method":"colbert"}},
+                {"id":"dense","command":["e"]}]}"#,
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.collections(), vec!["bm25", "dense"]);
+        assert_eq!(r.reranker(), Some(1));
+        assert_eq!(r.engines[1].rerank, Some(RerankEntry { method: Some("colbert".into()) }));
     }
 
     #[test]
@@ -119,6 +175,12 @@ mod tests {
             (r#"{"engines":[{"id":"a","command":["x"],"collection":3}]}"#, "'collection' must be"),
             (r#"{"engines":[{"id":"a","command":["x"],"expose":"yes"}]}"#, "'expose' must be a boolean"),
             (r#"{"engines":[{"id":"a","command":["x"],"headers":{"h":1}}]}"#, "'headers.h' must be a string"),
+            (r#"{"engines":[{"id":"a","command":["x"],"rerank":"yes"}]}"#, "'rerank' must be a boolean"),
+            (r#"{"engines":[{"id":"a","command":["x"],"rerank":{"method":3}}]}"#, "'rerank.method' must be"),
+            (
+                r#"{"engines":[{"id":"a","command":["x"],"rerank":true},{"id":"b","command":["x"],"rerank":{}}]}"#,
+                "engines[1] ('b'): at most one entry may have 'rerank'; 'a' already does",
+            ),
         ];
         for (text, expected) in cases {
             let e = GatewayRegistry::parse(text, None).unwrap_err().to_string();

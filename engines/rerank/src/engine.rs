@@ -1,6 +1,7 @@
-//! The `rerank` capability (§7.6) served by the cross-encoder. The framework validates the
-//! request (passages beyond `maxCandidates` are -32602, an unadvertised method -32005 when
-//! strict) and builds `order`, `results` and `topN` from the scores this handler returns.
+//! The `rerank` capability (§7.6) served by the cross-encoder and/or ColBERT. The framework
+//! validates the request (passages beyond `maxCandidates` are -32602, an unadvertised method
+//! -32005 when strict) and builds `order`, `results` and `topN` from the scores this handler
+//! returns.
 
 use std::sync::Arc;
 
@@ -8,64 +9,118 @@ use rcp_protocol::RcpError;
 use rcp_protocol::capabilities::RerankCapability;
 use rcp_server::{HandlerResult, Lane, RequestContext, Rerank, RerankRequest};
 
-use crate::cross_encoder::{CrossEncoder, CrossEncoderError};
+use crate::colbert::Colbert;
+use crate::cross_encoder::CrossEncoder;
+use crate::onnx::EncoderError;
 
-/// The method this engine offers (§7.6).
+/// The cross-encoder's method name (§7.6).
 pub const METHOD: &str = "cross-encoder";
 
-/// What the engine advertises.
+/// ColBERT's method name (§7.6): MaxSim of token matrices.
+pub const COLBERT_METHOD: &str = "colbert";
+
+/// A loaded reranking model.
+#[derive(Debug, Clone)]
+pub enum Reranker {
+    /// The cross-encoder: one logit per (query, passage) pair.
+    CrossEncoder(Arc<CrossEncoder>),
+    /// ColBERT: MaxSim of the query's and the passage's token matrices.
+    Colbert(Arc<Colbert>),
+}
+
+impl Reranker {
+    /// Its `rerank` method name (§7.6).
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::CrossEncoder(_) => METHOD,
+            Self::Colbert(_) => COLBERT_METHOD,
+        }
+    }
+
+    /// One score per passage, in order (blocking CPU work).
+    fn score(
+        &self,
+        query: &str,
+        passages: &[String],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<f32>, EncoderError> {
+        match self {
+            Self::CrossEncoder(m) => m.score(query, passages, cancelled),
+            Self::Colbert(m) => m.score(query, passages, cancelled),
+        }
+    }
+}
+
+/// A model the engine offers and the identity it is advertised under (in `rerank.models`).
+#[derive(Debug, Clone)]
+pub struct Offered {
+    /// The model.
+    pub reranker: Reranker,
+    /// Its identity.
+    pub identity: String,
+}
+
+/// What the engine advertises besides its models.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineOptions {
     /// `rerank.maxCandidates`: most passages per call.
     pub max_candidates: u32,
-    /// The model identity, in `rerank.models`.
-    pub model: String,
 }
 
-/// The reranking engine: one cross-encoder behind the `rerank` capability.
+/// The reranking engine: the cross-encoder and/or ColBERT behind the `rerank` capability;
+/// `methods` and `models` list exactly the models it was given, in that order.
 #[derive(Debug)]
 pub struct RerankEngine {
-    encoder: Arc<CrossEncoder>,
+    offered: Vec<Offered>,
     options: EngineOptions,
 }
 
 impl RerankEngine {
-    /// An engine scoring with `encoder`.
-    pub fn new(encoder: Arc<CrossEncoder>, options: EngineOptions) -> Self {
-        Self { encoder, options }
+    /// An engine scoring with `offered` (at least one model is expected).
+    pub fn new(offered: Vec<Offered>, options: EngineOptions) -> Self {
+        Self { offered, options }
     }
 }
 
 impl Rerank for RerankEngine {
     fn capability(&self) -> RerankCapability {
         RerankCapability {
-            methods: vec![METHOD.to_owned()],
+            methods: self.offered.iter().map(|o| o.reranker.method().to_owned()).collect(),
             max_candidates: Some(self.options.max_candidates),
-            models: Some(vec![self.options.model.clone()]),
+            models: Some(self.offered.iter().map(|o| o.identity.clone()).collect()),
             ..Default::default()
         }
     }
 
     async fn rerank(&self, req: RerankRequest, ctx: RequestContext) -> HandlerResult<Vec<f64>> {
+        let Some(offered) = self.offered.iter().find(|o| o.reranker.method() == req.method) else {
+            let methods: Vec<&str> = self.offered.iter().map(|o| o.reranker.method()).collect();
+            return Err(RcpError::option_unsupported("method", &req.method, &methods));
+        };
         if let Some(model) = req.model.as_deref()
-            && model != self.options.model
+            && model != offered.identity
         {
             return Err(RcpError::invalid_params(
                 "model",
-                format!("model '{model}' not offered; offered: {}", self.options.model),
+                format!("model '{model}' not offered for method '{}'; offered: {}", req.method, offered.identity),
             ));
         }
         let query = req.query.text();
         let passages: Vec<String> = req.passages.iter().map(|p| p.text().to_owned()).collect();
-        let encoder = Arc::clone(&self.encoder);
+        let reranker = offered.reranker.clone();
         let task_ctx = ctx.clone();
         let scores =
-            ctx.run_cpu(Lane::Read, move || encoder.score(&query, &passages, &|| task_ctx.is_cancelled())).await?;
-        match scores {
-            Ok(scores) => Ok(scores.into_iter().map(f64::from).collect()),
-            Err(CrossEncoderError::Cancelled) => Err(RcpError::cancelled(Some("stopped between pairs"))),
-            Err(e) => Err(RcpError::backend_unavailable(chain(&e))),
-        }
+            ctx.run_cpu(Lane::Read, move || reranker.score(&query, &passages, &|| task_ctx.is_cancelled())).await?;
+        scores.map(|s| s.into_iter().map(f64::from).collect()).map_err(encoder_error)
+    }
+}
+
+/// The JSON-RPC error of a model failure: a cancellation is -32800, anything else means the
+/// model could not serve the request.
+pub(crate) fn encoder_error(e: EncoderError) -> RcpError {
+    match e {
+        EncoderError::Cancelled => RcpError::cancelled(Some("stopped between texts")),
+        e => RcpError::backend_unavailable(chain(&e)),
     }
 }
 

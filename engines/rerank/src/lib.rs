@@ -1,18 +1,31 @@
 //! `rcp-rerank`: an RCP engine serving `rerank` (§7.6) with the cross-encoder
-//! cross-encoder/ms-marco-MiniLM-L-12-v2 (int8 ONNX), provisioned offline from a pinned wheel
-//! through [`rcp_embedder::models`] and run on the ONNX Runtime the embedder loads.
+//! cross-encoder/ms-marco-MiniLM-L-12-v2 and ColBERT answerai-colbert-small-v1 (both int8
+//! ONNX), and `embed/multi` (§7.5) with ColBERT's token matrices. The models are provisioned
+//! offline from a pinned wheel through [`rcp_embedder::models`] and run on the ONNX Runtime the
+//! embedder loads.
 //!
-//! [`cross_encoder::CrossEncoder`] scores (query, passage) pairs; [`engine::RerankEngine`]
-//! puts it behind the `rerank` capability; [`cli`] is the `rcp-rerank` command line.
+//! [`cross_encoder::CrossEncoder`] scores (query, passage) pairs; [`colbert::Colbert`] encodes
+//! token matrices and scores them by MaxSim; [`engine::RerankEngine`] puts them behind the
+//! `rerank` capability and [`multi::MultiVectorEngine`] ColBERT behind `multiVector`; [`cli`]
+//! is the `rcp-rerank` command line.
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod colbert;
 pub mod cross_encoder;
 pub mod engine;
+pub mod multi;
+pub mod onnx;
 
-pub use cross_encoder::{CrossEncoder, CrossEncoderError, CrossEncoderOptions, MAX_LENGTH};
-pub use engine::{EngineOptions, METHOD, RerankEngine};
+pub use colbert::{Colbert, Kind, Matrix, max_sim};
+pub use cross_encoder::{CrossEncoder, MAX_LENGTH};
+pub use engine::{COLBERT_METHOD, EngineOptions, METHOD, Offered, RerankEngine, Reranker};
+pub use multi::MultiVectorEngine;
+pub use onnx::{EncoderError, EncoderOptions};
 
-/// The model this engine serves.
+/// The cross-encoder this engine serves (`method: "cross-encoder"`).
 pub const MODEL: &rcp_embedder::Model = &rcp_embedder::models::MS_MARCO_MINILM_L12;
+
+/// The ColBERT model this engine serves (`method: "colbert"`, `embed/multi`).
+pub const COLBERT_MODEL: &rcp_embedder::Model = &rcp_embedder::models::ANSWERAI_COLBERT_SMALL;

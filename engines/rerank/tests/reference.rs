@@ -12,14 +12,14 @@
 
 use std::sync::OnceLock;
 
-use rcp_rerank::{CrossEncoder, CrossEncoderOptions, MAX_LENGTH, MODEL};
+use rcp_rerank::{CrossEncoder, EncoderOptions, MAX_LENGTH, MODEL};
 
 fn encoder() -> &'static CrossEncoder {
     static ENCODER: OnceLock<CrossEncoder> = OnceLock::new();
     ENCODER.get_or_init(|| {
         let dir = MODEL.default_dir();
         let files = MODEL.locate_or_fetch(&dir, &mut |m| eprintln!("provision: {m}")).expect("provision the model");
-        CrossEncoder::load(&files, CrossEncoderOptions::default()).expect("load the cross-encoder")
+        CrossEncoder::load(&files, EncoderOptions::default()).expect("load the cross-encoder")
     })
 }
 
@@ -90,5 +90,5 @@ fn only_the_passage_is_truncated() {
 #[test]
 fn cancellation_stops_between_pairs() {
     let err = encoder().score("q", &["a", "b"], &|| true).unwrap_err();
-    assert!(matches!(err, rcp_rerank::CrossEncoderError::Cancelled), "{err}");
+    assert!(matches!(err, rcp_rerank::EncoderError::Cancelled), "{err}");
 }

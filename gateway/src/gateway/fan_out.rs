@@ -29,6 +29,9 @@ impl Gateway {
         let started = Instant::now();
         let params = req.params;
         let k = req.k.max(1);
+        // With a rerank stage, recall and fusion keep `candidateK` hits for the reranker.
+        let funnel = self.funnel(&params, k, req.candidate_k.max(k));
+        let recall = funnel.as_ref().map_or(k, |f| f.candidates);
         let hop = Hop::from_meta(params.meta.as_ref(), self.options.depth)?;
         limits::check(&params)?;
         let wanted = limits::collections(&params)?;
@@ -80,7 +83,7 @@ impl Gateway {
         let fan_out = FanOut { timeout: budget, progress };
         let gathered = fan_out.run(targets, |_, client| match self.skip_reason(client, &params, &next) {
             Some(reason) => Err(reason),
-            None => Ok(self.engine_params(client, &params, k as u64, &next, budget)),
+            None => Ok(self.engine_params(client, &params, recall as u64, &next, budget, funnel.is_some())),
         });
         // Dropping the pending calls (cancellation, or this future being dropped by the
         // framework) drops their client futures, which cancels them downstream (§7.14).
@@ -98,7 +101,15 @@ impl Gateway {
                 err
             })?,
         };
-        self.fuse(gathered, notes, started, &params, k)
+        let Some(funnel) = funnel else { return self.fuse(gathered, notes, started, &params, k) };
+        // `minScore` is on the reranker's scale then: applied after the rerank.
+        let fused =
+            self.fuse(gathered, notes, started, &RetrieveParams { min_score: None, ..params.clone() }, recall)?;
+        let mut result = self.rerank_fused(fused, &params, &funnel, k, ctx).await?;
+        if let Some(u) = result.usage.as_mut() {
+            u.latency_ms = Some(started.elapsed().as_millis() as u64);
+        }
+        Ok(result)
     }
 
     /// Why `client` is not asked: it lacks `retrieve`, the requested mode or `filter`, or it is
@@ -134,7 +145,8 @@ impl Gateway {
     }
 
     /// The params one engine receives: `k` raised for fusion headroom (within its `maxK`), the
-    /// forwarded hop budget, a strictly smaller deadline, and only the options it advertises.
+    /// forwarded hop budget, a strictly smaller deadline, and only the options it advertises;
+    /// no `rerank` when the gateway reranks the fused list itself.
     fn engine_params(
         &self,
         client: &Client,
@@ -142,9 +154,13 @@ impl Gateway {
         k: u64,
         next: &Hop,
         budget: Duration,
+        reranked_here: bool,
     ) -> RetrieveParams {
         let rc = client.capabilities().retrieve.clone().unwrap_or_default();
         let mut p = rcp_client::federation::engine_params(params, &rc, k, self.options.k_multiplier);
+        if reranked_here {
+            p.rerank = None;
+        }
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
         let mut meta = Meta::new();

@@ -10,6 +10,8 @@
 //! - `fusion`: the shards of a collection merged (by score when comparable), collections
 //!   fused (§16.3);
 //! - `writes`: `index/add`/`index/delete` routed to the shard owning each id;
+//! - `rerank`: the rerank stage of a fused list, by the registry's reranking entry, and
+//!   `rerank` forwarded to it;
 //! - `catalog`: `catalog/list`;
 //! - `limits`: what one request may carry into a fan-out, checked before it is copied.
 
@@ -17,6 +19,7 @@ mod catalog;
 mod fan_out;
 mod fusion;
 pub mod limits;
+mod rerank;
 mod startup;
 mod writes;
 

