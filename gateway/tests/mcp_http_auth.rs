@@ -4,45 +4,21 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use common::{bm25_bin, gateway_bin};
+use rcp_testkit::HttpServer;
 use serde_json::{Value, json};
-
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `rcp-bm25 serve --http 127.0.0.1:0 --token-env T` (token `s3cret`, built-in corpus) and its
 /// base URL.
-fn bm25_with_token() -> (Running, String) {
-    let mut child = Command::new(bm25_bin())
-        .args(["serve", "--http", "127.0.0.1:0", "--token-env", "RCP_MCP_AUTH_SERVER"])
-        .env("RCP_MCP_AUTH_SERVER", "s3cret")
-        .env("RUST_LOG", "info")
-        .env_remove("RCP_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn rcp-bm25");
-    let err = child.stderr.take().expect("stderr");
-    let running = Running(child);
-    let mut lines = BufReader::new(err).lines();
-    let addr = loop {
-        let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (running, format!("http://{addr}/rcp"))
+fn bm25_with_token() -> (HttpServer, String) {
+    let mut cmd = Command::new(bm25_bin());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--token-env", "RCP_MCP_AUTH_SERVER"])
+        .env("RCP_MCP_AUTH_SERVER", "s3cret");
+    let server = HttpServer::spawn(cmd);
+    let url = server.url.clone();
+    (server, url)
 }
 
 /// Runs `rcp-gateway mcp ARGS` with `env`, sends MCP `initialize` and a `search` call, and

@@ -1,11 +1,12 @@
 //! The `rcp` command line against real engines: the client's fixture engine over stdio, and
 //! the BM25 engine over HTTP and stdio (index writes, filters, bearer tokens, evaluation).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use rcp_testkit::HttpServer;
 use serde_json::Value;
 
 fn fixture() -> String {
@@ -92,38 +93,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `rcp-bm25 serve --http 127.0.0.1:0 ARGS` and returns it with its base URL (read from
 /// its log line `serving RCP over HTTP addr=...`).
-fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (Running, String) {
-    let bin = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
-    let mut cmd = Command::new(bin);
-    cmd.arg("serve").args(args).args(["--http", "127.0.0.1:0"]).env("RUST_LOG", "info").env_remove("RCP_LOG");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn rcp-bm25");
-    let err = child.stderr.take().expect("stderr");
-    let running = Running(child);
-    let mut lines = BufReader::new(err).lines();
-    let addr = loop {
-        let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (running, format!("http://{addr}/rcp"))
+fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (HttpServer, String) {
+    let mut cmd = Command::new(rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25"));
+    cmd.arg("serve").args(args).args(["--http", "127.0.0.1:0"]).envs(env.iter().copied());
+    let server = HttpServer::spawn(cmd);
+    let url = server.url.clone();
+    (server, url)
 }
 
 #[test]

@@ -2,10 +2,10 @@
 //! bad line costs nothing else, errors say what happened and what to do, registry mode names
 //! the engine that answered, and `eval` notices engines that hold no corpus.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use rcp_testkit::HttpServer;
 use serde_json::{Value, json};
 
 /// Runs `rcp` with `args` and `env`.
@@ -44,36 +44,13 @@ fn fixture() -> String {
     bin.to_string_lossy().into_owned()
 }
 
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `rcp-bm25 serve --http 127.0.0.1:0 ARGS` and returns it with its base URL.
-fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (Running, String) {
+fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (HttpServer, String) {
     let mut cmd = Command::new(bm25());
-    cmd.arg("serve").args(args).args(["--http", "127.0.0.1:0"]).env("RUST_LOG", "info").env_remove("RCP_LOG");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn rcp-bm25");
-    let err = child.stderr.take().expect("stderr");
-    let running = Running(child);
-    let mut lines = BufReader::new(err).lines();
-    let addr = loop {
-        let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (running, format!("http://{addr}/rcp"))
+    cmd.arg("serve").args(args).args(["--http", "127.0.0.1:0"]).envs(env.iter().copied());
+    let server = HttpServer::spawn(cmd);
+    let url = server.url.clone();
+    (server, url)
 }
 
 /// 200 RCP documents, `d1`..`d200`; line `bad` (1-based) has `meta.year: "nineteen"`.

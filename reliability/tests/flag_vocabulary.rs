@@ -2,45 +2,21 @@
 //! `rcp-conformance` takes `--stdio "CMD"` and `--token-env VAR` like every other client, and
 //! the servers' former `--tokens-env` and the seconds spellings of timeouts still work.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
-use rcp_testkit::{schema_path, workspace_bin};
-
-/// A child process killed when dropped.
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use rcp_testkit::{HttpServer, schema_path, workspace_bin};
 
 fn bm25() -> String {
     workspace_bin("rcp-bm25", "rcp-bm25").to_string_lossy().into_owned()
 }
 
 /// `rcp-bm25 serve --http 127.0.0.1:0 ARGS` with `env`, and its base URL.
-fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (Reaper, String) {
+fn bm25_http(args: &[&str], env: &[(&str, &str)]) -> (HttpServer, String) {
     let mut cmd = Command::new(bm25());
-    cmd.args(["serve", "--http", "127.0.0.1:0"]).args(args).env("RUST_LOG", "info").env_remove("RCP_LOG");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn rcp-bm25");
-    let err = child.stderr.take().expect("stderr");
-    let reaper = Reaper(child);
-    let mut lines = BufReader::new(err).lines();
-    let addr = loop {
-        let line = lines.next().expect("rcp-bm25 exited before serving").expect("read stderr");
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (reaper, format!("http://{addr}/rcp"))
+    cmd.args(["serve", "--http", "127.0.0.1:0"]).args(args).envs(env.iter().copied());
+    let server = HttpServer::spawn(cmd);
+    let url = server.url.clone();
+    (server, url)
 }
 
 /// `rcp-conformance --schema S ARGS` with `env`.

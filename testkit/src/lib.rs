@@ -9,9 +9,11 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+mod http;
 pub mod pg;
 mod sample;
 
+pub use http::HttpServer;
 pub use sample::{MemField, PeakSampler, status_kb};
 
 use rcp_client::ndjson::MAX_READ_LINE_BYTES;

@@ -1,0 +1,59 @@
+//! A server process serving RCP over HTTP on a port it picks itself, for tests that go through
+//! the real binaries' HTTP front end.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A server child serving HTTP; killed (and reaped) when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    child: Child,
+    /// The server's RCP endpoint, `http://ADDR/rcp`.
+    pub url: String,
+}
+
+impl HttpServer {
+    /// Spawns `cmd`, which must serve HTTP on `127.0.0.1:0` (or any address) and log the bound
+    /// address as `addr=...` at `info` level, as every server of this workspace does; waits for
+    /// that line. `RUST_LOG=info` is set and `RCP_LOG` removed so the line is written; the rest
+    /// of stderr is drained in the background.
+    ///
+    /// Panics (it is a test harness) when the process cannot start or exits before serving.
+    pub fn spawn(mut cmd: Command) -> Self {
+        cmd.env("RUST_LOG", "info").env_remove("RCP_LOG");
+        let described = format!("{cmd:?}");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {described}: {e}"));
+        let err = child.stderr.take().expect("stderr is piped");
+        let mut server = Self { child, url: String::new() };
+        let mut lines = BufReader::new(err).lines();
+        let addr = loop {
+            let line = match lines.next() {
+                Some(Ok(line)) => line,
+                _ => panic!("{described} exited before serving"),
+            };
+            if let Some(at) = line.find("addr=") {
+                break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        server.url = format!("http://{addr}/rcp");
+        server
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
