@@ -83,5 +83,5 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     let mut cx = record::Ctx::new(env, config.level, config.query.clone());
     checks::run_all(&mut cx).await;
     let (server, declared) = (cx.server.take(), cx.declared.take());
-    Ok(Report { checks: cx.finish(), level_limit: config.level, transport, server, declared })
+    Ok(Report { checks: referee::attribute(cx.into_entries()), level_limit: config.level, transport, server, declared })
 }

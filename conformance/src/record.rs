@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::conn::{Env, Violation};
-use crate::report::{Basis, CheckResult, Level, Status, Strength};
+use crate::report::{Basis, Level, Status, Strength};
 use crate::verdict::{Outcome, Res};
 
 /// Everything a run accumulates.
@@ -52,9 +52,9 @@ impl Ctx {
         self.entries.push(Entry { meta, status, detail, violations, shares });
     }
 
-    /// The results, every defect attributed to one check.
-    pub(crate) fn finish(self) -> Vec<CheckResult> {
-        crate::referee::attribute(self.entries)
+    /// The checks as they ran, in order; `referee::attribute` turns them into results.
+    pub(crate) fn into_entries(self) -> Vec<Entry> {
+        self.entries
     }
 }
 

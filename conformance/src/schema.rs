@@ -55,7 +55,7 @@ impl Schemas {
         self.frame
             .iter_errors(frame)
             .map(|e| {
-                let key = format!("{}|{}", e.schema_path(), crate::conn::fold_digits(&e.instance_path().to_string()));
+                let key = format!("{}|{}", e.schema_path(), fold_digits(&e.instance_path().to_string()));
                 (key, describe(&e.to_string(), &e.instance_path().to_string()))
             })
             .collect()
@@ -74,7 +74,7 @@ impl Schemas {
         self.result_for
             .iter_errors(&inst)
             .map(|e| {
-                let key = format!("{}|{}", e.schema_path(), crate::conn::fold_digits(&e.instance_path().to_string()));
+                let key = format!("{}|{}", e.schema_path(), fold_digits(&e.instance_path().to_string()));
                 (key, describe(&e.to_string(), &e.instance_path().to_string()))
             })
             .collect()
@@ -149,6 +149,24 @@ fn message_errors(m: &Value) -> Vec<String> {
         (Some(_), None) => {}
     }
     errs
+}
+
+/// Replaces every run of ASCII digits with `#`.
+pub(crate) fn fold_digits(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_digits = false;
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(ch);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -171,7 +171,7 @@ impl RequestContext {
     /// Sends `notifications/progress` carrying incremental hits (`partial.hits`).
     pub fn progress_partial(&self, progress: f64, stage: &str, mut hits: Vec<Hit>) {
         if let Some(barred) = self.inner.barred.get() {
-            crate::feedback::drop_barred(&mut hits, barred);
+            crate::feedback::barred::drop_barred(&mut hits, barred);
         }
         self.send_progress(progress, stage, None, Some(Partial { hits: Some(hits) }));
     }

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::WheelError;
 pub use hash::{hash_file, sha256_hex};
+pub use pip::last_lines;
 
 use error::io_err;
 

@@ -104,7 +104,7 @@ fn name_of(path: &Path) -> String {
 }
 
 /// The last `n` non-empty lines of `text`, joined with ` | `.
-fn last_lines(text: &str, n: usize) -> String {
+pub fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }

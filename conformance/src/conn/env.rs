@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::Target;
-use crate::schema::Schemas;
+use crate::schema::{Schemas, fold_digits};
 
 /// A protocol rule a received frame broke, observed while a check ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,24 +49,6 @@ fn check_prefix(method: &str) -> &str {
         "query/transform" => "transform",
         m => m.split('/').next().unwrap_or(m),
     }
-}
-
-/// Replaces every run of ASCII digits with `#`.
-pub(crate) fn fold_digits(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_digits = false;
-    for ch in s.chars() {
-        if ch.is_ascii_digit() {
-            if !in_digits {
-                out.push('#');
-            }
-            in_digits = true;
-        } else {
-            in_digits = false;
-            out.push(ch);
-        }
-    }
-    out
 }
 
 /// Violations collected while a check runs; the runner attributes them to checks at the end.

@@ -18,7 +18,7 @@ use crate::config::Target;
 use crate::report::truncate;
 use crate::transport::{HttpTransport, Incoming, RecvError, Send, StdioTransport, Transport};
 
-pub(crate) use env::{Env, Violation, fold_digits};
+pub(crate) use env::{Env, Violation};
 pub(crate) use frame::{Resp, is_notification};
 pub(crate) use watch::Watch;
 

@@ -24,8 +24,9 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-use super::env::{Env, Violation, fold_digits};
+use super::env::{Env, Violation};
 use super::frame::{is_notification, key, loose_eq};
+use crate::schema::fold_digits;
 
 /// What the connection sent, and what it counted of what it received.
 #[derive(Debug, Default)]

@@ -9,13 +9,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use rcp_corpus::CorpusDoc;
-use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability, TransformCapability};
 use rcp_protocol::filter::FilterCapability;
 use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_protocol::notifications::LogLevel;
 use rcp_protocol::retrieve::Usage;
+use rcp_protocol::transform::{TransformParams, TransformResult};
 use rcp_protocol::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
-use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, Transform};
 use tantivy::TantivyDocument;
 
 use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, Rm3, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
@@ -207,6 +208,22 @@ fn prepare_batch(
         batch.push((id, doc));
     }
     Ok((ids, batch))
+}
+
+/// `query/transform` (§7.8): the RM3 expansions of [`crate::transform`].
+impl Transform for Bm25 {
+    fn capability(&self) -> TransformCapability {
+        crate::transform::capability()
+    }
+
+    async fn transform(&self, params: TransformParams, ctx: RequestContext) -> HandlerResult<TransformResult> {
+        let rm3 = self.options().rm3;
+        let n = crate::transform::variants_for(&params.method, params.n, &rm3)?;
+        let engine = Arc::clone(self.engine());
+        let query = params.query;
+        let expansions = ctx.run_cpu(Lane::Read, move || engine.variants(&query, &rm3, n)).await?.map_err(to_rcp)?;
+        Ok(TransformResult { queries: expansions.into_iter().map(|e| e.text).collect(), ..Default::default() })
+    }
 }
 
 impl Index for Bm25 {

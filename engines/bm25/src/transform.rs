@@ -6,16 +6,11 @@
 //! documents, then one expansion per top document). `hyde`, `decompose` and `step-back` are
 //! not advertised, so the framework refuses them with `-32005`.
 
-use std::sync::Arc;
-
 use rcp_protocol::RcpError;
 use rcp_protocol::capabilities::TransformCapability;
 use rcp_protocol::retrieve::RewriteOption;
-use rcp_protocol::transform::{TransformParams, TransformResult};
-use rcp_server::{HandlerResult, Lane, RequestContext, Transform};
 
 use crate::engine::{Rewrite, Rm3};
-use crate::service::{Bm25, to_rcp};
 
 /// The `rewrite` method: one expanded query.
 pub const REWRITE: &str = "rewrite";
@@ -44,22 +39,18 @@ fn variants_wanted(n: Option<u32>, rm3: &Rm3) -> usize {
     n.map_or(DEFAULT_VARIANTS, |n| n as usize).clamp(1, rm3.fb_docs + 1)
 }
 
-impl Transform for Bm25 {
-    fn capability(&self) -> TransformCapability {
-        TransformCapability { methods: METHODS.map(String::from).to_vec(), ..Default::default() }
-    }
+/// The `transform` capability: exactly [`METHODS`].
+pub fn capability() -> TransformCapability {
+    TransformCapability { methods: METHODS.map(String::from).to_vec(), ..Default::default() }
+}
 
-    async fn transform(&self, params: TransformParams, ctx: RequestContext) -> HandlerResult<TransformResult> {
-        let rm3 = self.options().rm3;
-        let n = match params.method.as_str() {
-            REWRITE => 1,
-            MULTI_QUERY => variants_wanted(params.n, &rm3),
-            other => return Err(RcpError::option_unsupported("method", other, &METHODS)),
-        };
-        let engine = Arc::clone(self.engine());
-        let query = params.query;
-        let expansions = ctx.run_cpu(Lane::Read, move || engine.variants(&query, &rm3, n)).await?.map_err(to_rcp)?;
-        Ok(TransformResult { queries: expansions.into_iter().map(|e| e.text).collect(), ..Default::default() })
+/// How many expanded queries `query/transform` with `method` and `n` makes; a method outside
+/// [`METHODS`] is `-32005`.
+pub fn variants_for(method: &str, n: Option<u32>, rm3: &Rm3) -> Result<usize, RcpError> {
+    match method {
+        REWRITE => Ok(1),
+        MULTI_QUERY => Ok(variants_wanted(n, rm3)),
+        other => Err(RcpError::option_unsupported("method", other, &METHODS)),
     }
 }
 

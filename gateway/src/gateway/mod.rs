@@ -10,6 +10,7 @@
 //! - `fusion`: the shards of a collection merged (by score when comparable), collections
 //!   fused (§16.3);
 //! - `writes`: `index/add`/`index/delete` routed to the shard owning each id;
+//! - `reranker`: the registry's reranking entry, found at start-up;
 //! - `rerank`: the rerank stage of a fused list, by the registry's reranking entry, and
 //!   `rerank` forwarded to it;
 //! - `catalog`: `catalog/list`;
@@ -20,6 +21,7 @@ mod fan_out;
 mod fusion;
 pub mod limits;
 mod rerank;
+mod reranker;
 mod startup;
 mod writes;
 

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use rcp_client::Client;
 use rcp_protocol::capabilities::RerankCapability;
 use rcp_protocol::rerank::RerankParams;
 use rcp_protocol::retrieve::RerankOption;
@@ -15,38 +14,6 @@ use rcp_server::{HandlerResult, RequestContext, Rerank, RerankRequest};
 use serde_json::json;
 
 use super::startup::Gateway;
-
-/// The reranking entry as found at start-up.
-#[derive(Debug, Clone)]
-pub(super) struct Reranker {
-    /// Its index in the registry (and the pool).
-    pub(super) index: usize,
-    /// The method the registry picked, else the engine's first.
-    pub(super) method: String,
-    /// The engine's own `rerank` capability, advertised by the gateway as its own.
-    pub(super) capability: RerankCapability,
-}
-
-impl Reranker {
-    /// The reranker of entry `index`, if its engine advertises `rerank` with `method` (or any
-    /// method, when none is named); why not otherwise.
-    pub(super) fn of(index: usize, method: Option<&str>, client: &Client) -> Result<Self, String> {
-        let Some(capability) = client.capabilities().rerank else {
-            return Err("does not advertise rerank".into());
-        };
-        let method = match method {
-            Some(m) if capability.methods.iter().any(|x| x == m) => m.to_owned(),
-            Some(m) => return Err(format!("does not offer method '{m}' (offers {:?})", capability.methods)),
-            None => capability.methods.first().cloned().ok_or("advertises no rerank method")?,
-        };
-        Ok(Self { index, method, capability })
-    }
-
-    /// The most passages one call may carry.
-    fn ceiling(&self) -> usize {
-        self.capability.max_candidates.map_or(usize::MAX, |m| m as usize)
-    }
-}
 
 /// How one `retrieve` is reranked: how many fused candidates the recall stage keeps, and
 /// which of them the reranker rescores.

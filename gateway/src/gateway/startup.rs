@@ -16,7 +16,7 @@ use rcp_protocol::fusion::FusionMethod;
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use rcp_server::{EngineStats, Server, ServerBuilder, Status};
 
-use super::rerank::Reranker;
+use super::reranker::Reranker;
 use crate::capabilities::{FederatedRetrieve, federate_retrieve};
 use crate::pool::{PATH_ENV, Pool, PoolOptions};
 use crate::registry::GatewayRegistry;

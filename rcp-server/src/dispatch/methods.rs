@@ -23,7 +23,8 @@ use super::idempotency::IdempotencyCache;
 use super::routes::Call;
 use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
-use crate::feedback::{Quarantine, drop_barred};
+use crate::feedback::Quarantine;
+use crate::feedback::barred::drop_barred;
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };

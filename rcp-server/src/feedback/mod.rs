@@ -17,6 +17,7 @@
 //! - Operators list and release quarantined hits with [`crate::cli::QuarantineCmd`] (an
 //!   engine's `quarantine list|release` subcommand).
 
+pub(crate) mod barred;
 mod ledger;
 mod log;
 #[cfg(test)]
@@ -30,7 +31,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rcp_protocol::RcpError;
 use rcp_protocol::feedback::{FeedbackParams, FeedbackResult, Signal};
-use rcp_protocol::retrieve::Hit;
 
 use self::ledger::{Ledger, Record, hit_key, suspects};
 use self::log::Log;
@@ -262,12 +262,4 @@ impl Quarantine {
     pub(crate) fn snapshot(&self) -> Option<Arc<HashSet<String>>> {
         self.0.get().map(|s| s.barred()).filter(|b| !b.is_empty())
     }
-}
-
-/// Drops the hits of `hits` that `barred` quarantines (by id or by chunk `docId`).
-pub(crate) fn drop_barred(hits: &mut Vec<Hit>, barred: &HashSet<String>) {
-    hits.retain(|h| {
-        !barred.contains(&h.key())
-            && !h.chunk.as_ref().and_then(|c| c.doc_id.as_ref()).is_some_and(|d| barred.contains(d))
-    });
 }

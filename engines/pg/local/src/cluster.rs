@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::{LocalError, io_err};
-use crate::install::last_lines;
+use rcp_wheel::last_lines;
 
 /// The settings file of the data directory, rewritten at every start.
 const SETTINGS: &str = "rcp-local.conf";

@@ -205,12 +205,6 @@ fn lock(path: &Path) -> Result<File, LocalError> {
     Ok(f)
 }
 
-/// The last `n` non-empty lines of `text`, joined with ` | `.
-pub(crate) fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,11 +227,5 @@ mod tests {
         assert!(err.contains("is not the pinned") && err.contains("delete the file"), "{err}");
         let err = extract_all(&path, &dir.path().join("x")).expect_err("not a zip").to_string();
         assert!(err.contains("delete the file"), "{err}");
-    }
-
-    #[test]
-    fn last_lines_keeps_the_end() {
-        assert_eq!(last_lines("a\n\nb\nc\n", 2), "b | c");
-        assert_eq!(last_lines("", 2), "");
     }
 }
