@@ -14,11 +14,12 @@
 //! ```
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Parser;
+use rcp_bench::encoder_speed::{layout, run_python};
 use rcp_bench::quality::{Collection, cranfield_dir};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model;
@@ -101,12 +102,6 @@ for name, texts in sets.items():
 print(json.dumps(result))
 "#;
 
-fn layout(spec: &str) -> anyhow::Result<(usize, usize)> {
-    let (s, t) = spec.split_once('x').with_context(|| format!("layout '{spec}': expected SESSIONSxTHREADS"))?;
-    let n = |v: &str| v.parse::<usize>().with_context(|| format!("layout '{spec}'"));
-    Ok((n(s)?, n(t)?))
-}
-
 fn best_rate(embedder: &Embedder, texts: &[String], rounds: usize) -> anyhow::Result<(f64, Vec<Vec<f32>>)> {
     let mut vectors = embedder.embed(texts).context("embed")?;
     let mut best = 0.0_f64;
@@ -176,26 +171,11 @@ fn run(args: &Args) -> anyhow::Result<()> {
 
     let mut agreement = None;
     if let Some(py) = &args.python {
-        let scratch = std::env::temp_dir().join(format!("embed_bench_{}.json", std::process::id()));
         let payload: serde_json::Map<String, Value> = sets.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
-        std::fs::write(&scratch, Value::Object(payload).to_string())
-            .with_context(|| format!("write {}", scratch.display()))?;
         let model_dir = files.onnx().parent().map(|p| p.to_path_buf()).unwrap_or_default();
-        let out = Command::new(py)
-            .arg("-c")
-            .arg(PYTHON)
-            .arg(&model_dir)
-            .arg(&scratch)
-            .arg(args.rounds.to_string())
-            .arg(EmbedderOptions::default().max_length.to_string())
-            .arg(args.python_batch.to_string())
-            .output()
-            .with_context(|| format!("run {}", py.display()))?;
-        let _ = std::fs::remove_file(&scratch);
-        if !out.status.success() {
-            bail!("python failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        let v: Value = serde_json::from_slice(&out.stdout).context("python output")?;
+        let extra =
+            [args.rounds.to_string(), EmbedderOptions::default().max_length.to_string(), args.python_batch.to_string()];
+        let v = run_python(py, PYTHON, "embed_bench", &model_dir, &Value::Object(payload), &extra)?;
         let rate = |n: &str| v[n]["texts_per_s"].as_f64().unwrap_or(0.0);
         rows.push((
             format!("Python onnxruntime + tokenizers, batches of {}", args.python_batch),

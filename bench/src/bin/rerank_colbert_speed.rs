@@ -13,14 +13,14 @@
 //! ```
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
 use clap::Parser;
+use rcp_bench::encoder_speed::{layout, run_python};
 use rcp_bench::quality::{Collection, cranfield_dir};
 use rcp_rerank::{COLBERT_MODEL, Colbert, EncoderOptions, Kind};
-use serde_json::Value;
+use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(about = "ColBERT document texts/s, beside Python onnxruntime on the same file")]
@@ -80,12 +80,6 @@ fn main() -> ExitCode {
     rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
 }
 
-fn layout(spec: &str) -> anyhow::Result<(usize, usize)> {
-    let (s, t) = spec.split_once('x').with_context(|| format!("layout '{spec}': expected SESSIONSxTHREADS"))?;
-    let n = |v: &str| v.parse::<usize>().with_context(|| format!("layout '{spec}'"));
-    Ok((n(s)?, n(t)?))
-}
-
 fn run(args: &Args) -> anyhow::Result<()> {
     let c = Collection::load(&cranfield_dir())?;
     let texts: Vec<String> =
@@ -106,22 +100,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         rows.push((format!("rcp-rerank {sessions} session(s) × {threads} thread(s), one text per run"), best));
     }
     if let Some(py) = &args.python {
-        let scratch = std::env::temp_dir().join(format!("colbert_speed_{}.json", std::process::id()));
-        std::fs::write(&scratch, serde_json::to_string(&texts)?)
-            .with_context(|| format!("write {}", scratch.display()))?;
-        let out = Command::new(py)
-            .arg("-c")
-            .arg(PYTHON)
-            .arg(&files.dir)
-            .arg(&scratch)
-            .arg(args.rounds.to_string())
-            .output()
-            .with_context(|| format!("run {}", py.display()))?;
-        let _ = std::fs::remove_file(&scratch);
-        if !out.status.success() {
-            bail!("python failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        let v: Value = serde_json::from_slice(&out.stdout).context("python output")?;
+        let v = run_python(py, PYTHON, "colbert_speed", &files.dir, &json!(texts), &[args.rounds.to_string()])?;
         let rate = |n: &str| v[n].as_f64().unwrap_or(0.0);
         rows.push(("Python onnxruntime, one text per run".into(), rate("alone")));
         rows.push(("Python onnxruntime, padded batches of 16".into(), rate("batched")));
