@@ -427,11 +427,13 @@ impl Client {
         Ok(started.elapsed())
     }
 
-    /// `shutdown` (§7.12): the server drains and exits.
+    /// `shutdown` (§7.12): the server drains and exits. For an engine this client spawned,
+    /// the call returns once the process has exited (at most a few seconds after the answer),
+    /// so a data directory it locked can be opened again straight away.
     pub async fn shutdown(&self) -> Result<(), ClientError> {
-        self.request_value(Method::Shutdown.name(), json!({}), self.inner.options.request_timeout, None)
-            .await
-            .map(|_| ())
+        self.request_value(Method::Shutdown.name(), json!({}), self.inner.options.request_timeout, None).await?;
+        self.inner.transport.server_gone().await;
+        Ok(())
     }
 
     /// A raw call with no gating: any method, any params.

@@ -67,6 +67,14 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn end_session(&self) -> bool {
         false
     }
+
+    /// Resolves once the server has gone after a successful `shutdown` (§7.12): an engine
+    /// process this transport spawned has exited (bounded by a grace period), so whatever it
+    /// held (a data directory's lock, a port) is free when the caller goes on. Ready at once
+    /// for transports that own no process.
+    fn server_gone(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 type Pending = oneshot::Sender<Result<Value, ClientError>>;

@@ -22,7 +22,7 @@ pub(crate) struct StreamTransport {
     lines: LineWriter,
     router: Arc<Router>,
     /// The engine process, killed when the transport is dropped.
-    _child: Option<ChildProcess>,
+    child: Option<ChildProcess>,
 }
 
 /// How many of an engine's last stderr lines a dead connection reports.
@@ -30,6 +30,10 @@ const STDERR_TAIL_LINES: usize = 20;
 
 /// How long the end of an engine's stdout waits for its stderr to end as well.
 const STDERR_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a `shutdown` that was answered waits for the engine process to exit; past it the
+/// process is killed with the transport, as before.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 impl StreamTransport {
     /// Speaks NDJSON over `reader`/`writer`; answers and notifications go to `router`, and the
@@ -78,7 +82,7 @@ impl StreamTransport {
                 router.close(reason);
             }
         });
-        Self { lines, router: Arc::clone(router), _child: None }
+        Self { lines, router: Arc::clone(router), child: None }
     }
 
     /// Spawns `command` (program and arguments) and speaks over its stdin/stdout. Its stderr
@@ -91,7 +95,7 @@ impl StreamTransport {
         let mut child = ChildProcess::spawn_with_limits(command, stderr, router.limits())?;
         let (stdin, stdout) = (child.take_stdin()?, child.take_stdout()?);
         let mut transport = Self::with_stderr(stdout, stdin, router, child.stderr());
-        transport._child = Some(child);
+        transport.child = Some(child);
         Ok(transport)
     }
 
@@ -135,5 +139,16 @@ impl Transport for StreamTransport {
             let frame = json!({"jsonrpc": "2.0", "method": notifications::CANCEL, "params": {"id": id, "reason": "abandoned by the client"}});
             let _ = self.send(frame.to_string().into_bytes());
         }
+    }
+
+    fn server_gone(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(child) = &self.child {
+                let exit = child.exit();
+                if tokio::time::timeout(EXIT_GRACE, exit.wait()).await.is_err() {
+                    tracing::debug!(target: "rcp_client::engine", "{} did not exit within {EXIT_GRACE:?} of shutdown", child.program());
+                }
+            }
+        })
     }
 }
