@@ -9,7 +9,9 @@
 //! the retrieval funnel and `maxK` clamping (§7.7), filters (§8), cancellation (§7.14),
 //! deadlines (§13.1), progress (§9) and logs (§17.1). Transports only frame bytes. An engine
 //! can also switch on trajectory sessions ([`ServerBuilder::session`], [`SessionOptions`]):
-//! `retrieve` calls sharing a `sessionId` then never return a hit twice (§7.7.3).
+//! `retrieve` and `graph` calls sharing a `sessionId` then never return a hit twice (§7.7.3);
+//! and, by supplying its tokenizer ([`ServerBuilder::token_counter`], [`TokenCounter`]),
+//! `tokenBudget` packing (§7.7.2).
 //!
 //! Cargo features, all on by default: `http` (the HTTP transport of §5.2 on axum, in
 //! [`http`], with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
@@ -50,6 +52,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod context;
@@ -73,6 +76,7 @@ mod trajectory;
 pub mod transport;
 mod validate;
 
+pub use budget::TokenCounter;
 pub use context::RequestContext;
 pub use exec::Lane;
 pub use handler::{

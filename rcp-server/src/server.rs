@@ -13,6 +13,7 @@ use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability};
 use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use serde_json::Value;
 
+use crate::budget::{Counter, TokenCounter};
 use crate::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
 use crate::exec::Executor;
 use crate::feedback::{FeedbackHandler, FeedbackStore, Quarantine};
@@ -175,6 +176,8 @@ pub struct ServerBuilder {
     /// The `retrieve` route's trajectories, created at [`ServerBuilder::build`] when `session`
     /// is on.
     trajectories: Arc<OnceLock<Trajectories>>,
+    /// The engine's tokenizer for `tokenBudget` packing, once supplied.
+    counter: Arc<OnceLock<Counter>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -198,6 +201,7 @@ impl ServerBuilder {
             idempotency: Arc::new(Mutex::new(IdempotencyCache::new(0))),
             session: None,
             trajectories: Arc::new(OnceLock::new()),
+            counter: Arc::new(OnceLock::new()),
         }
     }
 
@@ -213,6 +217,7 @@ impl ServerBuilder {
             handler: h,
             trajectories: Arc::clone(&self.trajectories),
             quarantine: Arc::clone(&self.quarantine),
+            counter: Arc::clone(&self.counter),
         };
         self.routes.retrieve = Some(Route::new(route, methods::retrieve));
         self
@@ -268,7 +273,7 @@ impl ServerBuilder {
     pub fn graph<T: Graph>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.graph = Some(h.capability());
-        self.routes.graph = Some(Route::new(h, methods::graph));
+        self.routes.graph = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::graph));
         self
     }
 
@@ -293,7 +298,7 @@ impl ServerBuilder {
     pub fn feedback<T: Feedback>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.feedback = Some(h.capability());
-        self.routes.feedback = Some(Route::new(h, methods::feedback));
+        self.routes.feedback = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::feedback));
         self
     }
 
@@ -331,12 +336,23 @@ impl ServerBuilder {
         self
     }
 
-    /// Switches on trajectory sessions (§7.7.3) and advertises `session`: `retrieve` calls
-    /// that carry the same `sessionId` do not return a hit twice (with `dedup`), within the
-    /// bounds of `options` (see [`SessionOptions`]). The engine's handlers are not involved.
+    /// Switches on trajectory sessions (§7.7.3) and advertises `session`: `retrieve` and
+    /// `graph` calls that carry the same `sessionId` do not return a hit twice (with `dedup`),
+    /// and hits a `feedback` call of the session signals count as returned, within the bounds
+    /// of `options` (see [`SessionOptions`]). The engine's handlers are not involved.
     pub fn session(mut self, options: SessionOptions) -> Self {
         self.caps.session = Some(options.capability());
         self.session = Some(options);
+        self
+    }
+
+    /// Supplies the engine's tokenizer and switches on `tokenBudget` packing (§7.7.2): a
+    /// `retrieve` with `tokenBudget` returns the longest prefix of its ranking (at most `k`
+    /// hits) whose bodies fit in the budget, with `usage.tokens` (see [`crate::budget`]).
+    /// `retrieve.tokenBudget: true` is advertised exactly when a counter is supplied, whatever
+    /// the handler's capability says.
+    pub fn token_counter<C: TokenCounter>(self, counter: C) -> Self {
+        let _ = self.counter.set(Counter(Arc::new(counter)));
         self
     }
 
@@ -438,8 +454,12 @@ impl ServerBuilder {
         if let Some(options) = self.session {
             let _ = self.trajectories.set(Trajectories::new(options));
         }
+        let mut caps = self.caps;
+        if let Some(rc) = caps.retrieve.as_mut() {
+            rc.token_budget = self.counter.get().is_some().then_some(true);
+        }
         let dispatcher = Dispatcher {
-            identity: Identity::new(self.info, self.conformance, self.caps, self.revisions),
+            identity: Identity::new(self.info, self.conformance, caps, self.revisions),
             routes: self.routes,
             executor: Executor::new(self.options.cpu),
             options: self.options,

@@ -20,6 +20,10 @@
 //!   10,000 trajectories of 30 ids hold 11 MB; the defaults filled (4,096 trajectories of 250
 //!   ids) 28 MB. A flood of new sessions evicts older ones: they lose their dedup, never
 //!   their answers.
+//! - **One rule for every call that returns hits.** `graph` (`local`, `drift`) follows the same
+//!   rule as `retrieve` through the same [`Step`]: its `k` widened by what was seen, seen hits
+//!   left out, the rest recorded. The hits a `feedback` call of the trajectory signals count
+//!   as returned (the client holds them), once the call is accepted.
 //! - Concurrent calls of one trajectory may return the same hit: each reads what was seen
 //!   before it started.
 //!
@@ -33,9 +37,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rcp_protocol::capabilities::{Capabilities, SessionCapability};
-use rcp_protocol::{Hit, RetrieveResult};
-
-use crate::handler::RetrieveRequest;
+use rcp_protocol::feedback::FeedbackParams;
+use rcp_protocol::{Hit, RequestId};
 
 /// How trajectory state is kept.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,15 +124,21 @@ impl Trajectories {
         let st = self.lock();
         let Some(trail) = st.trails.get(&key) else { return 0 };
         let before = hits.len();
-        hits.retain(|h| !trail.seen.contains(&self.hasher.hash_one(h.key())));
+        hits.retain(|h| !trail.seen.contains(&self.hasher.hash_one(h.key().as_str())));
         before - hits.len()
     }
 
     /// Records that `session` returned `hits`, creating the trajectory if needed (evicting the
     /// least recently used one at the cap).
     pub(crate) fn record(&self, session: &str, hits: &[Hit]) {
+        let keys: Vec<String> = hits.iter().map(Hit::key).collect();
+        self.record_keys(session, keys.iter().map(String::as_str));
+    }
+
+    /// Records that `session` returned the hits of these (stringified) ids.
+    pub(crate) fn record_keys<'k>(&self, session: &str, keys: impl Iterator<Item = &'k str>) {
         let key = self.hasher.hash_one(session);
-        let ids: Vec<u64> = hits.iter().map(|h| self.hasher.hash_one(h.key())).collect();
+        let ids: Vec<u64> = keys.map(|k| self.hasher.hash_one(k)).collect();
         let now = Instant::now();
         let mut st = self.lock();
         st.sweep(now, self.options.ttl);
@@ -186,65 +195,116 @@ impl State {
     }
 }
 
-/// The step of `req` when the negotiated capabilities include `session` with dedup, the
-/// server keeps trajectories, and the request names one (see [`Step::begin`]).
+/// The step of one call (`retrieve`, or `graph` with hits) that names `session`, when the
+/// negotiated capabilities include `session` with dedup and the server keeps trajectories
+/// (see [`Step::begin`]). `k` is what the client asked for, if it said.
 pub(crate) fn step<'a>(
     store: &'a OnceLock<Trajectories>,
-    req: &mut RetrieveRequest,
+    session: Option<&str>,
+    k: Option<usize>,
     caps: &Capabilities,
 ) -> Option<Step<'a>> {
-    let dedup = caps.session.as_ref().and_then(|s| s.dedup).unwrap_or(false);
-    if !dedup {
-        return None;
-    }
+    let store = dedup(store, caps)?;
     let max_k = caps.retrieve.as_ref().map_or(u64::MAX, |r| r.max_k_or_unbounded());
-    Step::begin(store.get()?, req, max_k)
+    Step::begin(store, session?, k, max_k)
 }
 
-/// One `retrieve` in a trajectory with dedup on: widened before the engine runs, then the
-/// seen hits left out and the returned ones recorded.
+/// The trajectories, when the session negotiated `session` with dedup and the server keeps them.
+fn dedup<'a>(store: &'a OnceLock<Trajectories>, caps: &Capabilities) -> Option<&'a Trajectories> {
+    let on = caps.session.as_ref().and_then(|s| s.dedup).unwrap_or(false);
+    store.get().filter(|s| on && s.options.dedup)
+}
+
+/// `feedback` in a trajectory (§7.7.3, §7.16): the hits a client sends signals about are hits
+/// it holds, so once the signals are accepted ([`Signalled::record`]) they count as returned in
+/// its trajectory (a later `retrieve` or `graph` of the session leaves them out), and the
+/// trajectory counts as used (its idle time restarts). `None` outside a session with dedup.
+pub(crate) fn feedback(
+    store: &OnceLock<Trajectories>,
+    caps: &Capabilities,
+    params: &FeedbackParams,
+) -> Option<Signalled> {
+    dedup(store, caps)?;
+    let session = params.session_id.clone()?;
+    let keys = params
+        .signals
+        .iter()
+        .map(|s| match &s.hit_id {
+            RequestId::String(id) => id.clone(),
+            RequestId::Number(n) => n.to_string(),
+        })
+        .collect();
+    Some(Signalled { session, keys })
+}
+
+/// The hits of one `feedback` call in a trajectory, to record once the call succeeds.
+#[derive(Debug)]
+pub(crate) struct Signalled {
+    session: String,
+    keys: Vec<String>,
+}
+
+impl Signalled {
+    /// Records the hits as returned in the trajectory.
+    pub(crate) fn record(self, store: &OnceLock<Trajectories>) {
+        if let Some(store) = store.get() {
+            store.record_keys(&self.session, self.keys.iter().map(String::as_str));
+        }
+    }
+}
+
+/// One call in a trajectory with dedup on: widened before the engine runs, then the seen
+/// hits left out ([`Step::exclude`]) and the returned ones recorded ([`Step::record`]).
 #[derive(Debug)]
 pub(crate) struct Step<'a> {
     store: &'a Trajectories,
     session: String,
-    k: usize,
-    /// Whether the engine was asked for more than `k`.
-    widened: bool,
+    /// The count the client asked for, if it said.
+    k: Option<usize>,
+    /// The count to ask the engine for: `k` plus the hits the trajectory has seen.
+    ask: Option<usize>,
 }
 
 impl<'a> Step<'a> {
-    /// The step of `req` when it names a session and dedup is on; the request is widened by
-    /// the hits the trajectory has seen, up to `max_k`.
-    pub(crate) fn begin(store: &'a Trajectories, req: &mut RetrieveRequest, max_k: u64) -> Option<Self> {
+    /// The step of a call naming `session` when dedup is on; the engine is to be asked for
+    /// `k` plus the hits the trajectory has seen, up to `max_k` ([`Step::ask`]).
+    pub(crate) fn begin(store: &'a Trajectories, session: &str, k: Option<usize>, max_k: u64) -> Option<Self> {
         if !store.options.dedup {
             return None;
         }
-        let session = req.params.session_id.clone()?;
-        let k = req.k;
-        let seen = store.seen(&session);
-        let ceiling = usize::try_from(max_k).unwrap_or(usize::MAX).max(k);
-        req.k = k.saturating_add(seen).min(ceiling);
-        req.candidate_k = req.candidate_k.max(req.k);
-        Some(Self { store, session, k, widened: req.k > k })
+        let seen = store.seen(session);
+        let ceiling = usize::try_from(max_k).unwrap_or(usize::MAX);
+        let ask = k.map(|k| k.saturating_add(seen).min(ceiling.max(k)));
+        Some(Self { store, session: session.to_owned(), k, ask })
     }
 
-    /// Leaves out the hits already returned, keeps the best `k`, records them, and says what
-    /// was done in `notes`. When the engine was asked for more than `k` and hits beyond `k`
-    /// are cut, its `nextCursor` (which points past them) is withheld.
-    pub(crate) fn finish(self, res: &mut RetrieveResult, notes: &mut Vec<String>) {
-        let dropped = self.store.exclude(&self.session, &mut res.hits);
+    /// How many hits to ask the engine for (`None`: the client set no count).
+    pub(crate) fn ask(&self) -> Option<usize> {
+        self.ask
+    }
+
+    /// Leaves out the hits already returned in the trajectory and repeated ids, keeps the best
+    /// `k`, and says what was done in `notes`. When the engine was asked for more than `k` and
+    /// hits beyond `k` are cut, `next_cursor` (which points past them) is withheld.
+    pub(crate) fn exclude(&self, hits: &mut Vec<Hit>, next_cursor: &mut Option<String>, notes: &mut Vec<String>) {
+        let dropped = self.store.exclude(&self.session, hits);
         if dropped > 0 {
             notes.push(format!("session: {dropped} hits already returned in this session were left out"));
         }
         let mut unique = HashSet::new();
-        res.hits.retain(|h| unique.insert(h.key()));
-        if res.hits.len() > self.k {
-            res.hits.truncate(self.k);
-            if self.widened && res.next_cursor.take().is_some() {
+        hits.retain(|h| unique.insert(h.key()));
+        let Some(k) = self.k else { return };
+        if hits.len() > k {
+            hits.truncate(k);
+            if self.ask > Some(k) && next_cursor.take().is_some() {
                 notes.push("session: nextCursor withheld, as it would skip hits cut from this page".into());
             }
         }
-        self.store.record(&self.session, &res.hits);
+    }
+
+    /// Records that the trajectory returned `hits` (what the client finally received).
+    pub(crate) fn record(self, hits: &[Hit]) {
+        self.store.record(&self.session, hits);
     }
 }
 

@@ -1,14 +1,17 @@
 //! The `session` feature (§7.7.3) through the public API: `retrieve` calls that share a
 //! `sessionId` never return a hit twice, an absent or unknown session changes nothing, the
 //! number of sessions is bounded (least recently used evicted), and a server that did not
-//! switch the feature on ignores `sessionId`.
+//! switch the feature on ignores `sessionId`; `graph` hits follow the same rule, and the hits a
+//! `feedback` call of the trajectory signals count as returned.
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RetrieveCapability;
+use rcp_protocol::capabilities::{GraphCapability, RetrieveCapability};
+use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
+use rcp_protocol::graph::{GraphParams, GraphResult};
 use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::transport::Connection;
-use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
+use rcp_server::{Feedback, Graph, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
 use serde_json::{Value, json};
 
 /// Twenty documents `d0`..`d19` ranked in that order for every query; honours `k`.
@@ -171,4 +174,84 @@ async fn a_cursor_that_would_skip_cut_hits_is_withheld() {
     // Without a session the engine's cursor is passed on as always.
     let plain = call(&c, 4, "retrieve", json!({"query": "rev", "k": 3})).await;
     assert_eq!(plain["result"]["nextCursor"], "next", "{plain}");
+}
+
+/// A tiny graph: `local` and `drift` return the nodes `d0`..`d19` in that order (honouring `k`,
+/// 10 when absent); `drift` adds a follow-up question.
+struct Chain;
+
+impl Graph for Chain {
+    fn capability(&self) -> GraphCapability {
+        GraphCapability { ops: vec!["local".into(), "drift".into(), "neighbors".into()], ..Default::default() }
+    }
+
+    async fn graph(&self, p: GraphParams, _ctx: RequestContext) -> HandlerResult<GraphResult> {
+        let k = p.k.map_or(10, |k| k.min(20) as usize);
+        let hits = (0..k).map(|i| Hit::new(format!("d{i}").as_str(), 20.0 - i as f64)).collect();
+        let followups = (p.op == "drift").then(|| vec!["what next?".to_owned()]);
+        Ok(GraphResult { hits: Some(hits), followups, ..Default::default() })
+    }
+}
+
+/// A `feedback` handler that accepts every signal.
+struct Accept;
+
+impl Feedback for Accept {
+    async fn feedback(&self, p: FeedbackParams, _ctx: RequestContext) -> HandlerResult<FeedbackResult> {
+        Ok(FeedbackResult { accepted: p.signals.len() as u64, ..Default::default() })
+    }
+}
+
+fn graph_server() -> Server {
+    Server::builder("graph", "0")
+        .retrieve(Ranked)
+        .graph(Chain)
+        .feedback(Accept)
+        .session(SessionOptions::default())
+        .build()
+}
+
+fn hit_ids(r: &Value) -> Vec<String> {
+    let hits = r["result"]["hits"].as_array().unwrap_or_else(|| panic!("hits: {r}"));
+    hits.iter().map(|h| h["id"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn graph_hits_follow_the_same_dedup_as_retrieve_in_one_trajectory() {
+    let s = graph_server();
+    let c = connect(&s).await;
+    assert_eq!(step(&c, 1, Some("t")).await, ["d0", "d1", "d2"]);
+    let local = call(&c, 2, "graph", json!({"op": "local", "query": "q", "k": 3, "sessionId": "t"})).await;
+    assert_eq!(hit_ids(&local), ["d3", "d4", "d5"], "hits retrieve returned are left out of graph: {local}");
+    assert!(local["result"]["usage"]["notes"].to_string().contains("3 hits already returned"), "{local}");
+    let drift = call(&c, 3, "graph", json!({"op": "drift", "query": "q", "k": 2, "sessionId": "t"})).await;
+    assert_eq!(hit_ids(&drift), ["d6", "d7"], "{drift}");
+    assert_eq!(drift["result"]["followups"], json!(["what next?"]));
+    assert_eq!(step(&c, 4, Some("t")).await, ["d8", "d9", "d10"], "and graph hits are left out of retrieve");
+    // Without `k` the engine's own count is kept, minus what the trajectory has seen.
+    let open = call(&c, 5, "graph", json!({"op": "local", "query": "q", "sessionId": "t"})).await;
+    assert!(hit_ids(&open).is_empty(), "d0..d10 seen, the engine's default 10 all seen: {open}");
+    // Another trajectory, and no trajectory, see the plain answer.
+    let other = call(&c, 6, "graph", json!({"op": "local", "query": "q", "k": 3, "sessionId": "u"})).await;
+    assert_eq!(hit_ids(&other), ["d0", "d1", "d2"]);
+    let plain = call(&c, 7, "graph", json!({"op": "local", "query": "q", "k": 3})).await;
+    assert_eq!(hit_ids(&plain), ["d0", "d1", "d2"]);
+}
+
+#[tokio::test]
+async fn feedback_in_a_trajectory_counts_its_hits_as_returned() {
+    let s = graph_server();
+    let c = connect(&s).await;
+    let signals = json!([{"hitId": "d0", "used": true}, {"hitId": "d2", "helpful": false}]);
+    let fb = call(&c, 1, "feedback", json!({"sessionId": "t", "signals": signals})).await;
+    assert_eq!(fb["result"]["accepted"], 2, "{fb}");
+    assert_eq!(step(&c, 2, Some("t")).await, ["d1", "d3", "d4"], "the signalled hits are left out");
+    // Feedback outside the trajectory, or without a session, changes nothing.
+    call(&c, 3, "feedback", json!({"signals": [{"hitId": "d5"}]})).await;
+    assert_eq!(step(&c, 4, Some("t")).await, ["d5", "d6", "d7"]);
+    assert_eq!(step(&c, 5, Some("u")).await, ["d0", "d1", "d2"]);
+    // A refused feedback call records nothing.
+    let bad = call(&c, 6, "feedback", json!({"sessionId": "v", "signals": [{"hitId": "d0", "reward": 7}]})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(step(&c, 7, Some("v")).await, ["d0", "d1", "d2"]);
 }

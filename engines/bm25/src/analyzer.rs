@@ -155,6 +155,37 @@ pub fn english() -> TextAnalyzer {
         .build()
 }
 
+/// The analyzer's word tokens of `text` before stopword removal and stemming, as byte ranges
+/// (`start..end`) in order: the unit in which `tokenBudget` (§7.7.2) and chunk sizes count.
+pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut words =
+        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES)).build();
+    let mut out = Vec::new();
+    let mut stream = words.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        out.push((t.offset_from, t.offset_to));
+    }
+    out
+}
+
+/// `tokenBudget` counts (§7.7.2) with this engine's own analyzer: its word tokens (runs of
+/// letters and digits up to 64 bytes), stopwords included, since they are part of the body a
+/// reader receives. Not a language model's subword tokenizer: a reader's count runs higher
+/// (about 1.3 subword tokens per English word).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordCounter;
+
+impl rcp_server::TokenCounter for WordCounter {
+    fn name(&self) -> String {
+        "the rcp-bm25 analyzer's word tokens (letter/digit runs, stopwords included; not a subword tokenizer)".into()
+    }
+
+    fn count(&self, text: &str) -> usize {
+        word_spans(text).len()
+    }
+}
+
 /// Analyzes `text` into its index terms, in order (duplicates kept).
 pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -176,5 +207,13 @@ mod tests {
         assert!(terms(&mut a, "the of and").is_empty());
         // Query syntax is just text: no field prefixes, no operators.
         assert_eq!(terms(&mut a, "title:rust AND -tokio*"), ["titl", "rust", "tokio"]);
+    }
+
+    #[test]
+    fn words_are_counted_with_stopwords_and_their_byte_spans() {
+        let text = "The wing, é-heated.";
+        assert_eq!(word_spans(text), [(0, 3), (4, 8), (10, 12), (13, 19)]);
+        assert_eq!(&text[10..12], "é");
+        assert_eq!(rcp_server::TokenCounter::count(&WordCounter, "What are the problems?"), 4);
     }
 }

@@ -14,6 +14,8 @@ use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
 
 use rcp_corpus::policy::NotIndexed;
 
+use crate::analyzer::WordCounter;
+use crate::chunking::ChunkPolicy;
 use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, Rm3, TrustLevel};
 use crate::error::EngineError;
 use crate::integrity::repair::{self, Repair};
@@ -177,6 +179,14 @@ struct ServeCmd {
     /// RM3: the original query's share of the expanded query's weights, in [0,1].
     #[arg(long, value_name = "W", default_value_t = Rm3::default().original_query_weight, value_parser = unit_interval)]
     original_query_weight: f32,
+
+    /// `index/add` `chunk:true`: most words in one chunk (sentence-aware windows).
+    #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().max_words as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    chunk_words: u32,
+
+    /// `index/add` `chunk:true`: most words a chunk repeats from the one before.
+    #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().overlap_words as u32)]
+    chunk_overlap: u32,
 
     #[command(flatten)]
     serve: ServeArgs,
@@ -404,6 +414,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
                 original_query_weight: args.original_query_weight,
                 ..Rm3::default()
             },
+            chunking: ChunkPolicy { max_words: args.chunk_words as usize, overlap_words: args.chunk_overlap as usize },
             ..Default::default()
         },
     ));
@@ -414,6 +425,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         .transform(Arc::clone(&service))
         .index(service)
         .session(SessionOptions::default())
+        .token_counter(WordCounter)
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rcp_protocol::filter::FieldType;
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    FAST, Field, IndexRecordOption, NumericOptions, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 
 use crate::analyzer::ANALYZER;
@@ -136,10 +136,14 @@ pub fn merge_fields(specs: impl IntoIterator<Item = FieldSpec>) -> Result<Vec<Fi
     Ok(out)
 }
 
+/// The layout of indexes created now: 2 adds the chunk fields ([`ChunkFields`]); indexes of
+/// format 1 keep their schema and serve whole documents only.
+pub const FORMAT: u32 = 2;
+
 /// The persisted configuration of a data directory.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
-    /// Layout version of this file.
+    /// Layout version of this file and the index (1, or [`FORMAT`]).
     pub format: u32,
     /// A random identity of this index, part of every `indexVersion` token, so a token from a
     /// rebuilt directory never names a snapshot of another index.
@@ -152,7 +156,7 @@ impl Config {
     /// A fresh configuration with these fields.
     pub fn new(fields: Vec<FieldSpec>) -> Self {
         let uid = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-        Self { format: 1, uid, fields }
+        Self { format: FORMAT, uid, fields }
     }
 
     /// Reads `DIR/rcp-bm25.json`; `None` when the directory holds no index yet.
@@ -198,6 +202,25 @@ pub struct MetaField {
     pub tokens: Option<Field>,
 }
 
+/// The fields that tie records to documents in an index of format 2 (§7.10 chunking). A
+/// document added whole is one record; a chunked one is a parent record (the whole text, not
+/// searched) and one searched record per chunk, all sharing the document id in `doc`.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkFields {
+    /// The document id (raw, indexed, stored): the upsert and delete key of every record.
+    pub doc: Field,
+    /// A 64-bit hash of the document id (fast): what `unit:"document"` groups chunks by.
+    pub doc_key: Field,
+    /// Indexed and stored: `parent` on the parent record of a chunked document, absent otherwise.
+    pub role: Field,
+    /// Stored: the chunk's position in its document.
+    pub index: Field,
+    /// Stored: the chunk's first byte in the document text.
+    pub start: Field,
+    /// Stored: one past the chunk's last byte in the document text.
+    pub end: Field,
+}
+
 /// Every tantivy field of the index.
 #[derive(Debug, Clone)]
 pub struct Fields {
@@ -223,6 +246,8 @@ pub struct Fields {
     pub arrays: Field,
     /// The filterable fields, by name.
     pub filterable: BTreeMap<String, MetaField>,
+    /// The chunk fields (indexes of format 2).
+    pub chunks: Option<ChunkFields>,
 }
 
 /// Builds the tantivy schema for a configuration.
@@ -261,8 +286,23 @@ pub fn build(config: &Config) -> (Schema, Fields) {
         });
         filterable.insert(spec.name.clone(), MetaField { spec: spec.clone(), field, column, tokens });
     }
+    let chunks = (config.format >= 2).then(|| ChunkFields {
+        doc: b.add_text_field("doc", STRING | STORED),
+        doc_key: b.add_u64_field("doc_key", FAST),
+        role: b.add_text_field("role", STRING | STORED),
+        index: b.add_u64_field("chunk_index", STORED),
+        start: b.add_u64_field("chunk_start", STORED),
+        end: b.add_u64_field("chunk_end", STORED),
+    });
     let schema = b.build();
-    (schema, Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable })
+    let fields =
+        Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable, chunks };
+    (schema, fields)
+}
+
+/// The `doc_key` of a document id: 64-bit FNV-1a, stable across processes and versions.
+pub fn doc_key(doc_id: &str) -> u64 {
+    doc_id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! The engine on the framework: `retrieve` (§7.7) and `index/add`/`index/delete` (§7.10,
-//! §7.11); `query/transform` is in [`crate::transform`]. Handlers only translate between the protocol and [`Engine`]; blocking tantivy
+//! The engine on the framework: `retrieve` (§7.7, with `unit` `document` or `chunk`, §7.7.2)
+//! and `index/add` (with `chunk:true`, [`crate::chunking`])/`index/delete` (§7.10, §7.11); `query/transform` is in [`crate::transform`]. Handlers only translate between the protocol and [`Engine`]; blocking tantivy
 //! work runs on the framework's CPU executor (`ctx.run_cpu`: reads in the read lane,
 //! document preparation in the write lane), reads never take the writer lock, and writes are validated
 //! here and then queued for group commit ([`GroupCommit`]): each is answered once the commit
@@ -19,7 +19,10 @@ use rcp_protocol::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, Transform};
 use tantivy::TantivyDocument;
 
-use crate::engine::{Engine, GroupCommit, Hooks, RecencySpec, Rm3, SearchRequest, TrustLevel, WriteOp, WriteOutcome};
+use crate::chunking::ChunkPolicy;
+use crate::engine::{
+    Engine, GroupCommit, Hooks, RecencySpec, Rm3, SearchRequest, TrustLevel, Unit, WriteOp, WriteOutcome,
+};
 use crate::error::EngineError;
 
 /// Default half-life of `recency` when the client gives none.
@@ -36,11 +39,19 @@ pub struct ServiceOptions {
     pub added_source: String,
     /// The RM3 parameters of `query/transform` and `retrieve.rewrite` (§7.8).
     pub rm3: Rm3,
+    /// The chunk sizes of `index/add` `chunk:true` (§7.10).
+    pub chunking: ChunkPolicy,
 }
 
 impl Default for ServiceOptions {
     fn default() -> Self {
-        Self { max_k: 1000, added_trust: TrustLevel::Community, added_source: "index/add".into(), rm3: Rm3::default() }
+        Self {
+            max_k: 1000,
+            added_trust: TrustLevel::Community,
+            added_source: "index/add".into(),
+            rm3: Rm3::default(),
+            chunking: ChunkPolicy::default(),
+        }
     }
 }
 
@@ -87,7 +98,11 @@ impl Retrieve for Bm25 {
             max_k: Some(self.options.max_k),
             modes: Some(vec![Mode::Sparse]),
             default_mode: Some(Mode::Sparse),
-            units: Some(vec!["document".into()]),
+            units: Some(if self.engine.chunking() {
+                vec!["document".into(), "chunk".into()]
+            } else {
+                vec!["document".into()]
+            }),
             deterministic: Some(true),
             snapshots: Some(true),
             score_scale: Some("bm25".into()),
@@ -130,6 +145,7 @@ impl Retrieve for Bm25 {
             index_version: p.index_version.clone(),
             cursor: p.cursor.clone(),
             rewrite: crate::transform::inline(p.rewrite.as_ref(), &self.options.rm3)?,
+            unit: if p.unit.as_deref() == Some("chunk") { Unit::Chunk } else { Unit::Document },
         };
         if p.recency.as_ref().is_some_and(|r| r.half_life_days.is_none()) {
             ctx.note(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
@@ -176,19 +192,23 @@ impl Retrieve for Bm25 {
     }
 }
 
-/// Documents ready for the writer, each with its id.
+/// Records ready for the writer, each with its document id.
 type PreparedBatch = Vec<(String, TantivyDocument)>;
 
-/// Validates and converts `params.documents` into the engine's form, minting missing ids.
+/// Validates and converts `params.documents` into the engine's records, minting missing ids and
+/// chunking under `chunking` when the request asks (`chunk:true`); returns the ids, the records
+/// and how many chunks were made.
 fn prepare_batch(
     engine: &Engine,
     params: &IndexAddParams,
     trust: TrustLevel,
     source: &str,
-) -> Result<(Vec<String>, PreparedBatch), RcpError> {
+    chunking: ChunkPolicy,
+) -> Result<(Vec<String>, PreparedBatch, u64), RcpError> {
     let mut taken: HashSet<String> = params.documents.iter().filter_map(|d| d.id.clone()).collect();
     let mut ids = Vec::with_capacity(params.documents.len());
     let mut batch = Vec::with_capacity(params.documents.len());
+    let mut chunks = 0u64;
     for (i, d) in params.documents.iter().enumerate() {
         let id = match &d.id {
             Some(id) => id.clone(),
@@ -198,16 +218,26 @@ fn prepare_batch(
                 minted
             }
         };
-        let doc = engine.prepare(&CorpusDoc::from_document(d), &id, trust, source).map_err(|e| match e {
+        let doc = CorpusDoc::from_document(d);
+        let records = if params.chunk == Some(true) {
+            engine.prepare_chunked(&doc, &id, trust, source, chunking)
+        } else {
+            engine.prepare(&doc, &id, trust, source).map(|r| vec![r])
+        };
+        let records = records.map_err(|e| match e {
             EngineError::InvalidParams { field, detail } => {
                 RcpError::invalid_params(format!("documents[{i}].{field}"), detail)
             }
             other => to_rcp(other),
         })?;
+        if params.chunk == Some(true) {
+            // The parent record is not a chunk.
+            chunks += records.len().saturating_sub(1) as u64;
+        }
         ids.push(id.clone());
-        batch.push((id, doc));
+        batch.extend(records.into_iter().map(|r| (id.clone(), r)));
     }
-    Ok((ids, batch))
+    Ok((ids, batch, chunks))
 }
 
 /// `query/transform` (§7.8): the RM3 expansions of [`crate::transform`].
@@ -228,19 +258,19 @@ impl Transform for Bm25 {
 
 impl Index for Bm25 {
     fn capability(&self) -> IndexCapability {
-        IndexCapability { writable: true, ..Default::default() }
+        IndexCapability { writable: true, chunking: self.engine.chunking().then_some(true), ..Default::default() }
     }
 
     async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
-        if params.chunk == Some(true) {
-            return Err(RcpError::option_unsupported("chunk", "true", &[]));
-        }
         // Validate and convert every document before touching the index: a bad one rejects
         // the whole batch and nothing is written. Minted ids are random (UUID v4) and checked
         // against the live index and the batch. The conversion is CPU work: the write lane.
         let engine = Arc::clone(&self.engine);
         let (trust, source) = (self.options.added_trust, self.options.added_source.clone());
-        let (ids, batch) = ctx.run_cpu(Lane::Write, move || prepare_batch(&engine, &params, trust, &source)).await??;
+        let chunking = self.options.chunking;
+        let chunked = params.chunk == Some(true);
+        let (ids, batch, chunks) =
+            ctx.run_cpu(Lane::Write, move || prepare_batch(&engine, &params, trust, &source, chunking)).await??;
         let task_ctx = ctx.clone();
         let version = match self.writes.submit(WriteOp::Add(batch), Box::new(move || task_ctx.is_cancelled())).await {
             Ok(WriteOutcome::Added { index_version }) => index_version,
@@ -248,7 +278,7 @@ impl Index for Bm25 {
             Err(e) => return Err(to_rcp(e)),
         };
         ctx.log(LogLevel::Info, format!("indexed {} documents; snapshot {version}", ids.len()));
-        Ok(IndexAddResult { ids, ..Default::default() })
+        Ok(IndexAddResult { ids, chunks: chunked.then_some(chunks), ..Default::default() })
     }
 
     async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {

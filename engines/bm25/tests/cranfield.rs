@@ -3,37 +3,10 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
 use std::process::Command;
 
-use common::{bin, cranfield_dir, ids, serve_dir, tempdir};
-use serde_json::{Value, json};
-
-/// Query id → ids of the documents judged relevant to it.
-type Qrels = HashMap<String, HashSet<String>>;
-
-fn load_queries(dir: &std::path::Path) -> (Vec<(String, String)>, Qrels) {
-    let queries = std::fs::read_to_string(dir.join("queries.jsonl")).expect("queries.jsonl");
-    let queries = queries
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (
-                v["_id"].as_str().map_or_else(|| v["_id"].to_string(), str::to_owned),
-                v["text"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    let mut qrels = Qrels::new();
-    for line in std::fs::read_to_string(dir.join("qrels.tsv")).expect("qrels.tsv").lines().skip(1) {
-        let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() >= 3 && cols[2].trim().parse::<i64>().unwrap_or(0) > 0 {
-            qrels.entry(cols[0].to_owned()).or_default().insert(cols[1].to_owned());
-        }
-    }
-    (queries, qrels)
-}
+use common::{bin, cranfield_dir, ids, load_queries, serve_dir, tempdir};
+use serde_json::json;
 
 #[test]
 fn judged_relevant_documents_rank_in_the_top_10() {

@@ -527,6 +527,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
     let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(engine.clone())
+        .token_counter(engine.clone())
         .embed(engine.clone())
         .index(engine)
         .streaming()

@@ -16,7 +16,9 @@ use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, Ind
 use rcp_protocol::mmr::mmr;
 use rcp_protocol::retrieve::{Citation, Trust, Usage, WireVector};
 use rcp_protocol::{Hit, Mode, RcpError, RetrieveResult};
-use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{
+    Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, TokenCounter,
+};
 
 use crate::ann::Scored;
 use crate::store::{Store, StoreError, stored};
@@ -52,6 +54,18 @@ pub struct DenseEngine {
     store: Arc<Store>,
     embedder: Arc<Embedder>,
     options: EngineOptions,
+}
+
+/// `tokenBudget` (§7.7.2) counts with the encoder's own WordPiece tokenizer: the tokens a
+/// MiniLM-family reader would see.
+impl TokenCounter for DenseEngine {
+    fn name(&self) -> String {
+        self.embedder.tokenizer_name().to_owned()
+    }
+
+    fn count(&self, text: &str) -> usize {
+        self.embedder.count_tokens(text)
+    }
 }
 
 fn store_error(e: StoreError) -> RcpError {

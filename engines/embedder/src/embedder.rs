@@ -72,6 +72,9 @@ pub struct Embedder {
     sessions: Vec<Mutex<TextEmbedding>>,
     max_length: usize,
     batch_tokens: usize,
+    /// The model's own WordPiece tokenizer (`tokenizer.json`), untruncated: what
+    /// [`Embedder::count_tokens`] counts with.
+    tokenizer: tokenizers::Tokenizer,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -100,6 +103,9 @@ impl Embedder {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
+        let mut counter = tokenizers::Tokenizer::from_bytes(&tokenizer.tokenizer_file).map_err(EmbedError::Model)?;
+        counter.with_truncation(None).map_err(EmbedError::Model)?;
+        counter.with_padding(None);
         let onnx = read("model.onnx")?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let sessions = options.sessions.unwrap_or(cores).clamp(1, 64);
@@ -121,7 +127,12 @@ impl Embedder {
                     .map_err(|e| EmbedError::Model(e.into()))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { sessions, max_length: options.max_length, batch_tokens: options.batch_tokens.max(1) })
+        Ok(Self {
+            sessions,
+            max_length: options.max_length,
+            batch_tokens: options.batch_tokens.max(1),
+            tokenizer: counter,
+        })
     }
 
     /// The vector dimension.
@@ -175,6 +186,18 @@ impl Embedder {
     /// Encoder sessions.
     pub fn sessions(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Word pieces of `text` under the model's own tokenizer (`tokenizer.json`), without
+    /// `[CLS]`/`[SEP]` and without truncation: the count `tokenBudget` packs by (§7.7.2). A
+    /// text the tokenizer cannot encode counts its bytes, never fewer than its word pieces.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.tokenizer.encode_fast(text, false).map_or(text.len(), |e| e.len())
+    }
+
+    /// What [`Embedder::count_tokens`] counts with, for `usage.notes`.
+    pub fn tokenizer_name(&self) -> &'static str {
+        "the all-MiniLM-L6-v2 WordPiece tokenizer (tokenizer.json, no special tokens)"
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use rcp_protocol::rerank::{RerankEntry, RerankResult};
 use rcp_protocol::retrieve::WireVector;
 use rcp_protocol::vectors::encode_f32_base64;
-use rcp_protocol::{Meta, RcpError, RetrieveResult};
+use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -71,12 +71,17 @@ pub(crate) fn encode_vectors(
     })
 }
 
+/// Keeps the first hit of each id, then the first `k` hits.
+pub(crate) fn dedup_truncate(hits: &mut Vec<Hit>, k: usize) {
+    let mut seen = HashSet::new();
+    hits.retain(|h| seen.insert(h.key()));
+    hits.truncate(k);
+}
+
 /// Enforces what every `retrieve` result must satisfy: at most `k` hits, unique ids, finite
 /// numbers, `confidence` in `[0,1]`, notes and latency (§7.7).
 pub(crate) fn finish_retrieve(res: &mut RetrieveResult, k: usize, notes: Vec<String>, started: Instant) {
-    let mut seen = HashSet::new();
-    res.hits.retain(|h| seen.insert(h.key()));
-    res.hits.truncate(k);
+    dedup_truncate(&mut res.hits, k);
     for h in &mut res.hits {
         h.score = finite(h.score);
         h.confidence = h.confidence.filter(|c| c.is_finite()).map(|c| c.clamp(0.0, 1.0));
@@ -128,8 +133,6 @@ fn millis(started: Instant) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::Hit;
-
     use super::*;
 
     #[test]

@@ -18,24 +18,27 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::finish::{check_count, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size};
+use super::finish::{
+    check_count, dedup_truncate, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size,
+};
 use super::idempotency::IdempotencyCache;
 use super::routes::Call;
 use super::rules::frame::{body, body_sized};
+use crate::budget::{Counter, Packing};
 use crate::context::RequestContext;
 use crate::feedback::Quarantine;
 use crate::feedback::barred::drop_barred;
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
-use crate::trajectory::{self, Trajectories};
+use crate::trajectory::{self, Step, Trajectories};
 use crate::validate;
 
 /// An `index/add` handler and the results of its idempotent writes (§7.10).
 pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
 
 /// A `retrieve` handler with the state its rules read: the server's trajectories (present
-/// when `session` is enabled) and the feedback quarantine.
+/// when `session` is enabled), the feedback quarantine and the engine's token counter.
 pub(crate) struct RetrieveRoute<T> {
     /// The engine's handler.
     pub(crate) handler: Arc<T>,
@@ -43,11 +46,13 @@ pub(crate) struct RetrieveRoute<T> {
     pub(crate) trajectories: Arc<OnceLock<Trajectories>>,
     /// Hits quarantined by feedback (§7.16).
     pub(crate) quarantine: Arc<Quarantine>,
+    /// The engine's tokenizer, once one is supplied: `tokenBudget` packing (§7.7.2).
+    pub(crate) counter: Arc<OnceLock<Counter>>,
 }
 
 /// `retrieve` (§7.7): funnel, options and filter validated; hits quarantined when the request
 /// started left out (feedback never alters a running retrieve, §7.16); in a session with dedup,
-/// hits already returned left out (§7.7.3); hits finished.
+/// hits already returned left out (§7.7.3); packed to `tokenBudget` (§7.7.2); hits finished.
 pub(crate) fn retrieve<T: Retrieve>(
     route: &RetrieveRoute<T>,
     params: Option<&RawValue>,
@@ -59,20 +64,39 @@ pub(crate) fn retrieve<T: Retrieve>(
     let k = req.k;
     let handler = Arc::clone(&route.handler);
     let trajectories = Arc::clone(&route.trajectories);
+    let packing = match (req.params.token_budget, route.counter.get()) {
+        (Some(budget), Some(counter)) => {
+            let packing = Packing::new(counter.clone(), budget, req.params.include_text);
+            req.params.include_text = Some(true);
+            Some(packing)
+        }
+        _ => None,
+    };
     let barred = route.quarantine.snapshot();
     if let Some(b) = &barred {
         ctx.bar_hits(Arc::clone(b));
     }
     Ok(Box::pin(async move {
         let started = Instant::now();
-        let step = trajectory::step(&trajectories, &mut req, ctx.capabilities());
+        let step = trajectory::step(&trajectories, req.params.session_id.as_deref(), Some(k), ctx.capabilities());
+        if let Some(ask) = step.as_ref().and_then(Step::ask) {
+            req.k = ask;
+            req.candidate_k = req.candidate_k.max(ask);
+        }
         let mut res = handler.retrieve(req, ctx.clone()).await?;
         if let Some(barred) = barred {
             drop_barred(&mut res.hits, &barred);
         }
         notes.extend(ctx.take_notes());
+        if let Some(step) = &step {
+            step.exclude(&mut res.hits, &mut res.next_cursor, &mut notes);
+        }
+        if let Some(packing) = packing {
+            dedup_truncate(&mut res.hits, k);
+            packing.pack(&mut res, k, &mut notes);
+        }
         if let Some(step) = step {
-            step.finish(&mut res, &mut notes);
+            step.record(&res.hits);
         }
         finish_retrieve(&mut res, k, notes, started);
         let size = retrieve_size(&res);
@@ -197,19 +221,41 @@ pub(crate) fn transform<T: Transform>(
     Ok(Box::pin(async move { Ok(body(handler.transform(p, ctx).await?)) }))
 }
 
-/// `graph` (§7.9): an advertised op, `k >= 1`, `hops >= 1`.
+/// A `graph` or `feedback` handler with the server's trajectories (present when `session` is
+/// enabled, §7.7.3).
+pub(crate) type SessionRoute<T> = (Arc<T>, Arc<OnceLock<Trajectories>>);
+
+/// `graph` (§7.9): an advertised op, `k >= 1`, `hops >= 1`; in a session with dedup, hits
+/// already returned in the trajectory left out, as `retrieve` does (§7.7.3).
 pub(crate) fn graph<T: Graph>(
-    handler: &Arc<T>,
+    (handler, trajectories): &SessionRoute<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
-    let p: GraphParams = validate::parse(params)?;
+    let mut p: GraphParams = validate::parse(params)?;
     let ops = ctx.capabilities().graph.as_ref().map(|g| g.ops.as_slice()).unwrap_or_default();
     validate::one_of("op", &p.op, ops)?;
     validate::at_least_one("k", p.k)?;
     validate::at_least_one("hops", p.hops)?;
     let handler = Arc::clone(handler);
-    Ok(Box::pin(async move { Ok(body(handler.graph(p, ctx).await?)) }))
+    let trajectories = Arc::clone(trajectories);
+    Ok(Box::pin(async move {
+        let k = p.k.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+        let step = trajectory::step(&trajectories, p.session_id.as_deref(), k, ctx.capabilities());
+        if let Some(ask) = step.as_ref().and_then(Step::ask) {
+            p.k = Some(ask as u64);
+        }
+        let mut res = handler.graph(p, ctx).await?;
+        if let (Some(step), Some(hits)) = (step, res.hits.as_mut()) {
+            let mut notes = Vec::new();
+            step.exclude(hits, &mut res.next_cursor, &mut notes);
+            step.record(hits);
+            if !notes.is_empty() {
+                res.usage.get_or_insert_with(Default::default).notes.extend(notes);
+            }
+        }
+        Ok(body(res))
+    }))
 }
 
 /// `index/add` (§7.10): advertised options, unique non-empty ids, one write per idempotency key.
@@ -263,16 +309,25 @@ pub(crate) fn catalog_list<T: Catalog>(
     Ok(Box::pin(async move { Ok(body(handler.list(ctx).await?)) }))
 }
 
-/// `feedback` (§7.16): every reward in `[-1,1]`.
+/// `feedback` (§7.16): every reward in `[-1,1]`; once accepted, a `sessionId` counts its hits
+/// as returned in that trajectory (§7.7.3).
 pub(crate) fn feedback<T: Feedback>(
-    handler: &Arc<T>,
+    (handler, trajectories): &SessionRoute<T>,
     params: Option<&RawValue>,
     ctx: RequestContext,
 ) -> Result<Call, RcpError> {
     let p: FeedbackParams = validate::parse(params)?;
     validate::rewards(&p.signals)?;
     let handler = Arc::clone(handler);
-    Ok(Box::pin(async move { Ok(body(handler.feedback(p, ctx).await?)) }))
+    let signalled = trajectory::feedback(trajectories, ctx.capabilities(), &p);
+    let trajectories = Arc::clone(trajectories);
+    Ok(Box::pin(async move {
+        let res = handler.feedback(p, ctx).await?;
+        if let Some(signalled) = signalled {
+            signalled.record(&trajectories);
+        }
+        Ok(body(res))
+    }))
 }
 
 /// `memory/build` (§7.17): an advertised scope.

@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use tantivy::schema::Term;
 use tantivy::{IndexWriter, TantivyDocument};
 
 use super::Engine;
@@ -28,7 +27,8 @@ pub(super) const DEFAULT_QUEUE: usize = 4 * MAX_GROUP;
 /// One write request, validated and ready to apply.
 #[derive(Debug)]
 pub enum WriteOp {
-    /// Upsert these documents (`index/add`).
+    /// Upsert these documents (`index/add`): records paired with their document id, the
+    /// records of one document (a chunked one's parent and chunks) together.
     Add(Vec<(String, TantivyDocument)>),
     /// Delete these ids (`index/delete`).
     Delete(Vec<String>),
@@ -155,8 +155,13 @@ impl Engine {
             }
             let result = match &op {
                 WriteOp::Add(docs) => (|| {
+                    // The records of one document (a chunked one has several) share its id:
+                    // its earlier version is deleted once, before the first of them.
+                    let mut upserted: HashSet<&String> = HashSet::new();
                     for (id, doc) in docs {
-                        writer.delete_term(Term::from_field_text(self.fields.id, id));
+                        if upserted.insert(id) {
+                            writer.delete_term(self.key_term(id));
+                        }
                         writer.add_document(doc.clone())?;
                         deleted.remove(id);
                         added.insert(id.clone());
@@ -170,7 +175,7 @@ impl Engine {
                     for id in unique {
                         let live = added.contains(id) || (!deleted.contains(id) && self.contains_id(id)?);
                         if live {
-                            writer.delete_term(Term::from_field_text(self.fields.id, id));
+                            writer.delete_term(self.key_term(id));
                             added.remove(id);
                             deleted.insert(id.clone());
                             count += 1;

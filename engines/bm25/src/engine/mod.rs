@@ -10,7 +10,8 @@
 //! (group commit of concurrent writes), `search`
 //! (query building and hit materialisation), `rank` (the queries a search ranks with, and their
 //! fusion), `rm3` (query expansion by pseudo-relevance feedback, §7.8) and `cursor`
-//! (pagination cursors, §10).
+//! (pagination cursors, §10), `units` (chunk records and ranking documents by their best
+//! chunk, §7.7.2).
 //! This file holds the [`Engine`] itself and how it is opened or created.
 
 mod cursor;
@@ -19,6 +20,7 @@ mod rank;
 mod rm3;
 mod search;
 mod snapshots;
+mod units;
 mod writes;
 
 use std::collections::VecDeque;
@@ -38,9 +40,10 @@ use crate::schema::{self, Config, FieldSpec, Fields};
 pub use group::{CancelFlag, GroupCommit, MAX_GROUP, WriteOp, WriteOutcome};
 pub use rank::RRF_K;
 pub use rm3::{Expansion, Rewrite, Rm3, WeightedTerm};
-pub use search::{Hooks, RecencySpec, SearchPage, SearchRequest};
+pub use search::{Hooks, RecencySpec, SearchPage, SearchRequest, Unit};
 use snapshots::{Snapshot, Snapshots};
-pub use writes::LoadStats;
+pub(crate) use writes::PARENT;
+pub use writes::{LoadStats, Record};
 
 /// The trust level of a document (§7.7 `hit.trust`, §15.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +266,12 @@ impl Engine {
             snapshots: RwLock::new(Snapshots { current, recent: VecDeque::new() }),
             options,
         })
+    }
+
+    /// Whether the index can hold chunked documents (format 2, §7.10): `index.chunking` and
+    /// `retrieve.units` `chunk`.
+    pub fn chunking(&self) -> bool {
+        self.fields.chunks.is_some()
     }
 
     /// The filterable fields.

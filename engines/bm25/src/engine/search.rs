@@ -3,7 +3,7 @@
 //! partial-hit progress.
 
 use rcp_protocol::filter::{FieldType, Filter};
-use rcp_protocol::retrieve::{Citation, Trust};
+use rcp_protocol::retrieve::{ChunkRef, Citation, Trust};
 use rcp_protocol::{Hit, Meta, Mode};
 use serde_json::Value;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
@@ -15,6 +15,7 @@ use super::rank::Decay;
 use super::rm3::{self, Rewrite};
 use super::{Engine, MAX_OFFSET, TrustLevel};
 use crate::analyzer;
+use crate::chunking::Chunk;
 use crate::error::EngineError;
 use crate::filter;
 use crate::schema::MetaField;
@@ -29,6 +30,27 @@ pub struct RecencySpec {
     pub field: String,
     /// Half-life in days.
     pub half_life_days: f64,
+}
+
+/// The granularity of the hits of a search (§7.7.2 `unit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// One hit per document: a chunked document is ranked by its best chunk (MaxP) and
+    /// returned whole.
+    #[default]
+    Document,
+    /// One hit per chunk; a document added whole is its own single chunk.
+    Chunk,
+}
+
+impl Unit {
+    /// The wire name (`hit.unit`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Document => "document",
+            Unit::Chunk => "chunk",
+        }
+    }
 }
 
 /// One search, in engine terms.
@@ -55,6 +77,8 @@ pub struct SearchRequest {
     pub cursor: Option<String>,
     /// A query rewrite to apply before ranking (`retrieve.rewrite`).
     pub rewrite: Option<Rewrite>,
+    /// What a hit is: a document or a chunk (`retrieve.unit`).
+    pub unit: Unit,
 }
 
 impl SearchRequest {
@@ -71,6 +95,7 @@ impl SearchRequest {
             index_version: None,
             cursor: None,
             rewrite: None,
+            unit: Unit::Document,
         }
     }
 
@@ -89,6 +114,7 @@ impl SearchRequest {
         feed(self.min_score.map(|m| m.to_string()).unwrap_or_default().as_bytes());
         feed(self.recency.as_ref().map(|r| format!("{}:{}", r.field, r.half_life_days)).unwrap_or_default().as_bytes());
         feed(self.rewrite.as_ref().map(|r| format!("{r:?}")).unwrap_or_default().as_bytes());
+        feed(self.unit.as_str().as_bytes());
         h
     }
 }
@@ -266,7 +292,11 @@ impl Engine {
                 now_ms,
             }),
         };
-        let (ranked, matched) = self.rank_all(searcher, &plan.queries, offset, k + 1, recency.as_ref())?;
+        let (ranked, matched) = if req.unit == Unit::Document && self.has_chunks(searcher) {
+            self.rank_documents(searcher, &plan.queries, offset, k + 1, recency.as_ref())?
+        } else {
+            self.rank_all(searcher, &plan.queries, offset, k + 1, recency.as_ref())?
+        };
         if let Some(p) = hooks.progress {
             p(0.5, format!("recall matched {matched} documents"), Vec::new());
         }
@@ -287,7 +317,7 @@ impl Engine {
             let mut fetched: Vec<Option<Hit>> = vec![None; chunk.len()];
             for i in by_address {
                 let (score, raw, addr) = chunk[i];
-                fetched[i] = Some(self.hit(searcher, addr, score, raw, req.include_text)?);
+                fetched[i] = Some(self.hit(searcher, addr, score, raw, req.include_text, req.unit)?);
             }
             let part: Vec<Hit> = fetched.into_iter().flatten().collect();
             if let Some(p) = hooks.progress {
@@ -327,21 +357,41 @@ impl Engine {
         score: f32,
         raw: f32,
         include_text: bool,
+        unit: Unit,
     ) -> Result<Hit, EngineError> {
         let f = &self.fields;
-        let doc: TantivyDocument = searcher.doc(addr)?;
+        let stored: TantivyDocument = searcher.doc(addr)?;
+        let chunk = self.chunk_of(&stored);
+        // A chunk returned as its document: the document is its parent record.
+        let doc = match (&chunk, unit) {
+            (Some((doc_id, _)), Unit::Document) => self.parent(searcher, doc_id)?.unwrap_or(stored),
+            _ => stored,
+        };
         let text_of = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
-        let id = text_of(f.id).unwrap_or_default();
+        let id = match (&chunk, unit) {
+            (Some((doc_id, _)), Unit::Document) => doc_id.clone(),
+            _ => text_of(f.id).unwrap_or_default(),
+        };
         let mut hit = Hit::new(id.as_str(), f64::from(score));
-        hit.unit = Some("document".into());
+        hit.unit = Some(unit.as_str().into());
         hit.scores = Some([(Mode::Sparse.to_string(), f64::from(raw))].into_iter().collect());
+        let text = text_of(f.text_raw);
+        let (mut start, mut end) = (None, None);
+        if unit == Unit::Chunk {
+            // A document added whole is its own single chunk.
+            let (doc_id, chunk) = chunk.unwrap_or_else(|| (id.clone(), Chunk { index: 0, start: 0, end: 0 }));
+            let end_of = if chunk.end > 0 { chunk.end } else { text.as_ref().map_or(0, String::len) };
+            (start, end) = (Some(chunk.start as i64), Some(end_of as i64));
+            hit.chunk = Some(ChunkRef { doc_id: Some(doc_id), index: Some(chunk.index as i64), context: None });
+        }
         if include_text {
-            hit.text = text_of(f.text_raw);
+            hit.text = text;
         }
         if let Some(Ok(Value::Object(meta))) = text_of(f.meta).map(|m| serde_json::from_str::<Value>(&m)) {
             hit.meta = (!meta.is_empty()).then_some(meta as Meta);
         }
-        hit.citation = Some(Citation { source: text_of(f.source), title: text_of(f.title_raw), ..Default::default() });
+        hit.citation =
+            Some(Citation { source: text_of(f.source), title: text_of(f.title_raw), start, end, ..Default::default() });
         hit.trust = Some(Trust {
             level: text_of(f.trust).unwrap_or_else(|| TrustLevel::Untrusted.as_str().to_owned()),
             score: None,

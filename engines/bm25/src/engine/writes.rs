@@ -14,8 +14,23 @@ use tantivy::{IndexWriter, TantivyDocument};
 
 use super::group::{CancelFlag, WriteOp, WriteOutcome};
 use super::{Engine, TrustLevel};
+use crate::chunking::{self, Chunk, ChunkPolicy};
 use crate::error::EngineError;
-use crate::schema::MetaField;
+use crate::schema::{self, MetaField};
+
+/// The `role` of a chunked document's parent record.
+pub(crate) const PARENT: &str = "parent";
+
+/// What one record of the index is (§7.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// A document added whole: searched, returned as itself.
+    Whole,
+    /// The parent of a chunked document: its whole text and metadata, stored, never searched.
+    Parent,
+    /// One chunk of a document, searched and returned as a chunk.
+    Chunk(Chunk),
+}
 
 /// Outcome of loading a corpus file.
 #[derive(Debug, Clone, Default)]
@@ -31,8 +46,8 @@ pub struct LoadStats {
 }
 
 impl Engine {
-    /// Converts a corpus document to a tantivy document. Errors name the offending metadata
-    /// key (`meta.year`) and say what the field's type expects.
+    /// Converts a corpus document to a tantivy document, added whole. Errors name the
+    /// offending metadata key (`meta.year`) and say what the field's type expects.
     pub fn prepare(
         &self,
         doc: &CorpusDoc,
@@ -40,15 +55,74 @@ impl Engine {
         trust: TrustLevel,
         source: &str,
     ) -> Result<TantivyDocument, EngineError> {
+        self.prepare_record(doc, id, trust, source, Record::Whole)
+    }
+
+    /// Converts a corpus document to the records of a chunked document (§7.10): the parent
+    /// (the whole text, not searched) and one record per chunk of `policy`, whose text is the
+    /// byte-exact slice of the document's text. Needs an index of format 2.
+    pub fn prepare_chunked(
+        &self,
+        doc: &CorpusDoc,
+        id: &str,
+        trust: TrustLevel,
+        source: &str,
+        policy: ChunkPolicy,
+    ) -> Result<Vec<TantivyDocument>, EngineError> {
+        if self.fields.chunks.is_none() {
+            return Err(EngineError::invalid(
+                "chunk",
+                "this index was created before chunking (format 1); index into a new data directory to chunk",
+            ));
+        }
+        let mut out = vec![self.prepare_record(doc, id, trust, source, Record::Parent)?];
+        for c in chunking::chunk(&doc.text, policy) {
+            let part = CorpusDoc { text: doc.text[c.start..c.end].to_owned(), ..doc.clone() };
+            out.push(self.prepare_record(&part, id, trust, source, Record::Chunk(c))?);
+        }
+        Ok(out)
+    }
+
+    /// Converts one record of document `id`; `doc.text` is the record's own text (a chunk's
+    /// slice for [`Record::Chunk`]).
+    pub fn prepare_record(
+        &self,
+        doc: &CorpusDoc,
+        id: &str,
+        trust: TrustLevel,
+        source: &str,
+        record: Record,
+    ) -> Result<TantivyDocument, EngineError> {
         let f = &self.fields;
         let mut d = TantivyDocument::new();
-        d.add_text(f.id, id);
+        let searched = record != Record::Parent;
+        match record {
+            Record::Chunk(c) => d.add_text(f.id, format!("{id}#{}", c.index)),
+            Record::Whole | Record::Parent => d.add_text(f.id, id),
+        }
         if let Some(title) = &doc.title {
-            d.add_text(f.title, title);
+            if searched {
+                d.add_text(f.title, title);
+            }
             d.add_text(f.title_raw, title);
         }
-        d.add_text(f.text, &doc.text);
+        if searched {
+            d.add_text(f.text, &doc.text);
+        }
         d.add_text(f.text_raw, &doc.text);
+        if let Some(c) = &f.chunks {
+            d.add_text(c.doc, id);
+            d.add_u64(c.doc_key, schema::doc_key(id));
+            match record {
+                Record::Whole => {}
+                Record::Parent => d.add_text(c.role, PARENT),
+                Record::Chunk(ch) => {
+                    d.add_u64(c.index, ch.index as u64);
+                    d.add_u64(c.start, ch.start as u64);
+                    d.add_u64(c.end, ch.end as u64);
+                }
+            }
+        }
         d.add_text(f.meta, Value::Object(doc.meta.clone()).to_string());
         d.add_text(f.trust, trust.as_str());
         d.add_text(f.source, source);
@@ -70,8 +144,17 @@ impl Engine {
 
     /// Whether a document with this id is live in the current snapshot.
     pub fn contains_id(&self, id: &str) -> Result<bool, EngineError> {
-        let q = TermQuery::new(Term::from_field_text(self.fields.id, id), IndexRecordOption::Basic);
+        let q = TermQuery::new(self.key_term(id), IndexRecordOption::Basic);
         Ok(self.current().searcher.search(&q, &Count)? > 0)
+    }
+
+    /// The term every record of document `id` carries: the upsert and delete key (`doc` in an
+    /// index of format 2, `id` before).
+    pub(crate) fn key_term(&self, id: &str) -> Term {
+        match &self.fields.chunks {
+            Some(c) => Term::from_field_text(c.doc, id),
+            None => Term::from_field_text(self.fields.id, id),
+        }
     }
 
     /// A fresh id that no live document and none of `taken` uses.
@@ -155,7 +238,7 @@ impl Engine {
                     }
                 };
                 if had_docs || seen.contains(&id) {
-                    writer.delete_term(Term::from_field_text(self.fields.id, &id));
+                    writer.delete_term(self.key_term(&id));
                 }
                 writer.add_document(prepared)?;
                 seen.insert(id);

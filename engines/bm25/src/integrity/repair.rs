@@ -23,7 +23,8 @@ use tantivy::schema::Value as _;
 use tantivy::{Directory, Index, SegmentReader, TantivyDocument};
 
 use super::{Problem, Report, verify};
-use crate::engine::{Engine, EngineOptions, TrustLevel};
+use crate::chunking::Chunk;
+use crate::engine::{Engine, EngineOptions, PARENT, Record, TrustLevel};
 use crate::error::EngineError;
 use crate::schema::{self, Config, Fields, INDEX_DIR};
 
@@ -192,9 +193,17 @@ fn rebuild(original: &Path, target: &Path, config: &Config, report: &Report) -> 
                 .get::<TantivyDocument>(doc_id)
                 .map_err(|e| e.to_string())
                 .and_then(|stored| restore(&stored, &fields))
-                .and_then(|(doc, trust, source)| {
+                .and_then(|(doc, trust, source, record)| {
                     let id = doc.id.clone().unwrap_or_default();
-                    engine.prepare(&doc, &id, trust, &source).map(|d| (id, d)).map_err(|e| e.to_string())
+                    // Records are told apart by their own id (a chunk's is `<doc>#<index>`).
+                    let key = match record {
+                        Record::Chunk(c) => format!("{id}#{}", c.index),
+                        Record::Whole | Record::Parent => id.clone(),
+                    };
+                    engine
+                        .prepare_record(&doc, &id, trust, &source, record)
+                        .map(|d| (key, d))
+                        .map_err(|e| e.to_string())
                 });
             match restored {
                 Ok((id, prepared)) if !seen.contains(&id) => {
@@ -214,10 +223,21 @@ fn rebuild(original: &Path, target: &Path, config: &Config, report: &Report) -> 
     Ok(rebuilt)
 }
 
-/// A stored document back as a corpus document, with its trust level and source.
-fn restore(stored: &TantivyDocument, f: &Fields) -> Result<(CorpusDoc, TrustLevel, String), String> {
+/// A stored record back as a corpus document (its document id, and its own text), with its
+/// trust level, source and what record it is (a chunk, a chunked document's parent, or whole).
+fn restore(stored: &TantivyDocument, f: &Fields) -> Result<(CorpusDoc, TrustLevel, String, Record), String> {
     let text_of = |field| stored.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
-    let id = text_of(f.id).ok_or("stored document without an id")?;
+    let num = |field| stored.get_first(field).and_then(|v| v.as_u64()).and_then(|n| usize::try_from(n).ok());
+    let mut id = text_of(f.id).ok_or("stored document without an id")?;
+    let mut record = Record::Whole;
+    if let Some(c) = &f.chunks {
+        id = text_of(c.doc).unwrap_or(id);
+        if text_of(c.role).as_deref() == Some(PARENT) {
+            record = Record::Parent;
+        } else if let (Some(index), Some(start), Some(end)) = (num(c.index), num(c.start), num(c.end)) {
+            record = Record::Chunk(Chunk { index, start, end });
+        }
+    }
     let text = text_of(f.text_raw).ok_or_else(|| format!("document '{id}': no stored text"))?;
     let meta = match text_of(f.meta).map(|m| serde_json::from_str::<Value>(&m)) {
         Some(Ok(Value::Object(m))) => m as Meta,
@@ -226,7 +246,7 @@ fn restore(stored: &TantivyDocument, f: &Fields) -> Result<(CorpusDoc, TrustLeve
     };
     let trust = text_of(f.trust).and_then(|t| TrustLevel::from_wire(&t)).unwrap_or(TrustLevel::Untrusted);
     let source = text_of(f.source).unwrap_or_default();
-    Ok((CorpusDoc { id: Some(id), title: text_of(f.title_raw), text, meta }, trust, source))
+    Ok((CorpusDoc { id: Some(id), title: text_of(f.title_raw), text, meta }, trust, source, record))
 }
 
 fn engine_uid(dir: &Path) -> Result<String, EngineError> {

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rcp_testkit::Engine;
@@ -51,4 +52,31 @@ pub(crate) fn cranfield_dir() -> PathBuf {
     std::env::var("RCP_CRANFIELD")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield"))
+}
+
+/// Query id → ids of the documents judged relevant to it.
+pub(crate) type Qrels = HashMap<String, HashSet<String>>;
+
+/// The queries of a BEIR directory (id, text) and its positive judgements.
+pub(crate) fn load_queries(dir: &Path) -> (Vec<(String, String)>, Qrels) {
+    let queries = std::fs::read_to_string(dir.join("queries.jsonl")).expect("queries.jsonl");
+    let queries = queries
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["_id"].as_str().map_or_else(|| v["_id"].to_string(), str::to_owned),
+                v["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut qrels = Qrels::new();
+    for line in std::fs::read_to_string(dir.join("qrels.tsv")).expect("qrels.tsv").lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() >= 3 && cols[2].trim().parse::<i64>().unwrap_or(0) > 0 {
+            qrels.entry(cols[0].to_owned()).or_default().insert(cols[1].to_owned());
+        }
+    }
+    (queries, qrels)
 }
