@@ -56,6 +56,7 @@ mod context;
 mod dispatch;
 pub mod exec;
 pub mod feedback;
+mod funnel;
 mod handler;
 #[cfg(feature = "http")]
 pub mod http;
@@ -75,6 +76,7 @@ mod validate;
 
 pub use context::RequestContext;
 pub use exec::Lane;
+pub use funnel::Funnel;
 pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,

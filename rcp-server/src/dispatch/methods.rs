@@ -24,6 +24,7 @@ use super::routes::Call;
 use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
 use crate::feedback::Quarantine;
+use crate::funnel::stage::{self, Reranker};
 use crate::feedback::barred::drop_barred;
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
@@ -43,11 +44,14 @@ pub(crate) struct RetrieveRoute<T> {
     pub(crate) trajectories: Arc<OnceLock<Trajectories>>,
     /// Hits quarantined by feedback (§7.16).
     pub(crate) quarantine: Arc<Quarantine>,
+    /// The reranker of the inline rerank stage (§7.7), once one is registered.
+    pub(crate) reranker: Arc<OnceLock<Reranker>>,
 }
 
-/// `retrieve` (§7.7): funnel, options and filter validated; hits quarantined when the request
-/// started left out (feedback never alters a running retrieve, §7.16); in a session with dedup,
-/// hits already returned left out (§7.7.3); hits finished.
+/// `retrieve` (§7.7): funnel, options and filter validated; with a registered reranker, the
+/// inline rerank stage around the handler (§3.3); hits quarantined when the request started
+/// left out (feedback never alters a running retrieve, §7.16); in a session with dedup, hits
+/// already returned left out (§7.7.3); hits finished.
 pub(crate) fn retrieve<T: Retrieve>(
     route: &RetrieveRoute<T>,
     params: Option<&RawValue>,
@@ -59,6 +63,7 @@ pub(crate) fn retrieve<T: Retrieve>(
     let k = req.k;
     let handler = Arc::clone(&route.handler);
     let trajectories = Arc::clone(&route.trajectories);
+    let reranker = route.reranker.get().cloned();
     let barred = route.quarantine.snapshot();
     if let Some(b) = &barred {
         ctx.bar_hits(Arc::clone(b));
@@ -66,7 +71,11 @@ pub(crate) fn retrieve<T: Retrieve>(
     Ok(Box::pin(async move {
         let started = Instant::now();
         let step = trajectory::step(&trajectories, &mut req, ctx.capabilities());
-        let mut res = handler.retrieve(req, ctx.clone()).await?;
+        let funnel = reranker.as_ref().and_then(|_| stage::plan(&req, &ctx, &mut notes));
+        let mut res = match (&reranker, funnel) {
+            (Some(reranker), Some(funnel)) => stage::run(&*handler, reranker, req, funnel, &ctx).await?,
+            _ => handler.retrieve(req, ctx.clone()).await?,
+        };
         if let Some(barred) = barred {
             drop_barred(&mut res.hits, &barred);
         }
