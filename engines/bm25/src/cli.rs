@@ -178,6 +178,10 @@ struct ServeCmd {
     #[arg(long, value_name = "W", default_value_t = Rm3::default().original_query_weight, value_parser = unit_interval)]
     original_query_weight: f32,
 
+    #[cfg(feature = "rerank")]
+    #[command(flatten)]
+    rerank: rcp_rerank::RerankArgs,
+
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -417,6 +421,8 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    #[cfg(feature = "rerank")]
+    let builder = args.rerank.register(builder)?;
     let builder = args.serve.durable_feedback(builder, args.dir.dir())?;
     Ok(args.serve.run(builder)?)
 }
