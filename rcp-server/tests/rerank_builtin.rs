@@ -94,9 +94,9 @@ impl Peer {
 }
 
 fn ids(v: &Value) -> Vec<String> {
-    v["result"]["hits"].as_array().map_or_else(Vec::new, |hs| {
-        hs.iter().map(|h| h["id"].as_str().unwrap_or_default().to_owned()).collect()
-    })
+    v["result"]["hits"]
+        .as_array()
+        .map_or_else(Vec::new, |hs| hs.iter().map(|h| h["id"].as_str().unwrap_or_default().to_owned()).collect())
 }
 
 async fn reranking() -> (Peer, Value) {
@@ -136,7 +136,10 @@ async fn default_stage_reranks_every_candidate_the_reranker_takes() {
 async fn explicit_funnel_is_honoured() {
     let (mut p, _) = reranking().await;
     let r = p
-        .call("retrieve", json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "cross-encoder", "topN": 4}}))
+        .call(
+            "retrieve",
+            json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "cross-encoder", "topN": 4}}),
+        )
         .await;
     assert_eq!(ids(&r), ["d3", "d2"], "{r}");
     assert_eq!(r["result"]["hits"][0]["meta"]["askedK"], json!(5), "{r}");

@@ -89,14 +89,17 @@ impl Models {
         let methods = self.methods.iter().enumerate().filter(|(i, m)| !self.methods[..*i].contains(m));
         for (_, method) in methods {
             match method {
-                Method::CrossEncoder => offered.extend(cross_encoder.clone().map(|m| Offered {
-                    reranker: Reranker::CrossEncoder(m),
-                    identity: MODEL.identity.to_owned(),
-                })),
-                Method::Colbert => offered.extend(colbert.clone().map(|m| Offered {
-                    reranker: Reranker::Colbert(m),
-                    identity: COLBERT_MODEL.identity.to_owned(),
-                })),
+                Method::CrossEncoder => offered.extend(
+                    cross_encoder
+                        .clone()
+                        .map(|m| Offered { reranker: Reranker::CrossEncoder(m), identity: MODEL.identity.to_owned() }),
+                ),
+                Method::Colbert => {
+                    offered.extend(colbert.clone().map(|m| Offered {
+                        reranker: Reranker::Colbert(m),
+                        identity: COLBERT_MODEL.identity.to_owned(),
+                    }))
+                }
             }
         }
         let multi = colbert.map(|m| MultiVectorEngine::new(m, COLBERT_MODEL.identity.to_owned()));

@@ -24,8 +24,8 @@ use super::routes::Call;
 use super::rules::frame::{body, body_sized};
 use crate::context::RequestContext;
 use crate::feedback::Quarantine;
-use crate::funnel::stage::{self, Reranker};
 use crate::feedback::barred::drop_barred;
+use crate::funnel::stage::{self, Reranker};
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };

@@ -15,7 +15,8 @@ use crate::context::RequestContext;
 use crate::handler::{BoxFuture, HandlerResult, Rerank, RerankRequest, Retrieve, RetrieveRequest};
 
 /// A registered reranker, its type erased so that the `retrieve` route does not depend on it.
-pub(crate) type Reranker = Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
+pub(crate) type Reranker =
+    Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
 
 /// `handler` behind the erased [`Reranker`] type.
 pub(crate) fn erase<T: Rerank>(handler: Arc<T>) -> Reranker {
@@ -74,13 +75,8 @@ pub(crate) async fn run<T: Retrieve>(
     let scores = if n == 0 {
         Vec::new()
     } else {
-        let call = RerankRequest {
-            query,
-            passages,
-            method: funnel.method.clone(),
-            model: funnel.model.clone(),
-            meta: None,
-        };
+        let call =
+            RerankRequest { query, passages, method: funnel.method.clone(), model: funnel.model.clone(), meta: None };
         reranker(call, ctx.clone()).await?
     };
     if scores.len() != n {
