@@ -99,8 +99,8 @@ impl Funnel {
 
     /// Applies the reranker's `scores` (one per passage of [`Funnel::passages`], in order) to
     /// the recall stage's `result`: the rescored hits best first (equal scores keep their
-    /// first-stage order), those below `min_score` left out, cut to `k`; `usage.candidates`
-    /// and `usage.reranked` set.
+    /// first-stage order), those below `min_score` left out, cut to `k`; `usage.reranked`
+    /// set, and `usage.candidates` unless the recall stage counted its own.
     pub fn apply(&self, result: &mut RetrieveResult, scores: Vec<f64>, min_score: Option<f64>) {
         let candidates = result.hits.len();
         let n = scores.len().min(candidates);
@@ -129,7 +129,8 @@ impl Funnel {
         }
         head.truncate(self.k);
         result.hits = head;
-        usage.candidates = Some(candidates as u64);
+        // The recall stage's own count (an engine's, a gateway's sum over engines) stands.
+        usage.candidates.get_or_insert(candidates as u64);
         usage.reranked = Some(n as u64);
     }
 
