@@ -19,7 +19,7 @@ fn serve(extra: &[&str]) -> Engine {
     MODEL.locate_or_fetch(&dir, &mut |m| eprintln!("provision: {m}")).expect("provision the cross-encoder");
     let mut args = vec!["serve", "--rerank", "cross-encoder", "--rerank-model-dir", dir.to_str().expect("utf-8")];
     args.extend_from_slice(extra);
-    Engine::spawn(&bin(), &args)
+    Engine::spawn(bin(), &args)
 }
 
 #[test]
