@@ -59,6 +59,7 @@ mod context;
 mod dispatch;
 pub mod exec;
 pub mod feedback;
+mod funnel;
 mod handler;
 #[cfg(feature = "http")]
 pub mod http;
@@ -79,6 +80,7 @@ mod validate;
 pub use budget::TokenCounter;
 pub use context::RequestContext;
 pub use exec::Lane;
+pub use funnel::Funnel;
 pub use handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
     Retrieve, RetrieveRequest, SparseEmbed, Transform,

@@ -17,6 +17,7 @@ use crate::budget::{Counter, TokenCounter};
 use crate::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
 use crate::exec::Executor;
 use crate::feedback::{FeedbackHandler, FeedbackStore, Quarantine};
+use crate::funnel::stage::{self, Reranker};
 use crate::handler::{
     Catalog, Embed, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -178,6 +179,10 @@ pub struct ServerBuilder {
     trajectories: Arc<OnceLock<Trajectories>>,
     /// The engine's tokenizer for `tokenBudget` packing, once supplied.
     counter: Arc<OnceLock<Counter>>,
+    /// The reranker of the inline rerank stage, once [`ServerBuilder::rerank_builtin`] sets it.
+    inline_reranker: Option<Reranker>,
+    /// The `retrieve` route's reranker, set at [`ServerBuilder::build`] when both are registered.
+    reranker: Arc<OnceLock<Reranker>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -202,6 +207,8 @@ impl ServerBuilder {
             session: None,
             trajectories: Arc::new(OnceLock::new()),
             counter: Arc::new(OnceLock::new()),
+            inline_reranker: None,
+            reranker: Arc::new(OnceLock::new()),
         }
     }
 
@@ -218,6 +225,7 @@ impl ServerBuilder {
             trajectories: Arc::clone(&self.trajectories),
             quarantine: Arc::clone(&self.quarantine),
             counter: Arc::clone(&self.counter),
+            reranker: Arc::clone(&self.reranker),
         };
         self.routes.retrieve = Some(Route::new(route, methods::retrieve));
         self
@@ -259,6 +267,23 @@ impl ServerBuilder {
         self.caps.rerank = Some(h.capability());
         self.routes.rerank = Some(Route::new(h, methods::rerank));
         self
+    }
+
+    /// Registers `reranker` as the `rerank` handler (advertising `rerank`) and as the inline
+    /// rerank stage of `retrieve` (§3.3, §7.7), advertising `retrieve.rerankBuiltin` when a
+    /// `retrieve` handler is registered too (in either order).
+    ///
+    /// The framework then runs the funnel around the engine's `retrieve` handler (see
+    /// [`crate::Funnel`]): the handler is asked for `candidateK` candidates (default
+    /// `max(k, 100)` within `maxK`) with their texts, `reranker` scores the top `rerank.topN`
+    /// (default all, at most `rerank.maxCandidates`) with the requested method (one of
+    /// `rerank.methods`; another is -32005), and the best `k` are returned with `score` the
+    /// reranker's, `scores.rerank` and the first-stage score in `scores`, `usage.candidates`
+    /// and `usage.reranked`. A request with `rerank: false` is served by the handler alone.
+    pub fn rerank_builtin<T: Rerank>(mut self, reranker: T) -> Self {
+        let h = Arc::new(reranker);
+        self.inline_reranker = Some(stage::erase(Arc::clone(&h)));
+        self.rerank(h)
     }
 
     /// Registers the `query/transform` handler; advertises `transform`.
@@ -450,6 +475,11 @@ impl ServerBuilder {
     pub fn build(self) -> Server {
         if let Ok(mut cache) = self.idempotency.lock() {
             *cache = IdempotencyCache::new(self.options.idempotency_cache);
+        }
+        let mut caps = self.caps;
+        if let (Some(reranker), Some(retrieve)) = (self.inline_reranker, caps.retrieve.as_mut()) {
+            retrieve.rerank_builtin = Some(true);
+            let _ = self.reranker.set(reranker);
         }
         if let Some(options) = self.session {
             let _ = self.trajectories.set(Trajectories::new(options));

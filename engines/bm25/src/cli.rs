@@ -188,6 +188,10 @@ struct ServeCmd {
     #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().overlap_words as u32)]
     chunk_overlap: u32,
 
+    #[cfg(feature = "rerank")]
+    #[command(flatten)]
+    rerank: rcp_rerank::RerankArgs,
+
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -429,6 +433,8 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    #[cfg(feature = "rerank")]
+    let builder = args.rerank.register(builder)?;
     let builder = args.serve.durable_feedback(builder, args.dir.dir())?;
     Ok(args.serve.run(builder)?)
 }

@@ -143,6 +143,9 @@ struct ServeCmd {
     model: ModelArgs,
     #[command(flatten)]
     hnsw: HnswArgs,
+    #[cfg(feature = "rerank")]
+    #[command(flatten)]
+    rerank: rcp_rerank::RerankArgs,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -533,6 +536,8 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    #[cfg(feature = "rerank")]
+    let builder = cmd.rerank.register(builder)?;
     let builder = cmd.serve.durable_feedback(builder, cmd.dir.dir())?;
     Ok(cmd.serve.run(builder)?)
 }

@@ -159,6 +159,9 @@ struct ServeCmd {
     batch_limit: u32,
     #[command(flatten)]
     model: ModelArgs,
+    #[cfg(feature = "rerank")]
+    #[command(flatten)]
+    rerank: rcp_rerank::RerankArgs,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -394,5 +397,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);
+    #[cfg(feature = "rerank")]
+    let builder = cmd.rerank.register(builder)?;
     Ok(cmd.serve.run_on(&runtime, builder)?)
 }

@@ -8,18 +8,14 @@
 //! ```
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::{EngineCli, ServeArgs};
 
-use crate::{
-    COLBERT_MODEL, Colbert, CrossEncoder, EncoderOptions, EngineOptions, MODEL, MultiVectorEngine, Offered,
-    RerankEngine, Reranker,
-};
+use crate::load::{Loaded, Method, Models};
+use crate::{COLBERT_MODEL, EncoderOptions, MODEL};
 
 /// The `rcp-rerank` command line.
 #[derive(Debug, Parser)]
@@ -52,15 +48,6 @@ struct ModelDirs {
     /// ColBERT directory [default: $RCP_COLBERT_MODEL_DIR, else <cache dir>/rcp/models/answerai-colbert-small-v1-int8].
     #[arg(long, value_name = "DIR")]
     colbert_model_dir: Option<PathBuf>,
-}
-
-/// A `rerank` method the engine can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Method {
-    /// The cross-encoder's logits.
-    CrossEncoder,
-    /// ColBERT's MaxSim; also serves `embed/multi`.
-    Colbert,
 }
 
 #[derive(Debug, Args)]
@@ -113,46 +100,16 @@ fn fetch_models(dirs: ModelDirs) -> anyhow::Result<()> {
     Ok(COLBERT_MODEL.fetch_reporting(dirs.colbert_model_dir, &mut say)?)
 }
 
-/// The verified files of `model` in `dir` (default its own), fetched first if asked.
-fn locate(model: &rcp_embedder::Model, dir: Option<&PathBuf>, fetch: bool) -> anyhow::Result<rcp_embedder::ModelFiles> {
-    let dir = dir.cloned().unwrap_or_else(|| model.default_dir());
-    Ok(if fetch { model.locate_or_fetch(&dir, &mut say)? } else { model.locate(&dir)? })
-}
-
 fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
-    let methods =
-        if cmd.methods.is_empty() { vec![Method::CrossEncoder, Method::Colbert] } else { cmd.methods.clone() };
-    let options = EncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() };
-    let fetch = cmd.fetch_model;
-    // Both models are located first (a missing one is named before anything loads), then
-    // loaded side by side.
-    let ce_files = methods
-        .contains(&Method::CrossEncoder)
-        .then(|| locate(MODEL, cmd.dirs.model_dir.as_ref(), fetch))
-        .transpose()?;
-    let cb_files = methods
-        .contains(&Method::Colbert)
-        .then(|| locate(COLBERT_MODEL, cmd.dirs.colbert_model_dir.as_ref(), fetch))
-        .transpose()?;
-    let started = Instant::now();
-    let (cross_encoder, colbert) = std::thread::scope(|s| {
-        let ce = s.spawn(|| ce_files.as_ref().map(|f| CrossEncoder::load(f, options)).transpose());
-        let cb = cb_files.as_ref().map(|f| Colbert::load(f, options)).transpose();
-        (ce.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), cb)
-    });
-    let (cross_encoder, colbert) = (cross_encoder?, colbert?);
-    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, ?methods, "models loaded");
-    let mut offered = Vec::new();
-    if let Some(model) = cross_encoder {
-        offered
-            .push(Offered { reranker: Reranker::CrossEncoder(Arc::new(model)), identity: MODEL.identity.to_owned() });
-    }
-    let mut multi = None;
-    if let Some(model) = colbert.map(Arc::new) {
-        multi = Some(MultiVectorEngine::new(Arc::clone(&model), COLBERT_MODEL.identity.to_owned()));
-        offered.push(Offered { reranker: Reranker::Colbert(model), identity: COLBERT_MODEL.identity.to_owned() });
-    }
-    let engine = RerankEngine::new(offered, EngineOptions { max_candidates: cmd.max_candidates.max(1) });
+    let models = Models {
+        methods: if cmd.methods.is_empty() { vec![Method::CrossEncoder, Method::Colbert] } else { cmd.methods.clone() },
+        model_dir: cmd.dirs.model_dir.clone(),
+        colbert_model_dir: cmd.dirs.colbert_model_dir.clone(),
+        fetch: cmd.fetch_model,
+        encoder: EncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() },
+        max_candidates: cmd.max_candidates,
+    };
+    let Loaded { engine, multi } = models.load()?;
     let mut builder =
         Server::builder("rcp-rerank", env!("CARGO_PKG_VERSION")).rerank(engine).log().conformance(ConformanceLevel::L0);
     if let Some(multi) = multi {

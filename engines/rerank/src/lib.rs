@@ -6,8 +6,9 @@
 //!
 //! [`cross_encoder::CrossEncoder`] scores (query, passage) pairs; [`colbert::Colbert`] encodes
 //! token matrices and scores them by MaxSim; [`engine::RerankEngine`] puts them behind the
-//! `rerank` capability and [`multi::MultiVectorEngine`] ColBERT behind `multiVector`; [`cli`]
-//! is the `rcp-rerank` command line.
+//! `rerank` capability and [`multi::MultiVectorEngine`] ColBERT behind `multiVector`; [`load`]
+//! loads them from flags, for `rcp-rerank serve` and for engines that rerank inside `retrieve`
+//! ([`RerankArgs`]: `--rerank cross-encoder|colbert`); [`cli`] is the `rcp-rerank` command line.
 
 #![forbid(unsafe_code)]
 
@@ -15,12 +16,14 @@ pub mod cli;
 pub mod colbert;
 pub mod cross_encoder;
 pub mod engine;
+pub mod load;
 pub mod multi;
 pub mod onnx;
 
 pub use colbert::{Colbert, Kind, Matrix, max_sim};
 pub use cross_encoder::{CrossEncoder, MAX_LENGTH};
 pub use engine::{COLBERT_METHOD, EngineOptions, METHOD, Offered, RerankEngine, Reranker};
+pub use load::{Loaded, Method, Models, RerankArgs};
 pub use multi::MultiVectorEngine;
 pub use onnx::{EncoderError, EncoderOptions};
 

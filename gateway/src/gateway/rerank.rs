@@ -3,50 +3,32 @@
 //! then cut to `k`. Each reranked hit keeps its fused score in `scores.fusion` beside
 //! `scores.rerank`, and `score` becomes the reranker's; `usage.reranked` says how many were
 //! rescored. The gateway also serves `rerank` itself by forwarding it to that engine.
+//!
+//! The funnel's rules (planning, rescoring, the cut, `usage`) are the framework's
+//! [`Funnel`], the same an engine gets from `ServerBuilder::rerank_builtin`. The gateway runs
+//! the stage itself rather than through `rerank_builtin` for one reason: its reranker is a
+//! remote engine that may be optional, and an optional reranker's failure keeps the fused
+//! order (a note, the entry in `_meta.degraded`) instead of failing the request.
 
 use std::time::Duration;
 
 use rcp_protocol::capabilities::RerankCapability;
 use rcp_protocol::rerank::RerankParams;
-use rcp_protocol::retrieve::RerankOption;
-use rcp_protocol::{Hit, InputItem, RcpError, RetrieveParams, RetrieveResult};
-use rcp_server::{HandlerResult, RequestContext, Rerank, RerankRequest};
+use rcp_protocol::{RcpError, RetrieveParams, RetrieveResult};
+use rcp_server::{Funnel, HandlerResult, RequestContext, Rerank, RerankRequest};
 use serde_json::json;
 
 use super::startup::Gateway;
 
-/// How one `retrieve` is reranked: how many fused candidates the recall stage keeps, and
-/// which of them the reranker rescores.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Funnel {
-    /// Fused candidates kept (`candidateK`).
-    pub(super) candidates: usize,
-    /// Candidates rescored (`rerank.topN`, at most the reranker's `maxCandidates`).
-    pub(super) top_n: usize,
-    /// The method asked of the reranker.
-    pub(super) method: String,
-    /// The model asked of the reranker, if the request names one.
-    pub(super) model: Option<String>,
-}
-
 impl Gateway {
     /// The funnel of a request (the framework has checked `candidateK >= topN >= k`), or
-    /// `None` when the gateway has no reranker or the request says `rerank: false`.
+    /// `None` when the gateway has no reranker or the request says `rerank: false`: the
+    /// framework's [`Funnel`], with the registry's method as the default and the fused score
+    /// kept as `scores.fusion`.
     pub(super) fn funnel(&self, params: &RetrieveParams, k: usize, candidate_k: usize) -> Option<Funnel> {
         let reranker = self.reranker.as_ref()?;
-        let stage = match &params.rerank {
-            Some(RerankOption::Enabled(false)) => return None,
-            Some(RerankOption::Stage(s)) => s.clone(),
-            Some(RerankOption::Enabled(true)) | None => Default::default(),
-        };
-        let top_n = stage.top_n.map_or(candidate_k, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let top_n = top_n.min(reranker.ceiling()).max(k);
-        Some(Funnel {
-            candidates: candidate_k.max(top_n),
-            top_n,
-            method: stage.method.unwrap_or_else(|| reranker.method.clone()),
-            model: stage.model,
-        })
+        let funnel = Funnel::plan(params, k, candidate_k, &reranker.method, reranker.capability.max_candidates)?;
+        Some(funnel.with_first_stage("fusion"))
     }
 
     /// Reranks the top `funnel.top_n` hits of `fused` and cuts the list to `k`. When the
@@ -62,14 +44,11 @@ impl Gateway {
     ) -> HandlerResult<RetrieveResult> {
         let Some(reranker) = &self.reranker else { return Ok(fused) };
         let spec = &self.pool.entries()[reranker.index].spec;
-        let n = funnel.top_n.min(fused.hits.len());
-        let usage = fused.usage.get_or_insert_with(Default::default);
-        let missing = fused.hits[..n].iter().filter(|h| h.text.is_none()).count();
+        let (passages, missing) = funnel.passages(&fused.hits);
+        let n = passages.len();
         if missing > 0 {
-            usage.notes.push(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
+            fused.note(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
         }
-        let passages: Vec<InputItem> =
-            fused.hits[..n].iter().map(|h| InputItem::Text(h.text.clone().unwrap_or_default())).collect();
         let call = RerankParams {
             query: params.query.clone(),
             passages,
@@ -81,12 +60,9 @@ impl Gateway {
         };
         match self.call_reranker(reranker.index, call, ctx).await {
             Ok(scores) => {
-                let mut head: Vec<Hit> = fused.hits.drain(..n).zip(scores).map(|(h, s)| rescored(h, s)).collect();
-                // Stable: equal rerank scores keep their fused order.
-                head.sort_by(|a, b| b.score.total_cmp(&a.score));
-                fused.hits = head;
-                usage.reranked = Some(n as u64);
-                usage.notes.push(format!("reranked {n} by '{}' ({})", spec.id, funnel.method));
+                fused.note(format!("reranked {n} by '{}' ({})", spec.id, funnel.method));
+                funnel.apply(&mut fused, scores, params.min_score);
+                return Ok(fused);
             }
             Err(e) if spec.required => {
                 let mut err = e;
@@ -94,7 +70,7 @@ impl Gateway {
                 return Err(err);
             }
             Err(e) => {
-                usage.notes.push(format!("reranker '{}' failed: {}; fused order kept", spec.id, e.message));
+                fused.note(format!("reranker '{}' failed: {}; fused order kept", spec.id, e.message));
                 let meta = fused.meta.get_or_insert_with(Default::default);
                 match meta.get_mut("degraded").and_then(|d| d.as_array_mut()) {
                     Some(list) => list.push(json!(spec.id)),
@@ -135,15 +111,6 @@ impl Gateway {
         }
         Ok(result.scores)
     }
-}
-
-/// `hit` with the reranker's `score`, its fused score kept in `scores.fusion`.
-fn rescored(mut hit: Hit, score: f64) -> Hit {
-    let scores = hit.scores.get_or_insert_with(Default::default);
-    scores.insert("fusion".into(), hit.score);
-    scores.insert("rerank".into(), score);
-    hit.score = score;
-    hit
 }
 
 /// `rerank` on the gateway: forwarded to the reranking entry.

@@ -29,9 +29,4 @@ impl Reranker {
         };
         Ok(Self { index, method, capability })
     }
-
-    /// The most passages one call may carry.
-    pub(super) fn ceiling(&self) -> usize {
-        self.capability.max_candidates.map_or(usize::MAX, |m| m as usize)
-    }
 }

@@ -28,6 +28,7 @@ use crate::budget::{Counter, Packing};
 use crate::context::RequestContext;
 use crate::feedback::Quarantine;
 use crate::feedback::barred::drop_barred;
+use crate::funnel::stage::{self, Reranker};
 use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, Index, Memory, MultiVector, Rerank, Retrieve, SparseEmbed, Transform,
 };
@@ -48,11 +49,14 @@ pub(crate) struct RetrieveRoute<T> {
     pub(crate) quarantine: Arc<Quarantine>,
     /// The engine's tokenizer, once one is supplied: `tokenBudget` packing (§7.7.2).
     pub(crate) counter: Arc<OnceLock<Counter>>,
+    /// The reranker of the inline rerank stage (§7.7), once one is registered.
+    pub(crate) reranker: Arc<OnceLock<Reranker>>,
 }
 
-/// `retrieve` (§7.7): funnel, options and filter validated; hits quarantined when the request
-/// started left out (feedback never alters a running retrieve, §7.16); in a session with dedup,
-/// hits already returned left out (§7.7.3); packed to `tokenBudget` (§7.7.2); hits finished.
+/// `retrieve` (§7.7): funnel, options and filter validated; with a registered reranker, the
+/// inline rerank stage around the handler (§3.3); hits quarantined when the request started
+/// left out (feedback never alters a running retrieve, §7.16); in a session with dedup, hits
+/// already returned left out (§7.7.3); packed to `tokenBudget` (§7.7.2); hits finished.
 pub(crate) fn retrieve<T: Retrieve>(
     route: &RetrieveRoute<T>,
     params: Option<&RawValue>,
@@ -64,6 +68,7 @@ pub(crate) fn retrieve<T: Retrieve>(
     let k = req.k;
     let handler = Arc::clone(&route.handler);
     let trajectories = Arc::clone(&route.trajectories);
+    let reranker = route.reranker.get().cloned();
     let packing = match (req.params.token_budget, route.counter.get()) {
         (Some(budget), Some(counter)) => {
             let packing = Packing::new(counter.clone(), budget, req.params.include_text);
@@ -83,7 +88,11 @@ pub(crate) fn retrieve<T: Retrieve>(
             req.k = ask;
             req.candidate_k = req.candidate_k.max(ask);
         }
-        let mut res = handler.retrieve(req, ctx.clone()).await?;
+        let funnel = reranker.as_ref().and_then(|_| stage::plan(&req, &ctx, &mut notes));
+        let mut res = match (&reranker, funnel) {
+            (Some(reranker), Some(funnel)) => stage::run(&*handler, reranker, req, funnel, &ctx).await?,
+            _ => handler.retrieve(req, ctx.clone()).await?,
+        };
         if let Some(barred) = barred {
             drop_barred(&mut res.hits, &barred);
         }

@@ -1,6 +1,7 @@
 //! `rcp eval DATASET_DIR`: runs a BEIR collection's queries against one engine or every engine
 //! of a registry and reports nDCG@10, Recall@100 and MRR@10 per engine and, with two engines or
-//! more, for their RRF and convex fusions (§16.3), with the metric code of `rcp_client::eval`.
+//! more, for their RRF and convex fusions (§16.3), with the metric code of `rcp_client::eval`;
+//! with `--rerank`, that ranking reranked by a separate engine ([`super::eval_rerank`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -12,6 +13,7 @@ use rcp_protocol::fusion::{self, EngineList, FusionMethod};
 use rcp_protocol::{Hit, RetrieveParams};
 use serde_json::{Value, json};
 
+use crate::eval_rerank::Reranker;
 use crate::out::outln;
 
 /// How many hits are asked per query (Recall@100 needs 100).
@@ -35,10 +37,18 @@ pub(crate) struct Report {
     pub empty: Vec<usize>,
     /// Per fusion method asked (`rrf`, `convex`): the scores and the method actually used.
     pub fused: Vec<(&'static str, &'static str, Scores)>,
+    /// With `--rerank`: one row per method, named `"{list} → {method}"`.
+    pub reranked: Vec<(String, Scores)>,
 }
 
 /// Evaluates `engines` (label, client) on the collection in `dir`, its first `limit` queries.
-pub(crate) async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Client)]) -> Result<Report, String> {
+/// With `rerank`, the RRF fusion (or the one engine's list) is reranked too.
+pub(crate) async fn run(
+    dir: &Path,
+    limit: Option<usize>,
+    engines: &[(String, Client)],
+    rerank: Option<&Reranker>,
+) -> Result<Report, String> {
     let mut c = Collection::load(dir).map_err(|e| e.to_string())?;
     if let Some(n) = limit {
         c = c.limit(n);
@@ -68,6 +78,12 @@ pub(crate) async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Cl
         engines: Vec::new(),
         empty: Vec::new(),
         fused: Vec::new(),
+        reranked: Vec::new(),
+    };
+    // The list a reranker rescores: the RRF fusion with two engines or more, else the engine's.
+    let mut first_stage: (String, HashMap<String, Vec<Hit>>) = match engines {
+        [(label, _)] => (label.clone(), answers.iter().map(|(q, a)| (q.clone(), a[0].clone())).collect()),
+        _ => ("fused (rrf)".into(), HashMap::new()),
     };
     for (i, (label, _)) in engines.iter().enumerate() {
         let rankings: HashMap<String, Vec<String>> = answers.iter().map(|(q, a)| (q.clone(), ids(&a[i]))).collect();
@@ -96,9 +112,15 @@ pub(crate) async fn run(dir: &Path, limit: Option<usize>, engines: &[(String, Cl
                 let out = fusion::fuse_or_fallback(&lists, &method, DEPTH as usize).map_err(|e| e.to_string())?;
                 used = out.method.name();
                 rankings.insert(qid.clone(), ids(&out.hits));
+                if method.name() == "rrf" {
+                    first_stage.1.insert(qid.clone(), out.hits);
+                }
             }
             report.fused.push((method.name(), used, evaluate(&c, &rankings)));
         }
+    }
+    if let Some(r) = rerank {
+        report.reranked = r.rows(&c, &first_stage.0, &first_stage.1).await?;
     }
     Ok(report)
 }
@@ -116,7 +138,8 @@ impl Report {
                 (*asked, v)
             })
             .collect();
-        json!({"dataset": self.dataset, "queries": self.queries, "engines": engines, "fused": fused})
+        let reranked: BTreeMap<&str, &Scores> = self.reranked.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        json!({"dataset": self.dataset, "queries": self.queries, "engines": engines, "fused": fused, "reranked": reranked})
     }
 
     /// Warns on stderr about every engine that returned no hits for most queries (it most
@@ -142,15 +165,18 @@ impl Report {
     /// The report as a table.
     pub(crate) fn print(&self) {
         outln!("{} ({} queries)", self.dataset, self.queries);
-        outln!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
+        outln!("{:<32} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
         let row =
-            |name: &str, s: &Scores| outln!("{name:<24} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
+            |name: &str, s: &Scores| outln!("{name:<32} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
         for (id, s) in &self.engines {
             row(id, s);
         }
         for (asked, used, s) in &self.fused {
             let name = if asked == used { format!("fused ({asked})") } else { format!("fused ({asked} → {used})") };
             row(&name, s);
+        }
+        for (name, s) in &self.reranked {
+            row(name, s);
         }
     }
 }

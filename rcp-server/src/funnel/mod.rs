@@ -1,0 +1,163 @@
+//! The rerank stage of `retrieve` and its funnel `candidateK >= rerank.topN >= k` (§3.3, §7.7),
+//! in one place for every server that reranks inside `retrieve`: an engine that switches it on
+//! with [`ServerBuilder::rerank_builtin`](crate::ServerBuilder::rerank_builtin) (the framework
+//! then runs [`stage`]) and the gateway, which reranks its fused list.
+//!
+//! - [`Funnel::plan`] reads the validated request: no stage for `rerank: false` or a `cursor`
+//!   (a page continues the first-stage list its cursor was minted for); otherwise the recall
+//!   stage keeps `candidateK` candidates (the framework's default `max(k, 100)`, within
+//!   `maxK`), the reranker rescores the top `rerank.topN` of them (default: every candidate),
+//!   at most `rerank.maxCandidates`, and the best `k` are returned.
+//! - [`Funnel::apply`] turns the reranker's scores into the result: each rescored hit's
+//!   `score` becomes the reranker's, `scores.rerank` holds it and the first-stage score is
+//!   kept beside it (`scores.sparse`, `scores.dense`, `scores.fusion`); candidates beyond
+//!   `topN` are dropped (the best `k` come from the reranked ones), `minScore` applies on the
+//!   reranker's scale, and `usage.candidates` / `usage.reranked` say what ran. With `mmr`,
+//!   the inline stage diversifies the reranked hits (rerank, then diversify, as §3 draws the
+//!   pipeline) by their vectors.
+
+pub(crate) mod stage;
+
+use rcp_protocol::mmr::mmr;
+use rcp_protocol::retrieve::{RerankOption, WireVector};
+use rcp_protocol::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
+
+/// One request's rerank stage: how many candidates recall keeps and which of them are
+/// rescored, by which method (§7.7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Funnel {
+    /// Candidates the recall stage is asked for (`candidateK`, never below `top_n`).
+    pub candidates: usize,
+    /// Candidates the reranker rescores (`rerank.topN`, at most `rerank.maxCandidates`).
+    pub top_n: usize,
+    /// The final result count.
+    pub k: usize,
+    /// The method asked of the reranker (§7.6).
+    pub method: String,
+    /// The model asked of the reranker, if the request names one.
+    pub model: Option<String>,
+    /// The key under which each hit's first-stage score is kept in `scores`.
+    pub first_stage: String,
+    /// MMR's `lambda` when the reranked hits are diversified after the rerank (the pipeline's
+    /// order, §3), from the hits' vectors; `None` leaves them in reranker order.
+    pub diversify: Option<f64>,
+}
+
+impl Funnel {
+    /// The funnel of a validated request (the framework has checked `candidateK >= topN >= k`
+    /// and clamped each to `maxK` / `maxCandidates`), or `None` when it asks for no rerank
+    /// (`rerank: false`) or continues a page (`cursor`). An absent `rerank` means the server's
+    /// default stage: `default_method` over every candidate. `max_candidates` is the
+    /// reranker's `rerank.maxCandidates`.
+    pub fn plan(
+        params: &RetrieveParams,
+        k: usize,
+        candidate_k: usize,
+        default_method: &str,
+        max_candidates: Option<u32>,
+    ) -> Option<Self> {
+        if params.cursor.is_some() {
+            return None;
+        }
+        let stage = match &params.rerank {
+            Some(RerankOption::Enabled(false)) => return None,
+            Some(RerankOption::Stage(s)) => s.clone(),
+            Some(RerankOption::Enabled(true)) | None => Default::default(),
+        };
+        let ceiling = max_candidates.map_or(usize::MAX, |m| m as usize);
+        let top_n = stage.top_n.map_or(candidate_k.max(k), |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let top_n = top_n.min(ceiling).max(1);
+        let first_stage = match &params.mode {
+            Some(Mode::Hybrid) => "fusion".to_owned(),
+            Some(m) => m.as_str().to_owned(),
+            None => "recall".to_owned(),
+        };
+        Some(Self {
+            candidates: candidate_k.max(top_n),
+            top_n,
+            k,
+            method: stage.method.unwrap_or_else(|| default_method.to_owned()),
+            model: stage.model,
+            first_stage,
+            diversify: None,
+        })
+    }
+
+    /// Keeps `fusion` as the key of the first-stage score (a gateway's fused list).
+    pub fn with_first_stage(mut self, key: impl Into<String>) -> Self {
+        self.first_stage = key.into();
+        self
+    }
+
+    /// The passages the reranker scores: the texts of the top `top_n` hits, and how many of
+    /// them carry no text (scored as empty passages).
+    pub fn passages(&self, hits: &[Hit]) -> (Vec<InputItem>, usize) {
+        let head = &hits[..self.top_n.min(hits.len())];
+        let missing = head.iter().filter(|h| h.text.is_none()).count();
+        (head.iter().map(|h| InputItem::Text(h.text.clone().unwrap_or_default())).collect(), missing)
+    }
+
+    /// Applies the reranker's `scores` (one per passage of [`Funnel::passages`], in order) to
+    /// the recall stage's `result`: the rescored hits best first (equal scores keep their
+    /// first-stage order), those below `min_score` left out, cut to `k`; `usage.reranked`
+    /// set, and `usage.candidates` unless the recall stage counted its own.
+    pub fn apply(&self, result: &mut RetrieveResult, scores: Vec<f64>, min_score: Option<f64>) {
+        let candidates = result.hits.len();
+        let n = scores.len().min(candidates);
+        result.hits.truncate(n);
+        let mut head: Vec<Hit> =
+            std::mem::take(&mut result.hits).into_iter().zip(scores).map(|(h, s)| self.rescored(h, s)).collect();
+        head.sort_by(|a, b| b.score.total_cmp(&a.score));
+        if let Some(min) = min_score {
+            head.retain(|h| h.score >= min);
+        }
+        let usage = result.usage.get_or_insert_with(Default::default);
+        if let Some(lambda) = self.diversify {
+            match diversified(&head, lambda, self.k) {
+                Some(order) => {
+                    let mut slots: Vec<Option<Hit>> = head.into_iter().map(Some).collect();
+                    head = order.into_iter().filter_map(|i| slots[i].take()).collect();
+                }
+                None => usage.notes.push("mmr not applied: the reranked hits carry no vectors".into()),
+            }
+        }
+        if self.k > self.top_n && n == self.top_n {
+            usage.notes.push(format!(
+                "k ({}) exceeds the {} candidates the reranker can score (rerank.maxCandidates): at most {} hits",
+                self.k, self.top_n, self.top_n
+            ));
+        }
+        head.truncate(self.k);
+        result.hits = head;
+        // The recall stage's own count (an engine's, a gateway's sum over engines) stands.
+        usage.candidates.get_or_insert(candidates as u64);
+        usage.reranked = Some(n as u64);
+    }
+
+    /// `hit` with the reranker's `score` (NaN ranks last), its first-stage score kept.
+    fn rescored(&self, mut hit: Hit, score: f64) -> Hit {
+        let score = if score.is_nan() { f64::MIN } else { score };
+        let scores = hit.scores.get_or_insert_with(Default::default);
+        scores.entry(self.first_stage.clone()).or_insert(hit.score);
+        scores.insert("rerank".into(), score);
+        hit.score = score;
+        hit
+    }
+}
+
+/// The MMR order (§7.7 `mmr`) of the best `k` of `hits` by their (reranked) scores and their
+/// vectors; `None` when a hit carries no vector in numbers.
+fn diversified(hits: &[Hit], lambda: f64, k: usize) -> Option<Vec<usize>> {
+    let vectors = hits
+        .iter()
+        .map(|h| match &h.vector {
+            Some(WireVector::Json(v)) => Some(v.as_slice()),
+            _ => None,
+        })
+        .collect::<Option<Vec<&[f32]>>>()?;
+    let relevance: Vec<f64> = hits.iter().map(|h| h.score).collect();
+    Some(mmr(&relevance, &vectors, lambda, k))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! The inline rerank stage the framework runs around an engine's `retrieve` handler once the
+//! engine registers a reranker with
+//! [`ServerBuilder::rerank_builtin`](crate::ServerBuilder::rerank_builtin): recall asks the
+//! handler for `candidateK` hits (texts included, `minScore` held back for the reranker's
+//! scale), the registered [`Rerank`] handler scores the top `topN`, and [`Funnel::apply`]
+//! returns the best `k`.
+
+use std::sync::Arc;
+
+use rcp_protocol::retrieve::RerankOption;
+use rcp_protocol::{RcpError, RetrieveResult};
+
+use super::Funnel;
+use crate::context::RequestContext;
+use crate::handler::{BoxFuture, HandlerResult, Rerank, RerankRequest, Retrieve, RetrieveRequest};
+
+/// A registered reranker, its type erased so that the `retrieve` route does not depend on it.
+pub(crate) type Reranker =
+    Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
+
+/// `handler` behind the erased [`Reranker`] type.
+pub(crate) fn erase<T: Rerank>(handler: Arc<T>) -> Reranker {
+    Arc::new(move |req, ctx| {
+        let h = Arc::clone(&handler);
+        Box::pin(async move { h.rerank(req, ctx).await })
+    })
+}
+
+/// The funnel of `req` for the session's `rerank` capability, or `None` (no stage: `rerank:
+/// false`, a `cursor`, or a query without text, noted in `notes`).
+pub(crate) fn plan(req: &RetrieveRequest, ctx: &RequestContext, notes: &mut Vec<String>) -> Option<Funnel> {
+    let rc = ctx.capabilities().rerank.clone().unwrap_or_default();
+    let funnel = Funnel::plan(
+        &req.params,
+        req.k,
+        req.candidate_k,
+        rcp_protocol::gating::default_rerank_method(&rc),
+        rc.max_candidates,
+    )?;
+    if req.params.query.modality() != "text" || req.params.query.text().trim().is_empty() {
+        notes.push("not reranked: the reranker scores text queries only".into());
+        return None;
+    }
+    Some(funnel)
+}
+
+/// Runs recall through `handler`, then the rerank stage of `funnel` through `reranker`.
+pub(crate) async fn run<T: Retrieve>(
+    handler: &T,
+    reranker: &Reranker,
+    mut req: RetrieveRequest,
+    mut funnel: Funnel,
+    ctx: &RequestContext,
+) -> HandlerResult<RetrieveResult> {
+    let query = req.params.query.clone();
+    let min_score = req.params.min_score.take();
+    let include_text = req.params.include_text;
+    let include_vectors = req.params.include_vectors;
+    // MMR diversifies the reranked hits (rerank, then diversify: §3), with the hits' vectors.
+    if let Some(m) = req.params.mmr.take() {
+        funnel.diversify = Some(m.lambda);
+        req.params.include_vectors = Some(true);
+    }
+    // The handler recalls; the framework reranks (an engine reading `rerank` sees `false`).
+    req.params.rerank = Some(RerankOption::Enabled(false));
+    req.params.include_text = Some(true);
+    req.k = funnel.candidates;
+    req.candidate_k = req.candidate_k.max(funnel.candidates);
+    let mut res = handler.retrieve(req, ctx.clone()).await?;
+    let (passages, missing) = funnel.passages(&res.hits);
+    if missing > 0 {
+        res.note(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
+    }
+    let n = passages.len();
+    let scores = if n == 0 {
+        Vec::new()
+    } else {
+        let call =
+            RerankRequest { query, passages, method: funnel.method.clone(), model: funnel.model.clone(), meta: None };
+        reranker(call, ctx.clone()).await?
+    };
+    if scores.len() != n {
+        return Err(RcpError::internal(format!("reranker returned {} scores for {n} passages", scores.len())));
+    }
+    if res.next_cursor.take().is_some() {
+        res.note("reranked results are not paginated: nextCursor withheld");
+    }
+    funnel.apply(&mut res, scores, min_score);
+    for h in &mut res.hits {
+        if include_text == Some(false) {
+            h.text = None;
+        }
+        if include_vectors != Some(true) {
+            h.vector = None;
+        }
+    }
+    Ok(res)
+}
