@@ -21,17 +21,24 @@
 //! - `session-repeats`: advertises `session: {dedup: true}` but keeps no trajectory state, so a
 //!   second retrieve with the same `sessionId` returns the same hits (a MAY missed, not a MUST)
 //! - `session-refused`: answers any request carrying `params.sessionId` with `-32602`
+//! - `graph-shapes`: also serves `graph` (ops `local`, `communities`, `neighbors`) and `feedback`,
+//!   but answers `communities` with `{"hits": []}` (valid against the schema's `anyOf`, not the
+//!   op's shape), a `neighbors` edge to a node it does not list, and `accepted` larger than the
+//!   number of signals sent
 //! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
 //!   rewrite is silently not done instead of being rejected with `-32005`
 
 use std::collections::HashMap;
 
-use rcp_protocol::capabilities::{EmbedCapability, RerankCapability, RetrieveCapability};
+use rcp_protocol::capabilities::{EmbedCapability, GraphCapability, RerankCapability, RetrieveCapability};
+use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
 use rcp_protocol::filter::{FieldType, FilterCapability};
+use rcp_protocol::graph::{GraphEdge, GraphNode, GraphParams, GraphResult};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{
-    Embed, EmbedRequest, HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Server,
+    Embed, EmbedRequest, Feedback, Graph, HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve,
+    RetrieveRequest, Server,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -107,7 +114,41 @@ impl Rerank for Overlap {
     }
 }
 
+/// A graph over `DOCS` with the defects of the `graph-shapes` mode.
+struct BadGraph;
+
+impl Graph for BadGraph {
+    fn capability(&self) -> GraphCapability {
+        GraphCapability { ops: vec!["local".into(), "communities".into(), "neighbors".into()], ..Default::default() }
+    }
+
+    async fn graph(&self, params: GraphParams, _ctx: RequestContext) -> HandlerResult<GraphResult> {
+        Ok(match params.op.as_str() {
+            "local" => GraphResult { hits: Some(vec![Hit::new("a", 1.0), Hit::new("b", 0.5)]), ..Default::default() },
+            "neighbors" => GraphResult {
+                nodes: Some(vec![GraphNode { id: "a".into(), score: Some(1.0) }]),
+                edges: Some(vec![GraphEdge { src: json!("a"), dst: json!("not-listed"), weight: Some(0.5) }]),
+                ..Default::default()
+            },
+            _ => GraphResult { hits: Some(Vec::new()), ..Default::default() },
+        })
+    }
+}
+
+/// Feedback that claims more signals than it was sent.
+struct Overcount;
+
+impl Feedback for Overcount {
+    async fn feedback(&self, params: FeedbackParams, _ctx: RequestContext) -> HandlerResult<FeedbackResult> {
+        Ok(FeedbackResult { accepted: params.signals.len() as u64 + 3, ..Default::default() })
+    }
+}
+
 fn server(mode: &str) -> Server {
+    if mode == "graph-shapes" {
+        let builder = Server::builder("broken-engine", "0").retrieve(Words).graph(BadGraph).feedback(Overcount);
+        return builder.conformance(ConformanceLevel::L1).build();
+    }
     if mode == "overclaim-only" {
         return Server::builder("broken-engine", "0").embed(Toy).conformance(ConformanceLevel::L2).build();
     }

@@ -199,3 +199,11 @@ async fn an_ignored_rewrite_fails() {
     let report = expect_failures("rewrite-ignored", &["retrieve.rewrite-unadvertised"]).await;
     assert_eq!(common::failed(&report), ["retrieve.rewrite-unadvertised"], "{}", report.render_text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
+    let report = expect_failures("graph-shapes", &["graph.result-shape", "feedback.accepted"]).await;
+    // An edge to an unlisted node is not forbidden by the spec: information, not a failure.
+    assert_eq!(report.check("graph.neighbors-edges").map(|c| c.status), Some(Status::Info));
+    assert_eq!(report.check("graph.ops-served").map(|c| c.status), Some(Status::Pass));
+}

@@ -27,7 +27,7 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-const PANELS = ['server', 'query', 'stream', 'compare', 'wire', 'conformance'];
+const PANELS = ['server', 'query', 'stream', 'graph', 'compare', 'wire', 'conformance'];
 
 const state = {
   engines: [],
@@ -205,7 +205,7 @@ function showPanel(name, focus) {
   if (focus) $(`tab-${name}`).focus();
   const url = readUrl();
   const keep = {};
-  for (const k of ['q', 'k', 'mode', 'filter', 'strict', 'fusion', 'mmr']) if (url.get(k) !== null) keep[k] = url.get(k);
+  for (const k of ['q', 'k', 'mode', 'filter', 'strict', 'fusion', 'mmr', 'op', 'seed', 'hops', 'level']) if (url.get(k) !== null) keep[k] = url.get(k);
   writeUrl(keep);
   if (name === 'wire') startWirePolling(); else stopWirePolling();
   if (name === 'compare' && state.compare) requestAnimationFrame(drawLinks);
@@ -216,13 +216,15 @@ function setupTabs() {
     const tab = $(`tab-${p}`);
     tab.addEventListener('click', () => showPanel(p));
     tab.addEventListener('keydown', (e) => {
-      const i = PANELS.indexOf(p);
+      // Hidden tabs (Graph, for an engine without `graph`) are skipped.
+      const shown = PANELS.filter((x) => !$(`tab-${x}`).hidden);
+      const i = shown.indexOf(p);
       let j = null;
-      if (e.key === 'ArrowRight') j = (i + 1) % PANELS.length;
-      if (e.key === 'ArrowLeft') j = (i + PANELS.length - 1) % PANELS.length;
+      if (e.key === 'ArrowRight') j = (i + 1) % shown.length;
+      if (e.key === 'ArrowLeft') j = (i + shown.length - 1) % shown.length;
       if (e.key === 'Home') j = 0;
-      if (e.key === 'End') j = PANELS.length - 1;
-      if (j !== null) { e.preventDefault(); showPanel(PANELS[j], true); }
+      if (e.key === 'End') j = shown.length - 1;
+      if (j !== null) { e.preventDefault(); showPanel(shown[j], true); }
     });
   }
 }
@@ -270,6 +272,7 @@ async function connect() {
   }
   renderServer();
   setupQueryForm();
+  if (window.setupGraphPanel) window.setupGraphPanel();
 }
 
 function kvList(obj) {
@@ -1026,6 +1029,7 @@ async function main() {
     if (panel === 'stream') await runStream();
     if (panel === 'compare' && state.registry) await runCompare();
   }
+  if (panel === 'graph' && state.info && window.runGraphFromUrl) await window.runGraphFromUrl(url);
 }
 
 main();

@@ -26,6 +26,7 @@ use crate::wire::WireLog;
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
+const GRAPH_JS: &str = include_str!("../assets/graph.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 
 /// The header that tags who sent a proxied frame, for the Wire panel.
@@ -108,6 +109,7 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX_HTML) }))
         .route("/app.js", get(|| async { ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], APP_JS) }))
+        .route("/graph.js", get(|| async { ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], GRAPH_JS) }))
         .route("/app.css", get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS) }))
         .route("/api/targets", get(targets))
         .route("/api/health/{engine}", get(health))

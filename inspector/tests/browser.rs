@@ -263,6 +263,7 @@ async fn panels_against_rcp_bm25() {
         .await;
     let identity = b.js("return document.querySelector('#server-body .kv').innerText;").await;
     assert!(identity.as_str().is_some_and(|t| t.contains("rcp-bm25") && t.contains("L2")), "identity: {identity}");
+    assert_eq!(b.js("return document.getElementById('tab-graph').hidden;").await, true, "no graph: no Graph tab");
     b.screenshot("server").await;
 
     // Keyboard: the tabs are a tablist moved through with the arrow keys.
@@ -565,6 +566,93 @@ async fn stream_cancel_button_stops_a_slow_request() {
     assert!(log[error_at].contains("-32006"), "the engine answered 'request cancelled' (-32006): {log:?}");
     let shown = b.js("return document.getElementById('stream-error').innerText;").await;
     assert!(shown.as_str().is_some_and(|t| t.contains("error -32006")), "the error box names the code: {shown}");
+    b.assert_no_page_errors().await;
+    b.client.close().await.expect("close the browser");
+}
+
+/// The engine the Graph panel test runs against, as an `--stdio` command, and a node id of its
+/// graph to start from. It is the `graph_engine` example (a fixed twelve-document graph); to run
+/// the same test against another engine serving `graph` (e.g. `rcp-dense serve`), return its
+/// command and one of its document ids here.
+fn graph_server() -> (String, &'static str) {
+    let bin = rcp_testkit::example_bin("graph_engine");
+    (bin.display().to_string(), "bm25")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graph_panel_draws_neighbors_and_lists_communities() {
+    let Some((chromium, driver)) = browser_binaries() else { return };
+    let (command, seed) = graph_server();
+    let (_inspector, url) = start_inspector(&["--stdio", &command]);
+    let b = Browser::start(&chromium, &driver).await;
+    let long = Duration::from_secs(30);
+    b.goto(&format!("{url}?panel=graph")).await;
+    b.wait_until("the page", "document.body.dataset.ready === 'true'", long).await;
+    assert_eq!(b.js("return document.getElementById('tab-graph').hidden;").await, false, "graph is advertised");
+    let ops = b.strings("[...document.querySelectorAll('#graph-op option')].map(o => o.value)").await;
+    assert!(ops.contains(&"neighbors".to_owned()) && ops.contains(&"communities".to_owned()), "ops: {ops:?}");
+
+    // neighbors of the seed: drawn as nodes and weighted edges between them.
+    b.client.find(Locator::Id("graph-op")).await.expect("op").select_by_value("neighbors").await.expect("neighbors");
+    b.type_into("graph-seed", seed).await;
+    b.type_into("graph-hops", "1").await;
+    b.click("graph-run").await;
+    b.wait_until("the drawn neighbors", "document.querySelectorAll('#graph-svg g.node').length > 1", long).await;
+    let nodes = b.strings("[...document.querySelectorAll('#graph-svg g.node')].map(g => g.dataset.id)").await;
+    let seeds = b.strings("[...document.querySelectorAll('#graph-svg g.node.seed')].map(g => g.dataset.id)").await;
+    assert_eq!(seeds, [seed], "the seed is marked");
+    let edges = b
+        .strings("[...document.querySelectorAll('#graph-svg line.edge')].map(l => l.dataset.src + ' ' + l.dataset.dst + ' ' + l.getAttribute('stroke-width'))")
+        .await;
+    assert!(!edges.is_empty(), "edges are drawn");
+    for e in &edges {
+        let parts: Vec<&str> = e.split(' ').collect();
+        assert!(
+            nodes.contains(&parts[0].to_owned()) && nodes.contains(&parts[1].to_owned()),
+            "edge {e} joins drawn nodes"
+        );
+        assert!(parts[2].parse::<f64>().is_ok_and(|w| w >= 1.0), "edge {e} has a width from its weight");
+    }
+    let shown = b.js("return document.getElementById('graph-svg').getBoundingClientRect().height;").await;
+    assert!(shown.as_f64().unwrap_or(0.0) > 100.0, "the drawing is shown, got a height of {shown}");
+    b.screenshot("graph").await;
+
+    // Clicking another node runs neighbors on it.
+    let other = nodes.iter().find(|n| n.as_str() != seed).expect("a neighbour").clone();
+    let node =
+        b.client.find(Locator::Css(&format!("#graph-svg g.node[data-id='{other}'] circle"))).await.expect("node");
+    node.click().await.expect("click the node");
+    b.wait_until(
+        "neighbors of the clicked node",
+        &format!("document.querySelector('#graph-svg g.node.seed')?.dataset.id === '{other}'"),
+        long,
+    )
+    .await;
+    assert_eq!(b.js("return document.getElementById('graph-seed').value;").await, json!(other));
+
+    // communities: a list with level and summary.
+    b.client.find(Locator::Id("graph-op")).await.expect("op").select_by_value("communities").await.expect("op");
+    b.type_into("graph-seed", "").await;
+    b.click("graph-run").await;
+    b.wait_until("communities", "document.querySelectorAll('#graph-communities li.community').length > 0", long).await;
+    assert_eq!(
+        b.js("return document.getElementById('graph-svg').hasAttribute('hidden');").await,
+        true,
+        "nothing drawn for communities"
+    );
+    let rows = b
+        .strings("[...document.querySelectorAll('#graph-communities li.community')].map(li => li.dataset.level + '|' + li.querySelector('.snippet').textContent)")
+        .await;
+    for r in &rows {
+        let (level, summary) = r.split_once('|').expect("level|summary");
+        assert!(level.parse::<u32>().is_ok(), "a community without a level: {r}");
+        assert!(!summary.is_empty() && summary != "(no summary)", "a community without a summary: {r}");
+    }
+    b.screenshot("graph-communities").await;
+
+    // A link reproduces the view.
+    b.goto(&format!("{url}?panel=graph&op=neighbors&seed={seed}&hops=2")).await;
+    b.wait_until("the linked neighbors view", "document.querySelectorAll('#graph-svg g.node').length > 1", long).await;
     b.assert_no_page_errors().await;
     b.client.close().await.expect("close the browser");
 }

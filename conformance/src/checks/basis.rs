@@ -40,6 +40,8 @@ const MODALITY: &str =
 const INIT_RESULT: &str = "An L0 server MUST: … Answer `initialize` with negotiated `protocolVersion` ≥ 1, and answer `info` and `ping` at any time";
 const GATING: &str = "An L0 server MUST: … Reject un-advertised capability methods with `-32003`, undefined methods with `-32004`, and unsupported advertised-method options with `-32005`.";
 const PING_ECHO: &str = "The server MUST echo any `nonce` it received.";
+const SESSION_HINT: &str =
+    "The `sessionId` is a hint, never a requirement: a server that ignores it MUST still answer correctly";
 const SHUTDOWN: &str = "`shutdown` — REQUIRED … Params `{}` · Result `{}`";
 
 /// Every check id with its basis.
@@ -338,6 +340,75 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
     ("rerank.documents-synonym", b("§7.6", Interop, "`scores[i]` corresponds to `passages[i]`")),
     ("graph.op-unadvertised", b("§7.9", Must, "`op` MUST be in `graph.ops`.")),
     ("graph.ops-served", b("§7.9, §6", Must, PRESENCE)),
+    (
+        "graph.result-shape",
+        b(
+            "§7.9",
+            Must,
+            "**Result** — op-specific: … `local` → `{ \"hits\": [Hit] }` … `neighbors` → `{ \"nodes\": … }`",
+        ),
+    ),
+    (
+        "graph.result-fields",
+        b(
+            "§7.9",
+            Interop,
+            "`global` → `{ \"summary\": \"…\", \"communities\": [ { \"id\", \"summary\", \"score\" } ] }` … `communities` → `{ \"communities\": [ { \"id\", \"level\", \"summary\" } ] }`",
+        ),
+    ),
+    (
+        "graph.neighbors-edges",
+        b(
+            "§7.9",
+            Interop,
+            "`neighbors` → `{ \"nodes\": [ { \"id\", \"score\" } ], \"edges\": [ { \"src\",\"dst\",\"weight\" } ] }`",
+        ),
+    ),
+    ("session.graph-hint", b("§7.7.3", Must, SESSION_HINT)),
+    (
+        "session.graph-dedup",
+        b(
+            "§7.7.3",
+            May,
+            "A server that advertises `session` MAY use it to … deduplicate hits already returned earlier in the trajectory",
+        ),
+    ),
+    (
+        "memory.build-shape",
+        b("§7.17", Must, "**`memory/build`** … **Result** `{ \"memoryId\": \"opaque\", \"tokens\"?: int }`"),
+    ),
+    (
+        "memory.recall-shape",
+        b(
+            "§7.17",
+            Must,
+            "**`memory/recall`** … **Result** `{ \"clues\": [ { \"query\"?: \"…\", \"seedIds\"?: [string], \"weight\"?: 0.9 } ], \"hits\"?: [ Hit ] }`",
+        ),
+    ),
+    ("memory.scope-unadvertised", b("§7.17, §14.1", Must, GATING)),
+    (
+        "feedback.accepted",
+        b("§7.16", Must, "**Result** `{ \"accepted\": int }` — how many signals the server recorded."),
+    ),
+    ("session.feedback-hint", b("§7.7.3", Must, SESSION_HINT)),
+    ("retrieve.unit-served", b("§7.7.2, §6", Must, PRESENCE)),
+    (
+        "retrieve.unit-echo",
+        b(
+            "§7.7.2",
+            Interop,
+            "A server advertises the units it can return in `retrieve.units`; each `Hit` echoes its own `unit`.",
+        ),
+    ),
+    ("retrieve.token-budget", b("§7.7.2, §6", Must, PRESENCE)),
+    (
+        "retrieve.token-usage",
+        b(
+            "§7.7.2",
+            Should,
+            "When set, the server packs top-ranked hits until their bodies reach the budget and SHOULD report the packed total in `usage.tokens`.",
+        ),
+    ),
     ("transform.method-unadvertised", b("§14.1", Must, GATING)),
     ("transform.methods-served", b("§7.8, §6", Must, PRESENCE)),
     ("retrieve.rewrite-unadvertised", b("§3.1, §7.7", Must, OPTION_005)),
@@ -424,6 +495,12 @@ mod tests {
         "multi.dimension",
         "rerank.scores",
         "graph.ops-served",
+        "graph.result-shape",
+        "memory.build-shape",
+        "memory.recall-shape",
+        "feedback.accepted",
+        "retrieve.unit-served",
+        "retrieve.token-budget",
         "transform.methods-served",
         "catalog.list",
         "index.add-readonly",

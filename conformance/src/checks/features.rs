@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::graph::{self, GRAPH_OPS};
 use super::methods::option_probe;
 use crate::session::Main;
 use crate::verdict::{
@@ -276,8 +277,6 @@ pub(crate) async fn rerank_documents(m: &mut Main) -> Res {
     }
 }
 
-const GRAPH_OPS: [&str; 5] = ["local", "global", "drift", "communities", "neighbors"];
-
 pub(crate) async fn graph_op_unadvertised(m: &mut Main) -> Res {
     if !m.caps.has("graph") {
         return skip("graph not advertised");
@@ -289,6 +288,8 @@ pub(crate) async fn graph_op_unadvertised(m: &mut Main) -> Res {
     expect_option_unsupported(&r)
 }
 
+/// Each advertised op answers the request every graph check sends it (the broad query, `k: 3`,
+/// and for `neighbors` a seed the server's own answers name).
 pub(crate) async fn graph_ops_served(m: &mut Main) -> Res {
     if !m.caps.has("graph") {
         return skip("graph not advertised");
@@ -297,15 +298,20 @@ pub(crate) async fn graph_ops_served(m: &mut Main) -> Res {
     if ops.is_empty() {
         return skip("graph.ops is empty");
     }
+    let mut notes = Vec::new();
     for op in &ops {
-        let r =
-            m.conn.call("graph", json!({"op": op, "query": "alpha", "k": 3, "seedIds": ["conformance-seed"]})).await?;
-        let seeded_miss = op == "neighbors" && matches!(r.code(), Some(-32015 | -32602));
-        if r.result().is_none() && !seeded_miss {
-            return fail(format!("advertised op '{op}' failed: {}", r.brief()));
+        let (r, from) = graph::ask(m, op).await?;
+        if r.result().is_some() {
+            continue;
         }
+        if graph::guessed_seed_missed(&r, from) {
+            notes.push(format!("{op} refused the seed it was given ({from:?}): {}", r.brief()));
+            continue;
+        }
+        return fail(format!("advertised op '{op}' failed: {}", r.brief()));
     }
-    pass_note(format!("ops: {}", ops.join(", ")))
+    notes.insert(0, format!("ops: {}", ops.join(", ")));
+    pass_note(notes.join("; "))
 }
 
 const TRANSFORMS: [&str; 5] = ["rewrite", "hyde", "multi-query", "decompose", "step-back"];

@@ -16,7 +16,7 @@ const NO_RETRIEVE: &str = "retrieve not advertised";
 
 /// A session id no earlier run can have used, so the trajectory it names has returned nothing
 /// yet (servers may share trajectories across connections, §7.7.3: the id is the client's).
-fn fresh_session_id(tag: &str) -> String {
+pub(crate) fn fresh_session_id(tag: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("rcp-conformance-{tag}-{}-{nanos:x}", std::process::id())
 }

@@ -31,8 +31,14 @@ pub(crate) fn own_example(name: &str) -> PathBuf {
 
 /// The workspace's `tiny_engine` example, built on demand with the cargo that runs the tests.
 pub(crate) fn tiny_engine() -> PathBuf {
+    workspace_example("tiny_engine")
+}
+
+/// An example of the workspace's `rcp-examples` package (`tiny_engine`, `graph_engine`), built
+/// on demand with the cargo that runs the tests.
+pub(crate) fn workspace_example(name: &str) -> PathBuf {
     let dir = profile_dir();
-    let bin = dir.join("examples").join("tiny_engine");
+    let bin = dir.join("examples").join(name);
     if bin.is_file() {
         return bin;
     }
@@ -40,7 +46,7 @@ pub(crate) fn tiny_engine() -> PathBuf {
     let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_owned();
     let target_dir = dir.parent().expect("target dir").to_path_buf();
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", "rcp-examples", "--example", "tiny_engine", "--target-dir"]).arg(&target_dir);
+    cmd.args(["build", "-p", "rcp-examples", "--example", name, "--target-dir"]).arg(&target_dir);
     match profile.as_str() {
         "debug" => {}
         "release" => {
@@ -51,7 +57,7 @@ pub(crate) fn tiny_engine() -> PathBuf {
         }
     }
     let status = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().expect("run cargo build");
-    assert!(status.success(), "building tiny_engine failed");
+    assert!(status.success(), "building {name} failed");
     assert!(bin.is_file(), "{} still missing after building it", bin.display());
     bin
 }

@@ -4,6 +4,9 @@
 //! rcp info --stdio "rcp-bm25 serve"
 //! rcp retrieve --http http://127.0.0.1:8080/rcp "wing lift" -k 5 --filter 'year>=1990'
 //! rcp transform --stdio "rcp-bm25 serve" "wing lift" --method multi-query -n 3
+//! rcp graph --stdio "rcp-dense serve" --op neighbors --seed doc-7 --hops 2
+//! rcp feedback --http http://127.0.0.1:8080/rcp --session s1 --used doc-7 --reward doc-7=0.8
+//! rcp memory recall --stdio "rcp-dense serve" "wing lift" -n 3
 //! rcp federate examples/rcp.json "wing lift" -k 5 --fusion convex
 //! rcp index add --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN corpus.jsonl
 //! rcp eval ../shared/data/cranfield --registry examples/rcp.json --limit 50
@@ -13,9 +16,12 @@
 mod eval;
 mod eval_rerank;
 mod explain;
+mod feedback;
 mod filter;
+mod graph;
 mod index;
 mod inspect;
+mod memory;
 mod out;
 mod table;
 mod target;
@@ -87,6 +93,23 @@ enum Command {
         /// How many queries, for methods that make several (multi-query, decompose).
         #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
         n: Option<u32>,
+    },
+    /// Run one `graph` op (neighbors, local, global, drift, communities) against an engine
+    /// that advertises `graph`.
+    Graph {
+        #[command(flatten)]
+        args: graph::GraphArgs,
+    },
+    /// Tell an engine how earlier hits fared (`feedback`): used, cited, helpful, a reward, or
+    /// suspected poisoning or injection.
+    Feedback {
+        #[command(flatten)]
+        args: feedback::FeedbackArgs,
+    },
+    /// Build an engine's memory, or recall clues from it (`memory/build`, `memory/recall`).
+    Memory {
+        #[command(subcommand)]
+        op: memory::MemoryOp,
     },
     /// Fan a query out to every engine of an rcp.json registry and fuse the lists.
     Federate {
@@ -192,6 +215,13 @@ impl Command {
             Self::Info { target, .. }
             | Self::Retrieve { target, .. }
             | Self::Transform { target, .. }
+            | Self::Graph { args: graph::GraphArgs { target, .. } }
+            | Self::Feedback { args: feedback::FeedbackArgs { target, .. } }
+            | Self::Memory {
+                op:
+                    memory::MemoryOp::Build { target, .. }
+                    | memory::MemoryOp::Recall { args: memory::RecallArgs { target, .. } },
+            }
             | Self::Eval { target, .. }
             | Self::Index { op: IndexOp::Add { target, .. } | IndexOp::Delete { target, .. } } => Some(target),
             Self::Federate { .. } | Self::Inspect { .. } | Self::Completions { .. } => None,
@@ -248,6 +278,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Transform { target, query, method, n } => {
             transform::run(&target, auth, query, method, n, cli.json).await?;
         }
+        Command::Graph { args } => graph::run(&args, auth, cli.json).await?,
+        Command::Feedback { args } => feedback::run(&args, auth, cli.json).await?,
+        Command::Memory { op } => memory::run(&op, auth, cli.json).await?,
         Command::Federate { registry, query, k, fusion, timeout_ms, filter } => {
             let fusion = FusionMethod::from_name(&fusion)
                 .ok_or_else(|| format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))?;

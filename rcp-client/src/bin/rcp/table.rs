@@ -55,6 +55,9 @@ pub(crate) fn usage_line(u: &Usage) -> Option<String> {
     if let Some(r) = u.reranked {
         parts.push(format!("reranked {r}"));
     }
+    if let Some(t) = u.tokens {
+        parts.push(format!("tokens {t}"));
+    }
     if let Some(l) = u.latency_ms {
         parts.push(format!("latency {l} ms"));
     }
