@@ -241,10 +241,18 @@ impl DocGraph {
         Ok(Self { ids, tags, adj, index, free, max_degree: max_degree.max(1) })
     }
 
-    /// The parts the file format writes: max degree, ids, tags, adjacency.
-    pub(crate) fn parts(&self) -> (usize, &[Option<String>], &[u32], &[Vec<Edge>]) {
-        (self.max_degree, &self.ids, &self.tags, &self.adj)
+    /// The parts the file format writes.
+    pub(crate) fn parts(&self) -> Parts<'_> {
+        Parts { max_degree: self.max_degree, ids: &self.ids, tags: &self.tags, adj: &self.adj }
     }
+}
+
+/// A graph's fields, borrowed for encoding.
+pub(crate) struct Parts<'a> {
+    pub(crate) max_degree: usize,
+    pub(crate) ids: &'a [Option<String>],
+    pub(crate) tags: &'a [u32],
+    pub(crate) adj: &'a [Vec<Edge>],
 }
 
 /// The weakest of a non-empty list of edges.

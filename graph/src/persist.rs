@@ -33,7 +33,7 @@ pub enum DecodeError {
 
 /// Encodes the graph with a caller's `stamp` (for example the index version it describes).
 pub fn encode(graph: &DocGraph, stamp: u64) -> Vec<u8> {
-    let (max_degree, ids, tags, adj) = graph.parts();
+    let crate::doc_graph::Parts { max_degree, ids, tags, adj } = graph.parts();
     let mut out = Vec::with_capacity(32 + ids.len() * 16 + graph.edge_count() * 16);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
