@@ -25,6 +25,7 @@ use rcp_server::{EngineStats, Server, Status};
 
 use crate::ann::{Backend, Precision};
 use crate::embedder::Embedder;
+use crate::graph::{DenseGraph, GraphArgs};
 use crate::store::{HnswOverride, ManifestOutcome, ManifestRepair, PlannerOptions, Store, StoreOptions, stored};
 use crate::wal::Origin;
 use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
@@ -146,6 +147,8 @@ struct ServeCmd {
     #[cfg(feature = "rerank")]
     #[command(flatten)]
     rerank: rcp_rerank::RerankArgs,
+    #[command(flatten)]
+    graph: GraphArgs,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -526,16 +529,22 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         ..EngineOptions::default()
     };
     let status = StoreStatus { store: Arc::clone(&store), data_dir: cmd.dir.data_dir.clone() };
-    let engine = Arc::new(DenseEngine::new(store, embedder, options));
-    let builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
+    let graph = cmd.graph.open(&store, cmd.dir.dir())?;
+    let mut engine = DenseEngine::new(store, embedder, options);
+    if let Some(g) = &graph {
+        engine = engine.with_graph(Arc::clone(g));
+    }
+    let engine = Arc::new(engine);
+    let mut builder = Server::builder("rcp-dense", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(engine.clone())
         .token_counter(engine.clone())
         .embed(engine.clone())
-        .index(engine)
-        .streaming()
-        .log()
-        .conformance(ConformanceLevel::L2);
+        .index(engine.clone());
+    if let Some(g) = graph {
+        builder = builder.graph(DenseGraph::new(engine, g));
+    }
+    let builder = builder.streaming().log().conformance(ConformanceLevel::L2);
     #[cfg(feature = "rerank")]
     let builder = cmd.rerank.register(builder)?;
     let builder = cmd.serve.durable_feedback(builder, cmd.dir.dir())?;

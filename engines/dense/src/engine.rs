@@ -21,6 +21,7 @@ use rcp_server::{
 };
 
 use crate::ann::Scored;
+use crate::graph::GraphIndex;
 use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
 use rcp_embedder::Embedder;
@@ -54,6 +55,8 @@ pub struct DenseEngine {
     store: Arc<Store>,
     embedder: Arc<Embedder>,
     options: EngineOptions,
+    /// The document graph kept in step with writes (the `graph` capability), if served.
+    graph: Option<Arc<GraphIndex>>,
 }
 
 /// `tokenBudget` (§7.7.2) counts with the encoder's own WordPiece tokenizer: the tokens a
@@ -72,10 +75,43 @@ fn store_error(e: StoreError) -> RcpError {
     RcpError::internal(e.to_string())
 }
 
+/// The document is stored, but the graph file could not be saved: the next open rebuilds
+/// the missing links from the store.
+fn graph_error(e: std::io::Error) -> RcpError {
+    RcpError::internal(format!("document graph not saved: {e}"))
+}
+
 impl DenseEngine {
     /// An engine over a store and an encoder.
     pub fn new(store: Arc<Store>, embedder: Arc<Embedder>, options: EngineOptions) -> Self {
-        Self { store, embedder, options }
+        Self { store, embedder, options, graph: None }
+    }
+
+    /// The engine with a document graph that `index/add` and `index/delete` keep up to date.
+    pub fn with_graph(mut self, graph: Arc<GraphIndex>) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// `retrieve.maxK`.
+    pub fn max_k(&self) -> usize {
+        usize::try_from(self.options.max_k).unwrap_or(usize::MAX)
+    }
+
+    /// The default HNSW beam width.
+    pub fn ef_search(&self) -> usize {
+        self.options.ef_search
+    }
+
+    /// `citation.source` of every hit.
+    pub fn source(&self) -> &str {
+        &self.options.source
+    }
+
+    /// The unit vector of a query, embedded on the executor's read lane.
+    pub(crate) async fn embed_query(&self, query: &str, ctx: &RequestContext) -> HandlerResult<Vec<f32>> {
+        let mut q = self.embed_texts(vec![query.to_owned()], ctx, "embed", Lane::Read).await?;
+        q.pop().ok_or_else(|| RcpError::internal("no query vector"))
     }
 
     /// The store.
@@ -263,8 +299,17 @@ impl Index for DenseEngine {
             })
             .collect();
         let n = docs.len();
+        let written: Vec<String> = todo.iter().map(|&i| ids[i].clone()).collect();
         let store = self.store.clone();
-        ctx.run_cpu(Lane::Write, move || store.upsert(docs)).await?.map_err(store_error)?;
+        let graph = self.graph.clone();
+        ctx.run_cpu(Lane::Write, move || {
+            store.upsert(docs).map_err(store_error)?;
+            match graph {
+                Some(g) if !written.is_empty() => g.upserted(&written).map_err(graph_error),
+                _ => Ok(()),
+            }
+        })
+        .await??;
         if n > 0 {
             ctx.progress(1.0, "index", format!("indexed {n} documents"));
         }
@@ -273,7 +318,17 @@ impl Index for DenseEngine {
 
     async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
         let store = self.store.clone();
-        let deleted = ctx.run_cpu(Lane::Write, move || store.delete(params.ids)).await?.map_err(store_error)?;
+        let graph = self.graph.clone();
+        let deleted = ctx
+            .run_cpu(Lane::Write, move || {
+                let deleted = store.delete(params.ids.clone()).map_err(store_error)?;
+                match graph {
+                    Some(g) if deleted > 0 => g.deleted(&params.ids).map_err(graph_error)?,
+                    _ => {}
+                }
+                Ok::<_, RcpError>(deleted)
+            })
+            .await??;
         Ok(IndexDeleteResult { deleted, ..Default::default() })
     }
 }

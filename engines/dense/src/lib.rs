@@ -19,6 +19,7 @@
 pub mod ann;
 pub mod cli;
 pub mod engine;
+pub mod graph;
 pub mod store;
 pub mod wal;
 
