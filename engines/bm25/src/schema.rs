@@ -146,13 +146,23 @@ pub struct Config {
     pub uid: String,
     /// The filterable fields, in schema order.
     pub fields: Vec<FieldSpec>,
+    /// The learned-sparse model whose expansions the index holds ([`crate::splade`]); absent
+    /// for a BM25 index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_sparse: Option<String>,
 }
 
 impl Config {
     /// A fresh configuration with these fields.
     pub fn new(fields: Vec<FieldSpec>) -> Self {
         let uid = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-        Self { format: 1, uid, fields }
+        Self { format: 1, uid, fields, learned_sparse: None }
+    }
+
+    /// A fresh configuration for an engine with these options: its fields and, with a
+    /// learned-sparse scorer, the model's identity.
+    pub fn for_options(fields: Vec<FieldSpec>, options: &crate::engine::EngineOptions) -> Self {
+        Self { learned_sparse: options.learned_sparse.as_ref().map(|e| e.identity().to_owned()), ..Self::new(fields) }
     }
 
     /// Reads `DIR/rcp-bm25.json`; `None` when the directory holds no index yet.
@@ -223,6 +233,9 @@ pub struct Fields {
     pub arrays: Field,
     /// The filterable fields, by name.
     pub filterable: BTreeMap<String, MetaField>,
+    /// Indexed (term frequencies): the learned-sparse expansion of title and body, when the
+    /// configuration names a model ([`crate::splade`]).
+    pub impacts: Option<Field>,
 }
 
 /// Builds the tantivy schema for a configuration.
@@ -261,8 +274,14 @@ pub fn build(config: &Config) -> (Schema, Fields) {
         });
         filterable.insert(spec.name.clone(), MetaField { spec: spec.clone(), field, column, tokens });
     }
+    let impacts = config.learned_sparse.as_ref().map(|_| {
+        let opts = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer("raw").set_index_option(IndexRecordOption::WithFreqs),
+        );
+        b.add_text_field("impacts", opts)
+    });
     let schema = b.build();
-    (schema, Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable })
+    (schema, Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable, impacts })
 }
 
 #[cfg(test)]
