@@ -159,7 +159,7 @@ impl BertMlm {
         if config.hidden_act != "gelu" {
             return Err(SpladeError::Weights(format!("hidden_act '{}' is not supported (gelu)", config.hidden_act)));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             return Err(SpladeError::Weights(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 config.hidden_size, config.num_attention_heads
