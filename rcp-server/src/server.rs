@@ -484,7 +484,6 @@ impl ServerBuilder {
         if let Some(options) = self.session {
             let _ = self.trajectories.set(Trajectories::new(options));
         }
-        let mut caps = self.caps;
         if let Some(rc) = caps.retrieve.as_mut() {
             rc.token_budget = self.counter.get().is_some().then_some(true);
         }

@@ -21,6 +21,7 @@ use crate::error::EngineError;
 use crate::integrity::repair::{self, Repair};
 use crate::integrity::{self, DirState};
 use crate::schema::{self, FieldSpec};
+use crate::splade::ScorerArgs;
 use crate::{Bm25, ServiceOptions};
 
 /// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
@@ -73,7 +74,7 @@ enum Command {
     /// Salvage a damaged data directory: the original is moved aside untouched
     /// (`DIR.bak-<unix seconds>`) and the index rebuilt from the stored documents of every
     /// segment that verifies. Prints exactly what was kept and dropped.
-    Repair(DirArgs),
+    Repair(RepairArgs),
     /// List or release the hits that `feedback` quarantined (`serve --quarantine-threshold`).
     #[command(subcommand)]
     Quarantine(QuarantineCmd),
@@ -84,6 +85,15 @@ struct DirArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct RepairArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// The scorer the index was built with: a learned-sparse index is rebuilt with its model.
+    #[command(flatten)]
+    scorer: ScorerArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -137,6 +147,9 @@ struct IndexArgs {
     /// Indexing memory budget in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     heap_mb: usize,
+
+    #[command(flatten)]
+    scorer: ScorerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -191,6 +204,9 @@ struct ServeCmd {
     #[cfg(feature = "rerank")]
     #[command(flatten)]
     rerank: rcp_rerank::RerankArgs,
+
+    #[command(flatten)]
+    scorer: ScorerArgs,
 
     #[command(flatten)]
     serve: ServeArgs,
@@ -252,7 +268,12 @@ impl EngineCli for Cli {
 
 fn run_index(args: IndexArgs) -> anyhow::Result<()> {
     let declared = args.fields.resolve()?;
-    let options = EngineOptions { writer_heap: args.heap_mb << 20, writer_threads: 0, ..EngineOptions::default() };
+    let options = EngineOptions {
+        writer_heap: args.heap_mb << 20,
+        writer_threads: 0,
+        learned_sparse: args.scorer.encoder()?,
+        ..EngineOptions::default()
+    };
     if integrity::state(&args.data_dir) == DirState::Index {
         let engine = Engine::open_existing(&args.data_dir, declared, options)?;
         let skipped = load(&engine, &args)?;
@@ -351,8 +372,9 @@ fn run_verify(args: &DirArgs) -> anyhow::Result<()> {
     }
 }
 
-fn run_repair(args: &DirArgs) -> anyhow::Result<()> {
-    match repair::repair(&args.data_dir)? {
+fn run_repair(args: &RepairArgs) -> anyhow::Result<()> {
+    let options = EngineOptions { learned_sparse: args.scorer.encoder()?, ..EngineOptions::default() };
+    match repair::repair_with(&args.dir.data_dir, options)? {
         Repair::Whole(report) => println!("{report}\nnothing to repair; nothing was changed"),
         Repair::Rebuilt(rebuilt) => println!("{rebuilt}"),
     }
@@ -384,6 +406,7 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         title_boost: args.title_boost,
         keep_snapshots: args.keep_snapshots,
         verify_checksums: !args.skip_verify,
+        learned_sparse: args.scorer.encoder()?,
         ..Default::default()
     };
     let started = Instant::now();

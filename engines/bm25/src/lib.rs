@@ -14,6 +14,8 @@
 //! - [`transform`]: the `Transform` handler (RM3 `rewrite` and `multi-query`) and
 //!   `retrieve.rewrite` (§7.8).
 //! - [`integrity`]: verification of a data directory at open, `verify` and `repair`.
+//! - [`splade`]: the learned-sparse scorer (`--scorer splade`): SPLADE expansions stored as
+//!   quantized impacts, ranked by dot product.
 //! - [`cli`]: the `rcp-bm25` command line (`index`, `serve`, `verify`, `repair`).
 //!
 //! The engine is usable in-process without the protocol:
@@ -40,6 +42,7 @@ pub mod filter;
 pub mod integrity;
 pub mod schema;
 pub mod service;
+pub mod splade;
 pub mod transform;
 
 use rcp_protocol::filter::FieldType;

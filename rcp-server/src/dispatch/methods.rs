@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rcp_protocol::capabilities::default_modalities;
-use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
+use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult, SparseVector};
 use rcp_protocol::feedback::FeedbackParams;
 use rcp_protocol::graph::GraphParams;
 use rcp_protocol::index::{IndexAddParams, IndexDeleteParams};
@@ -169,7 +169,8 @@ pub(crate) fn embed_multi<T: MultiVector>(
     }))
 }
 
-/// `embed/sparse` (§7.4): text inputs only; every sparse vector well formed.
+/// `embed/sparse` (§7.4): text inputs only, `kind` checked; every sparse vector well formed
+/// and inside the advertised `vocabulary`.
 pub(crate) fn embed_sparse<T: SparseEmbed>(
     handler: &Arc<T>,
     params: Option<&RawValue>,
@@ -180,17 +181,21 @@ pub(crate) fn embed_sparse<T: SparseEmbed>(
         return Err(RcpError::invalid_params("texts", "missing field `texts`"));
     }
     validate::inputs(p.items(), "texts", None, default_modalities())?;
+    validate::check_kind(&p.kind)?;
+    let vocabulary = ctx.capabilities().sparse_embed.as_ref().and_then(|c| c.vocabulary);
     let req = EmbedRequest { inputs: p.items().to_vec(), kind: p.kind, meta: p.meta };
     let n = req.inputs.len();
     let handler = Arc::clone(handler);
     Ok(Box::pin(async move {
         let sparse = if n == 0 { Vec::new() } else { handler.embed_sparse(req, ctx.clone()).await? };
         check_count(sparse.len(), n, "sparse vectors", "inputs")?;
-        if let Some(bad) =
-            sparse.iter().position(|s| s.indices.len() != s.values.len() || s.values.iter().any(|v| !v.is_finite()))
+        let outside = |s: &SparseVector| vocabulary.is_some_and(|v| s.indices.iter().any(|&i| u64::from(i) >= v));
+        if let Some(bad) = sparse
+            .iter()
+            .position(|s| s.indices.len() != s.values.len() || s.values.iter().any(|v| !v.is_finite()) || outside(s))
         {
             return Err(RcpError::internal(format!(
-                "sparse vector {bad} is malformed (length mismatch or non-finite weight)"
+                "sparse vector {bad} is malformed (length mismatch, non-finite weight or index outside the vocabulary)"
             )));
         }
         Ok(body(SparseEmbedResult { sparse, meta: notes_meta(ctx.take_notes()) }))

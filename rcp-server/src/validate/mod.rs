@@ -104,7 +104,8 @@ pub(crate) fn inputs(
     Ok(())
 }
 
-fn check_kind(kind: &Option<String>) -> Result<(), RcpError> {
+/// `kind` of `embed`, `embed/sparse` and `embed/multi`: `query` or `document` when present.
+pub(crate) fn check_kind(kind: &Option<String>) -> Result<(), RcpError> {
     match kind.as_deref() {
         None | Some("query") | Some("document") => Ok(()),
         Some(other) => Err(RcpError::invalid_params("kind", format!("kind '{other}' must be 'query' or 'document'"))),

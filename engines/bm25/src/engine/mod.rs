@@ -36,6 +36,7 @@ use crate::analyzer::{self, ANALYZER};
 use crate::error::EngineError;
 use crate::integrity::{self, DirState};
 use crate::schema::{self, Config, FieldSpec, Fields};
+use crate::splade::SparseEncoder;
 
 pub use group::{CancelFlag, GroupCommit, MAX_GROUP, WriteOp, WriteOutcome};
 pub use rank::RRF_K;
@@ -88,6 +89,10 @@ pub struct EngineOptions {
     /// Verify every segment file's checksum when opening an existing index (structural
     /// checks always run; see [`crate::integrity`]).
     pub verify_checksums: bool,
+    /// Rank by learned-sparse dot product instead of BM25 ([`crate::splade`]): a new index
+    /// stores every document's expansion; an existing one must have been built with the same
+    /// model.
+    pub learned_sparse: Option<Arc<dyn SparseEncoder>>,
 }
 
 impl Default for EngineOptions {
@@ -99,6 +104,7 @@ impl Default for EngineOptions {
             writer_heap: 64 << 20,
             writer_threads: 1,
             verify_checksums: true,
+            learned_sparse: None,
         }
     }
 }
@@ -176,6 +182,18 @@ impl Engine {
         }
         let config = Config::load(dir)?
             .ok_or_else(|| EngineError::Integrity(format!("{}: {} vanished", dir.display(), schema::CONFIG_FILE)))?;
+        let wanted = options.learned_sparse.as_ref().map(|e| e.identity().to_owned());
+        if config.learned_sparse != wanted {
+            let scorer =
+                |model: &Option<String>| model.as_deref().map_or("bm25".to_owned(), |m| format!("splade ({m})"));
+            return Err(EngineError::Config(format!(
+                "{} was built with the {} scorer; it cannot be served with {} (pass --scorer {}, or index into a new data dir)",
+                dir.display(),
+                scorer(&config.learned_sparse),
+                scorer(&wanted),
+                if config.learned_sparse.is_some() { "splade" } else { "bm25" },
+            )));
+        }
         if !declared.is_empty() && declared != config.fields {
             return Err(EngineError::Config(format!(
                 "{} was created with fields [{}]; it cannot change to [{}] (index into a new data dir instead)",
@@ -204,7 +222,7 @@ impl Engine {
         if integrity::state(dir) == DirState::Index {
             return Err(EngineError::Config(format!("{} already holds an index", dir.display())));
         }
-        let config = Config::new(declared);
+        let config = Config::for_options(declared, &options);
         let (tantivy_schema, fields) = schema::build(&config);
         let index_dir = dir.join(schema::INDEX_DIR);
         std::fs::create_dir_all(&index_dir).map_err(|e| EngineError::io(&index_dir, e))?;
@@ -218,7 +236,7 @@ impl Engine {
 
     /// An index held in memory (the built-in demo corpus; nothing is persisted).
     pub fn in_ram(declared: Vec<FieldSpec>, options: EngineOptions) -> Result<Self, EngineError> {
-        let config = Config::new(declared);
+        let config = Config::for_options(declared, &options);
         let (tantivy_schema, fields) = schema::build(&config);
         Self::start(Index::create_in_ram(tantivy_schema), fields, config, options)
     }
@@ -272,6 +290,16 @@ impl Engine {
     /// `retrieve.units` `chunk`.
     pub fn chunking(&self) -> bool {
         self.fields.chunks.is_some()
+    }
+
+    /// The learned-sparse model the index ranks with, if any ([`crate::splade`]).
+    pub fn learned_sparse(&self) -> Option<&str> {
+        self.config.learned_sparse.as_deref()
+    }
+
+    /// The tantivy fields.
+    pub fn fields(&self) -> &Fields {
+        &self.fields
     }
 
     /// The filterable fields.

@@ -61,6 +61,16 @@ impl Engine {
         rewrite: Option<&Rewrite>,
         filter: Option<&dyn Query>,
     ) -> Result<Plan, EngineError> {
+        if let (Some(field), Some(encoder)) = (self.fields.impacts, self.options.learned_sparse.as_deref()) {
+            if rewrite.is_some() {
+                return Err(EngineError::invalid(
+                    "rewrite",
+                    "query rewriting is not offered with the learned-sparse scorer",
+                ));
+            }
+            let (query, _) = crate::splade::ranking_query(encoder, field, original)?;
+            return Ok(Plan { queries: vec![filtered(query, filter)], rewritten: None, notes: Vec::new() });
+        }
         let base = filtered(self.text_query(terms), filter);
         let expansions = match rewrite {
             None => return Ok(Plan { queries: vec![base], rewritten: None, notes: Vec::new() }),

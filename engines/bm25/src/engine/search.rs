@@ -271,7 +271,8 @@ impl Engine {
             notes,
             rewritten: None,
         };
-        if terms.is_empty() {
+        // The learned-sparse scorer weighs the raw query text, stopwords included.
+        if terms.is_empty() && self.fields.impacts.is_none() {
             notes.push("query has no searchable terms after analysis (only stopwords or punctuation)".into());
             return Ok(empty(notes));
         }

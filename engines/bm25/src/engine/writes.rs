@@ -123,6 +123,12 @@ impl Engine {
                 }
             }
         }
+        if let Some(field) = f.impacts {
+            let encoder = self.options.learned_sparse.as_deref().ok_or_else(|| {
+                EngineError::Internal("the index stores learned-sparse impacts but no encoder is loaded".into())
+            })?;
+            d.add_pre_tokenized_text(field, crate::splade::impacts(encoder, doc.title.as_deref(), &doc.text)?);
+        }
         d.add_text(f.meta, Value::Object(doc.meta.clone()).to_string());
         d.add_text(f.trust, trust.as_str());
         d.add_text(f.source, source);

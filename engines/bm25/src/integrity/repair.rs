@@ -101,6 +101,13 @@ impl fmt::Display for Rebuilt {
 
 /// Repairs `dir` (see the module docs). Errors leave `dir` as it was.
 pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
+    repair_with(dir, EngineOptions::default())
+}
+
+/// [`repair`] of an index built with a learned-sparse scorer: `options` carries the encoder
+/// it was built with, which recomputes the kept documents' expansions. An encoder other than
+/// the index's is refused before anything is changed.
+pub fn repair_with(dir: &Path, options: EngineOptions) -> Result<Repair, EngineError> {
     let report = verify(dir, true);
     if report.is_ok() {
         return Ok(Repair::Whole(report));
@@ -115,6 +122,15 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
     }
     let config = Config::load(dir)?
         .ok_or_else(|| EngineError::Integrity(format!("{}: rcp-bm25.json vanished", dir.display())))?;
+    let encoder = options.learned_sparse.as_ref().map(|e| e.identity().to_owned());
+    if config.learned_sparse != encoder {
+        return Err(EngineError::Config(format!(
+            "{} was built with scorer {}; repair it with the same scorer (--scorer {}); nothing was changed",
+            dir.display(),
+            config.learned_sparse.as_deref().unwrap_or("bm25"),
+            if config.learned_sparse.is_some() { "splade" } else { "bm25" }
+        )));
+    }
     // Hold the writer lock through the repair: a running `serve` or `index` (say, one started
     // with --skip-verify) would keep writing into the directory being moved aside.
     let _lock = MmapDirectory::open(dir.join(INDEX_DIR))?
@@ -128,7 +144,7 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
     let backup = sibling(dir, &format!("bak-{}", unix_secs()));
     let partial = sibling(dir, &format!("repair-{}", std::process::id()));
     std::fs::rename(dir, &backup).map_err(|e| EngineError::io(dir, e))?;
-    match rebuild(&backup, &partial, &config, &report) {
+    match rebuild(&backup, &partial, &config, &report, options) {
         Ok(mut rebuilt) => {
             std::fs::rename(&partial, dir).map_err(|e| EngineError::io(&partial, e))?;
             rebuilt.dir = dir.to_path_buf();
@@ -144,12 +160,18 @@ pub fn repair(dir: &Path) -> Result<Repair, EngineError> {
 }
 
 /// Rebuilds the index of `original` into `target` from the segments `report` found whole.
-fn rebuild(original: &Path, target: &Path, config: &Config, report: &Report) -> Result<Rebuilt, EngineError> {
+fn rebuild(
+    original: &Path,
+    target: &Path,
+    config: &Config,
+    report: &Report,
+    options: EngineOptions,
+) -> Result<Rebuilt, EngineError> {
     let index_dir = original.join(INDEX_DIR);
     let directory = MmapDirectory::open(&index_dir)?;
     let index = Index::open(directory)?;
     let (_, fields) = schema::build(config);
-    let engine = Engine::open(target, config.fields.clone(), EngineOptions::default())?;
+    let engine = Engine::open(target, config.fields.clone(), options)?;
     let mut rebuilt = Rebuilt {
         dir: target.to_path_buf(),
         backup: original.to_path_buf(),
