@@ -70,6 +70,9 @@ impl Mapped {
     /// The file read as little-endian `f32`s (a trailing partial word is not part of it).
     pub fn f32s(&self) -> &[f32] {
         let bytes = self.bytes();
+        if bytes.is_empty() {
+            return &[];
+        }
         // SAFETY: a map starts on a page boundary, so the pointer is aligned for `f32`; every
         // bit pattern is a valid `f32`; `len / 4` words lie inside the map, which lives as long
         // as `self`; the target is little-endian (asserted above); the bytes do not change
