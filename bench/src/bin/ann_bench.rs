@@ -17,12 +17,14 @@
 //! `ef` 64, for hnswlib as for ours.
 //!
 //! With `--hnswlib-python PATH` (a python with `hnswlib` and `numpy`, e.g. a throwaway venv
-//! outside the repository), hnswlib runs on the same vectors in the same run and the table
-//! shows our figures as ratios of its.
+//! outside the repository), hnswlib runs on the same vectors in the same run, and with
+//! `--faiss-python PATH` (`faiss-cpu` and `numpy`) faiss's `IndexHNSWFlat` does; the
+//! equal-recall table (recall@10 0.95, 0.99, 0.995, 0.999) shows our figures as ratios of
+//! theirs.
 //!
 //! ```sh
 //! cargo build --release -p rcp-bench --bin ann_bench
-//! target/release/ann_bench --hnswlib-python /work/venv-hnswlib/bin/python
+//! target/release/ann_bench --hnswlib-python /tmp/venv/bin/python --faiss-python /tmp/venv/bin/python
 //! target/release/ann_bench --n 5000 --queries 100     # smoke run
 //! ```
 
@@ -51,7 +53,7 @@ struct Args {
     #[arg(long, default_value_t = 1_000)]
     queries: usize,
     /// Beam widths measured.
-    #[arg(long, value_delimiter = ',', default_value = "32,64,128,256")]
+    #[arg(long, value_delimiter = ',', default_value = "24,32,48,64,96,128,192,256")]
     ef: Vec<usize>,
     /// HNSW links per node (M).
     #[arg(long, default_value_t = HnswParams::default().m)]
@@ -71,6 +73,10 @@ struct Args {
     /// A python with hnswlib and numpy: run hnswlib on the same vectors.
     #[arg(long, value_name = "PATH")]
     hnswlib_python: Option<PathBuf>,
+    /// A python with faiss (`faiss-cpu`) and numpy: run faiss's `IndexHNSWFlat` on the same
+    /// vectors.
+    #[arg(long, value_name = "PATH")]
+    faiss_python: Option<PathBuf>,
     /// Builds of each index, interleaved across backends; figures are their means.
     #[arg(long, default_value_t = 1)]
     builds: usize,
@@ -323,6 +329,46 @@ exact_qps = numpy_exact()
 print(json.dumps({"backend": "hnswlib", "build_s": build, "rss_mb": mem, "ef": out, "save_s": save, "load_s": load, "numpy_exact_qps": exact_qps}))
 "#;
 
+/// faiss's HNSW (`IndexHNSWFlat`, inner product) on the same vectors: built on every core,
+/// searched on one thread (one batch call, as hnswlib's `knn_query` above: no per-query Python
+/// overhead), saved and loaded.
+const FAISS_SCRIPT: &str = r#"
+import json, sys, time
+import numpy as np
+import faiss
+d, n, nq, k, m, efc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+efs = [int(x) for x in sys.argv[7].split(",")]
+data = np.fromfile(d + "/data.f32", dtype="<f4").reshape(n, 384)
+queries = np.fromfile(d + "/queries.f32", dtype="<f4").reshape(nq, 384)
+truth = np.fromfile(d + "/truth.u32", dtype="<u4").reshape(nq, k)
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+t = time.perf_counter()
+index = faiss.IndexHNSWFlat(384, m, faiss.METRIC_INNER_PRODUCT)
+index.hnsw.efConstruction = efc
+index.add(data)
+build = time.perf_counter() - t
+mem = rss()
+faiss.omp_set_num_threads(1)
+out = []
+for ef in efs:
+    index.hnsw.efSearch = ef
+    t = time.perf_counter()
+    _, found = index.search(queries, k)
+    secs = time.perf_counter() - t
+    hits = sum(len(set(found[i].tolist()) & set(truth[i].tolist())) for i in range(nq))
+    out.append({"ef": ef, "recall": hits / (nq * k), "qps": nq / secs})
+t = time.perf_counter()
+faiss.write_index(index, d + "/faiss.bin")
+save = time.perf_counter() - t
+t = time.perf_counter()
+faiss.read_index(d + "/faiss.bin")
+load = time.perf_counter() - t
+print(json.dumps({"backend": "faiss", "build_s": build, "rss_mb": mem, "ef": out, "save_s": save, "load_s": load}))
+"#;
+
 fn child(cmd: &mut Command) -> anyhow::Result<Value> {
     let out = cmd.output().with_context(|| format!("run {cmd:?}"))?;
     if !out.status.success() {
@@ -397,6 +443,9 @@ fn run_in(args: &Args, dir: &Path) -> anyhow::Result<()> {
     let builds = args.builds.max(1);
     let mut per_backend: Vec<Vec<Value>> = vec![Vec::new(); runs.len()];
     let mut per_reference = Vec::new();
+    let mut per_faiss = Vec::new();
+    let faiss_script = dir.join("faiss_bench.py");
+    std::fs::write(&faiss_script, FAISS_SCRIPT).with_context(|| format!("write {}", faiss_script.display()))?;
     let script = dir.join("hnswlib_bench.py");
     std::fs::write(&script, HNSWLIB_SCRIPT).with_context(|| format!("write {}", script.display()))?;
     for build in 1..=builds {
@@ -414,12 +463,19 @@ fn run_in(args: &Args, dir: &Path) -> anyhow::Result<()> {
             cmd.arg(args.m.to_string()).arg(args.ef_construction.to_string()).arg(efs.join(","));
             per_reference.push(child(&mut cmd)?);
         }
+        if let Some(py) = &args.faiss_python {
+            eprintln!("faiss: build {build}/{builds} and search ...");
+            let efs: Vec<String> = args.ef.iter().map(ToString::to_string).collect();
+            let mut cmd = Command::new(py);
+            cmd.arg(&faiss_script).arg(dir).arg(n.to_string()).arg(nq.to_string()).arg(K.to_string());
+            cmd.arg(args.m.to_string()).arg(args.ef_construction.to_string()).arg(efs.join(","));
+            per_faiss.push(child(&mut cmd)?);
+        }
     }
     let mut rows: Vec<Value> = per_backend.iter().map(|b| mean_of(b)).collect();
     let reference = (!per_reference.is_empty()).then(|| mean_of(&per_reference));
-    if let Some(r) = &reference {
-        rows.push(r.clone());
-    }
+    let faiss = (!per_faiss.is_empty()).then(|| mean_of(&per_faiss));
+    rows.extend(reference.iter().chain(&faiss).cloned());
     let mut restarts = Vec::new();
     if !args.no_restart {
         // hnsw_rs rebuilds its graph on every open: its restart is its build time above.
@@ -430,7 +486,8 @@ fn run_in(args: &Args, dir: &Path) -> anyhow::Result<()> {
             restarts.push(child(cmd.arg("--child-restart").arg(b.name()).arg("--precision").arg(p.name()))?);
         }
     }
-    report(args, threads, (exact_qps, batch_qps, batch_all_qps), &rows, reference.as_ref(), &restarts);
+    let references: Vec<&Value> = reference.iter().chain(&faiss).collect();
+    report(args, threads, (exact_qps, batch_qps, batch_all_qps), &rows, &references, &restarts);
     Ok(())
 }
 
@@ -498,7 +555,7 @@ fn report(
     threads: usize,
     exact: (f64, f64, f64),
     rows: &[Value],
-    reference: Option<&Value>,
+    references: &[&Value],
     restarts: &[Value],
 ) {
     println!(
@@ -537,33 +594,39 @@ fn report(
             opt("load_s")
         );
     }
-    let targets = [0.99, 0.995, 0.999];
+    let targets = [0.95, 0.99, 0.995, 0.999];
+    let name = |r: &Value| r["backend"].as_str().unwrap_or("?").to_owned();
+    let is_reference = |r: &Value| references.iter().any(|h| h["backend"] == r["backend"]);
     println!(
-        "\nq/s at equal recall@10 (interpolated between the measured ef on log q/s; - where the curve does not reach it):"
+        "\nq/s at equal recall@10 (interpolated between the measured ef on log q/s; - where the curve does not reach it){}:",
+        if references.is_empty() { String::new() } else { ", ours as ratios of each reference's".to_owned() }
     );
+    let heads: Vec<String> = targets.iter().map(|t| format!("recall {t}")).collect();
+    println!("| backend | {} |", heads.join(" | "));
+    println!("|---|{}", "---|".repeat(targets.len()));
     for r in rows {
-        let at: Vec<String> = targets
+        let cells: Vec<String> = targets
             .iter()
-            .map(|&t| qps_at_recall(r, t).map_or(format!("{t}: -"), |q| format!("{t}: {q:.0}")))
+            .map(|&t| match qps_at_recall(r, t) {
+                None => "-".to_owned(),
+                Some(q) if is_reference(r) => format!("{q:.0}"),
+                Some(q) => {
+                    let ratios: Vec<String> = references
+                        .iter()
+                        .filter_map(|h| qps_at_recall(h, t).map(|b| format!("{:.2}x {}", q / b, name(h))))
+                        .collect();
+                    if ratios.is_empty() { format!("{q:.0}") } else { format!("{q:.0} ({})", ratios.join(", ")) }
+                }
+            })
             .collect();
-        println!("- {}: {}", r["backend"].as_str().unwrap_or("?"), at.join(", "));
+        println!("| {} | {} |", name(r), cells.join(" | "));
     }
-    if let Some(h) = reference {
-        println!("\nRatios to hnswlib at equal recall@10 (q/s ours / hnswlib):");
-        for r in rows.iter().filter(|r| r["backend"] != "hnswlib") {
-            let at: Vec<String> = targets
-                .iter()
-                .map(|&t| match (qps_at_recall(r, t), qps_at_recall(h, t)) {
-                    (Some(a), Some(b)) => format!("{t}: {:.2}x", a / b),
-                    _ => format!("{t}: -"),
-                })
-                .collect();
-            println!("- {}: {}", r["backend"].as_str().unwrap_or("?"), at.join(", "));
-        }
+    for h in references {
         println!(
-            "\nRatios to hnswlib at equal ef (q/s: ours / hnswlib, higher is better; build and RSS: ours / hnswlib, lower is better):"
+            "\nRatios to {} at equal ef (q/s: ours / theirs, higher is better; build and RSS: ours / theirs, lower is better):",
+            name(h)
         );
-        for r in rows.iter().filter(|r| r["backend"] != "hnswlib") {
+        for r in rows.iter().filter(|r| !is_reference(r)) {
             let qps: Vec<String> = args
                 .ef
                 .iter()
@@ -572,7 +635,7 @@ fn report(
                 .collect();
             println!(
                 "- {}: build {:.2}x, RSS {:.2}x, q/s {}",
-                r["backend"].as_str().unwrap_or("?"),
+                name(r),
                 f(r, "build_s") / f(h, "build_s"),
                 f(r, "rss_mb") / f(h, "rss_mb"),
                 qps.join(", ")
@@ -583,7 +646,7 @@ fn report(
         "\nExact search (1 thread unless noted): {:.0} q/s one query at a time, {:.0} q/s batched, {:.0} q/s batched on {threads} threads",
         exact.0, exact.1, exact.2
     );
-    if let Some(numpy) = reference.and_then(|h| h["numpy_exact_qps"].as_f64()) {
+    if let Some(numpy) = references.iter().find_map(|h| h["numpy_exact_qps"].as_f64()) {
         println!(
             "numpy exact, batched (BLAS on every core): {numpy:.0} q/s; ours batched on {threads} threads is {:.2}x",
             exact.2 / numpy

@@ -184,7 +184,7 @@ fn exact_truth(table: &Table, queries: &[f32], filter: Option<&Filter>) -> Vec<V
     let keep = |s: usize| table.doc(s).is_some_and(|d| filter.is_none_or(|f| f.matches(&d.meta)));
     queries
         .chunks_exact(DIMENSION)
-        .map(|q| ann::exact(table.vectors(), DIMENSION, q, K, None, &keep).iter().map(|s| s.slot).collect())
+        .map(|q| table.vectors().exact(q, K, None, &keep).iter().map(|s| s.slot).collect())
         .collect()
 }
 

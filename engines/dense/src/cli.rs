@@ -449,10 +449,28 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     Ok(loaded.skipped as u64)
 }
 
-fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> anyhow::Result<Store> {
+/// The model and the store, loaded side by side: a data directory's store needs no model to
+/// open, so a restart costs the longer of the two, not their sum (the built-in corpus is
+/// embedded, so it waits for the model).
+fn load_model_and_store(cmd: &ServeCmd) -> anyhow::Result<(Embedder, Store)> {
+    std::thread::scope(|scope| {
+        let opened = cmd.dir.dir().is_some().then(|| scope.spawn(|| open_store(cmd, None)));
+        let embedder = cmd.model.load(&mut say);
+        let store = match opened {
+            Some(opened) => opened.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => embedder.as_ref().map_err(|e| anyhow::anyhow!("{e}")).and_then(|e| open_store(cmd, Some(e))),
+        };
+        let embedder = embedder?;
+        Ok((embedder, store?))
+    })
+}
+
+/// The store of `--data-dir`, or the built-in corpus embedded by `embedder` in memory.
+fn open_store(cmd: &ServeCmd, embedder: Option<&Embedder>) -> anyhow::Result<Store> {
     let options = store_options(&cmd.hnsw);
-    let store = match cmd.dir.dir() {
-        Some(dir) => {
+    let store = match (cmd.dir.dir(), embedder) {
+        (None, None) => return Err(anyhow::anyhow!("the built-in corpus needs the model")),
+        (Some(dir), _) => {
             if !dir.is_dir() && !cmd.dir.create {
                 return Err(anyhow::anyhow!(
                     "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
@@ -480,7 +498,7 @@ fn open_store(cmd: &ServeCmd, embedder: &Embedder) -> anyhow::Result<Store> {
             }
             store
         }
-        None => {
+        (None, Some(embedder)) => {
             let store = Store::in_memory(options);
             let docs = rcp_corpus::builtin();
             let bar = ProgressBar::hidden();
@@ -518,8 +536,8 @@ impl Status for StoreStatus {
 }
 
 fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
-    let embedder = Arc::new(cmd.model.load(&mut say)?);
-    let store = Arc::new(open_store(&cmd, &embedder)?);
+    let (embedder, store) = load_model_and_store(&cmd)?;
+    let (embedder, store) = (Arc::new(embedder), Arc::new(store));
     cmd.dir.warn_if_in_memory("rcp-dense");
     let options = EngineOptions {
         batch_limit: cmd.batch_limit,

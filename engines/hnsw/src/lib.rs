@@ -14,7 +14,9 @@
 //!
 //! Nodes are addressed by the caller's *slot* (a `u32`-sized index); slots may have gaps. The
 //! graph saves to and loads from one file ([`Hnsw::save`], [`Hnsw::load`]) that is checked
-//! link by link on load, so a damaged file is refused rather than searched.
+//! link by link on load, so a damaged file is refused rather than searched. The file is
+//! memory-mapped to load it ([`Mapped`], the crate's one file map, which also serves the dense
+//! store's vector table in place).
 //!
 //! ```
 //! use rcp_hnsw::{Hnsw, Params};
@@ -31,6 +33,7 @@ mod beam;
 mod error;
 mod graph;
 mod insert;
+mod mapped;
 mod params;
 mod persist;
 mod search;
@@ -38,6 +41,7 @@ mod table;
 
 pub use error::Error;
 pub use graph::{Hnsw, MAX_LEVEL};
+pub use mapped::Mapped;
 pub use params::{Params, Precision};
 
 #[cfg(test)]

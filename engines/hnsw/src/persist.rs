@@ -13,12 +13,13 @@
 //! ([`Error::Corrupt`]), so a damaged file is refused, never walked.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use crate::error::Error;
 use crate::graph::{Hnsw, MAX_LEVEL, pack, unpack};
+use crate::mapped::Mapped;
 use crate::params::{Params, Precision};
 use crate::table::{CLAIMED, Table, published_level};
 
@@ -28,36 +29,39 @@ fn corrupt(why: impl Into<String>) -> Error {
     Error::Corrupt(why.into())
 }
 
-struct Words<R> {
-    r: R,
-    buf: Vec<u8>,
+/// A cursor over the file's bytes.
+struct Words<'a> {
+    bytes: &'a [u8],
 }
 
-impl<R: Read> Words<R> {
+impl<'a> Words<'a> {
+    /// The next `n` bytes.
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        if self.bytes.len() < n {
+            return Err(corrupt("the file ends early"));
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+
     fn u32(&mut self) -> Result<u32, Error> {
-        let mut b = [0u8; 4];
-        self.r.read_exact(&mut b).map_err(eof)?;
-        Ok(u32::from_le_bytes(b))
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     fn u64(&mut self) -> Result<u64, Error> {
-        let mut b = [0u8; 8];
-        self.r.read_exact(&mut b).map_err(eof)?;
-        Ok(u64::from_le_bytes(b))
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
 
     /// `n` words into `out` (cleared first).
     fn words(&mut self, n: usize, out: &mut Vec<u32>) -> Result<(), Error> {
-        self.buf.resize(n * 4, 0);
-        self.r.read_exact(&mut self.buf).map_err(eof)?;
+        let bytes = self.take(n * 4)?;
         out.clear();
-        out.extend(self.buf.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
         Ok(())
     }
-}
-
-fn eof(e: io::Error) -> Error {
-    if e.kind() == io::ErrorKind::UnexpectedEof { corrupt("the file ends early") } else { Error::Io(e) }
 }
 
 impl Hnsw {
@@ -140,11 +144,17 @@ impl Hnsw {
     /// Loads a graph written by [`Hnsw::save`] for `dim`-dimensional vectors with `params`
     /// (`m` and precision must match the file; `ef_construction` applies to later inserts).
     pub fn load(path: &Path, dim: usize, params: Params) -> Result<Self, Error> {
+        let len = std::fs::metadata(path)?.len();
+        Self::from_bytes(Mapped::open(path, len, true)?.bytes(), dim, params)
+    }
+
+    /// Loads a graph from the bytes of a file written by [`Hnsw::save`] (as [`Hnsw::load`]
+    /// does; a caller that checks a checksum over the bytes first maps the file once, with
+    /// [`Mapped`], for both).
+    pub fn from_bytes(bytes: &[u8], dim: usize, params: Params) -> Result<Self, Error> {
         let g = Hnsw::new(dim, params);
-        let mut r = Words { r: BufReader::with_capacity(1 << 20, File::open(path)?), buf: Vec::new() };
-        let mut magic = [0u8; 8];
-        r.r.read_exact(&mut magic).map_err(eof)?;
-        if &magic != MAGIC {
+        let mut r = Words { bytes };
+        if r.take(MAGIC.len())? != MAGIC {
             return Err(corrupt("not an rcp-hnsw graph file"));
         }
         let (file_dim, precision, m, words) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
@@ -169,20 +179,22 @@ impl Hnsw {
         let slots = slots as usize;
         let mut rec = Vec::new();
         let mut present = Vec::new();
+        let word = |b: &[u8], i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
         for slot in 0..slots as u32 {
-            r.words(words as usize, &mut rec)?;
-            match rec[0] {
+            let bytes = r.take(words as usize * 4)?;
+            match word(bytes, 0) {
                 0 => continue,
                 CLAIMED => return Err(corrupt(format!("slot {slot}: unpublished node"))),
                 s if s as usize - 1 > MAX_LEVEL => return Err(corrupt(format!("slot {slot}: level {}", s - 1))),
                 _ => {}
             }
-            if rec[1] as usize > g.m0 {
-                return Err(corrupt(format!("slot {slot}: {} links, at most {}", rec[1], g.m0)));
+            let count = word(bytes, 1);
+            if count as usize > g.m0 {
+                return Err(corrupt(format!("slot {slot}: {count} links, at most {}", g.m0)));
             }
             let record = g.table.ensure(slot).ok_or(Error::Capacity(slot as usize))?;
-            for (w, &v) in record.iter().zip(&rec) {
-                w.store(v, Ordering::Relaxed);
+            for (w, b) in record.iter().zip(bytes.chunks_exact(4)) {
+                w.store(u32::from_le_bytes([b[0], b[1], b[2], b[3]]), Ordering::Relaxed);
             }
             present.push(slot);
         }
@@ -223,8 +235,7 @@ impl Hnsw {
             upper.insert(slot, rec.iter().map(|&w| std::sync::atomic::AtomicU32::new(w)).collect());
         }
         drop(upper);
-        let mut rest = [0u8; 1];
-        if r.r.read(&mut rest)? != 0 {
+        if !r.bytes.is_empty() {
             return Err(corrupt("bytes after the last list"));
         }
         let top = present.iter().filter_map(|&s| level(s)).max();

@@ -92,10 +92,24 @@ pub fn exact_sorted(
     keep: &dyn Fn(usize) -> bool,
 ) -> Vec<Scored> {
     let dim = dim.max(1);
-    let n = vectors.len() / dim;
+    exact_rows(|s| vectors.get(s * dim..(s + 1) * dim), query, want, slots, keep)
+}
+
+/// Exact top-`want` by cosine over the `slots` (strictly ascending; the scan stops at the
+/// first one `row` does not have) that `keep` accepts, best first; `row` gives a slot's vector.
+pub fn exact_rows<'a>(
+    row: impl Fn(usize) -> Option<&'a [f32]>,
+    query: &[f32],
+    want: usize,
+    slots: impl Iterator<Item = usize>,
+    keep: &dyn Fn(usize) -> bool,
+) -> Vec<Scored> {
     let mut top = TopK::new(want);
-    for s in slots.take_while(|&s| s < n).filter(|&s| keep(s)) {
-        top.push(s, dot(query, &vectors[s * dim..(s + 1) * dim]));
+    for s in slots {
+        let Some(v) = row(s) else { break };
+        if keep(s) {
+            top.push(s, dot(query, v));
+        }
     }
     top.into_sorted()
 }

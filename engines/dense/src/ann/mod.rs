@@ -36,7 +36,7 @@ mod rcp_hnsw;
 #[cfg(feature = "usearch")]
 mod usearch;
 
-pub use exact::{dot, exact, exact_batch, exact_sorted};
+pub use exact::{dot, exact, exact_batch, exact_rows, exact_sorted};
 pub use hnsw_rs::{HnswRsIndex, UnitDot};
 pub use rcp_hnsw::RcpHnswIndex;
 #[cfg(feature = "usearch")]

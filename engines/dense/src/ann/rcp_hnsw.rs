@@ -43,6 +43,11 @@ impl RcpHnswIndex {
     pub fn load(params: HnswParams, dim: usize, path: &Path) -> Result<Self, AnnError> {
         Ok(Self { graph: Hnsw::load(path, dim, graph_params(params)).map_err(error)?, params })
     }
+
+    /// Loads a graph from the bytes of a file saved by [`AnnIndex::save`].
+    pub fn from_bytes(params: HnswParams, dim: usize, bytes: &[u8]) -> Result<Self, AnnError> {
+        Ok(Self { graph: Hnsw::from_bytes(bytes, dim, graph_params(params)).map_err(error)?, params })
+    }
 }
 
 impl AnnIndex for RcpHnswIndex {

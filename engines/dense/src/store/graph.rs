@@ -5,7 +5,9 @@
 use std::fs::{self, File};
 use std::path::Path;
 
-use crate::ann::{self, AnnError, AnnIndex, Backend, HnswParams};
+use rcp_hnsw::Mapped;
+
+use crate::ann::{self, AnnError, AnnIndex, Backend, HnswParams, RcpHnswIndex};
 use crate::wal;
 use rcp_embedder::model::DIMENSION;
 
@@ -72,16 +74,33 @@ fn read_graph(
     if info.nodes != docs {
         return Err(format!("{} nodes for {docs} documents", info.nodes));
     }
-    let (crc32, bytes) = file_crc32(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if (crc32, bytes) != (info.crc32, info.bytes) {
-        return Err(format!(
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let mismatch = |crc32: u32, bytes: u64| {
+        format!(
             "{}: checksum {crc32:08x} over {bytes} bytes, the manifest says {:08x} over {}",
             path.display(),
             info.crc32,
             info.bytes
-        ));
+        )
+    };
+    if backend == Backend::RcpHnsw {
+        // One read of the file: mapped (its length checked first), summed, then parsed.
+        let map = Mapped::open(path, info.bytes, true).map_err(|e| at(&e))?;
+        let crc32 = crc32fast::hash(map.bytes());
+        if crc32 != info.crc32 {
+            return Err(mismatch(crc32, info.bytes));
+        }
+        let index = RcpHnswIndex::from_bytes(params, DIMENSION, map.bytes()).map_err(|e| at(&e))?;
+        if index.len() != docs {
+            return Err(format!("{}: {} nodes, expected {docs}", path.display(), index.len()));
+        }
+        return Ok(Box::new(index));
     }
-    ann::load(backend, params, DIMENSION, docs, path).map_err(|e| format!("{}: {e}", path.display()))
+    let (crc32, bytes) = file_crc32(path).map_err(|e| at(&e))?;
+    if (crc32, bytes) != (info.crc32, info.bytes) {
+        return Err(mismatch(crc32, bytes));
+    }
+    ann::load(backend, params, DIMENSION, docs, path).map_err(|e| at(&e))
 }
 
 /// Gives a freshly loaded snapshot its graph: the saved one when it is sound, else one built

@@ -1,5 +1,5 @@
 //! Where each file of a data directory lives: the manifest, the log, the lock and the snapshot
-//! generations (`snapshot-NNNNNN.{jsonl,f32,graph}`).
+//! generations (`snapshot-NNNNNN.{docs,f32,graph,postings}`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,10 @@ pub(super) const MANIFEST: &str = "manifest.json";
 pub(super) const WAL: &str = "wal.log";
 /// The lock file held for the store's lifetime (one process per data directory).
 pub(super) const LOCK: &str = ".lock";
+
+/// The extensions of a snapshot generation's files: documents (`docs`, or `jsonl` in older
+/// snapshots), vectors, graph, metadata postings.
+pub(super) const SNAPSHOT_EXTENSIONS: [&str; 5] = ["docs", "jsonl", "f32", "graph", "postings"];
 
 /// The file of generation `generation` with extension `ext`.
 pub(super) fn snapshot_path(dir: &Path, generation: u64, ext: &str) -> PathBuf {
@@ -27,7 +31,7 @@ pub(super) fn generations(dir: &Path) -> Vec<u64> {
                     let name = name.to_str()?;
                     let rest = name.strip_prefix("snapshot-")?;
                     let (number, ext) = rest.split_once('.')?;
-                    matches!(ext, "jsonl" | "f32" | "graph").then(|| number.parse::<u64>().ok())?
+                    SNAPSHOT_EXTENSIONS.contains(&ext).then(|| number.parse::<u64>().ok())?
                 })
                 .collect()
         })

@@ -50,6 +50,10 @@ pub struct SnapshotInfo {
     pub docs: usize,
     /// Last write-ahead-log sequence number it includes.
     pub seq: u64,
+    /// CRC-32 of its `.f32` vector table, checked before the table is mapped (absent in
+    /// snapshots written before it was recorded: their length alone is checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors_crc32: Option<u32>,
     /// Its saved ANN graph, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<GraphInfo>,

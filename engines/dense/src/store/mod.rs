@@ -6,13 +6,16 @@
 //! | file | content |
 //! |------|---------|
 //! | `manifest.json` | model identity and dimension, typed filter fields, HNSW parameters, current snapshot |
-//! | `snapshot-NNNNNN.jsonl` | the snapshot's documents, one per line, in slot order |
-//! | `snapshot-NNNNNN.f32` | their vectors, a flat little-endian `f32` table (`docs × dimension`) |
+//! | `snapshot-NNNNNN.docs` | the snapshot's documents in slot order, binary, with a checksum (`.jsonl` in older snapshots) |
+//! | `snapshot-NNNNNN.f32` | their vectors, a flat little-endian `f32` table (`docs × dimension`; CRC-32 in the manifest), mapped in place |
+//! | `snapshot-NNNNNN.postings` | the postings of the declared filter fields (derived; rebuilt from the documents when missing or damaged) |
 //! | `snapshot-NNNNNN.graph` | the ANN graph over them, when the backend can save it (CRC-32 in the manifest) |
 //! | `wal.log` | writes since the snapshot (see [`crate::wal`]) |
 //!
-//! Opening reads the snapshot and its graph, then inserts the vectors of the log records newer
-//! than it into that graph — nothing is re-embedded, and only the log tail is indexed. A graph
+//! Opening maps the snapshot's vector table (its length checked before the map is made, its
+//! CRC-32 checked before anything is served), reads its documents and its graph, then inserts
+//! the vectors of the log records newer than it into that graph — nothing is re-embedded, and
+//! only the log tail is indexed. A graph
 //! file that is missing, fails its checksum or does not fit the snapshot is rebuilt from the
 //! stored vectors (with a warning) and saved again. A snapshot (taken after `index`, and when
 //! tombstones exceed a quarter of the slots or the log grows past its limit) writes a new
@@ -25,13 +28,15 @@
 //! | module | concern |
 //! |--------|---------|
 //! | `table` | the in-memory [`Table`]: documents, vectors, id map, tombstones, the graph |
+//! | `vectors` | [`Vectors`]: the snapshot's vector table mapped in place, newer rows in memory |
 //! | `postings` | [`MetaIndex`]: postings of the declared filter fields, the filter's candidate slots |
 //! | `plan` | [`Plan`]: the filter planner, choosing a search by the filter's cardinality |
 //! | `search` | [`Table::search`]: running the chosen plan, with its fallbacks |
 //! | `open` | bringing a data directory up: lock, manifest, snapshot, graph, log replay |
 //! | `writer` | the write path: logging a batch, committing a snapshot generation |
 //! | `manifest` | `manifest.json` ([`Manifest`]) |
-//! | `generation` | a snapshot generation's `.jsonl` and `.f32` files |
+//! | `generation` | a snapshot generation's documents and `.f32` files |
+//! | `docs` | the binary documents file |
 //! | `graph` | a generation's saved `.graph`: saved, checked, loaded or rebuilt |
 //! | `repair` | a data directory whose manifest is lost or unreadable ([`repair_manifest`]) |
 //! | `lock` | the data directory's lock ([`DirLock`]): serve, index and repair exclude each other |
@@ -47,6 +52,7 @@ use crate::ann::HnswParams;
 use crate::wal::{Op, Origin, StoredDoc, Wal};
 use rcp_embedder::model::DIMENSION;
 
+mod docs;
 mod durable;
 mod error;
 mod generation;
@@ -61,6 +67,7 @@ mod postings;
 mod repair;
 mod search;
 mod table;
+mod vectors;
 mod writer;
 
 #[cfg(test)]
@@ -79,6 +86,7 @@ pub use postings::{Candidates, MetaIndex};
 pub use repair::{ManifestOutcome, ManifestRepair, rebuild_manifest, repair_manifest};
 pub use search::Route;
 pub use table::Table;
+pub use vectors::Vectors;
 
 use writer::Writer;
 
@@ -231,7 +239,11 @@ impl Store {
             let t = self.read();
             t.compacted(t.params(), t.backend(), self.options.defer_graph)?
         };
-        w.commit_snapshot(&compacted, self.options.defer_graph)?;
+        let mut compacted = compacted;
+        if let Some(vectors) = w.commit_snapshot(&compacted, self.options.defer_graph)? {
+            // The rows just written, now served from the file instead of the heap.
+            compacted.vectors = vectors;
+        }
         *self.table.write().unwrap_or_else(|p| p.into_inner()) = compacted;
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! Opening a data directory: take its lock, read and check the manifest, load the snapshot and
-//! its graph, replay the log tail and index it.
+//! Opening a data directory: take its lock, read and check the manifest, load the snapshot (its
+//! vectors mapped, their checksum verified on a second thread meanwhile) and its graph, replay
+//! the log tail and index it.
 
 use std::fs;
 use std::path::Path;
@@ -9,7 +10,7 @@ use crate::wal::Wal;
 use rcp_embedder::model::DIMENSION;
 
 use super::error::{StoreError, io_at};
-use super::generation::load_snapshot;
+use super::generation::{check_vectors, load_snapshot};
 use super::graph::{GraphSource, open_graph};
 use super::layout::{MANIFEST, WAL};
 use super::lock::DirLock;
@@ -64,12 +65,20 @@ pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<(Table, Writer, 
     let mut report = OpenReport::default();
     let mut last_seq = 0;
     if let Some(snap) = manifest.snapshot {
-        load_snapshot(dir, snap, &mut table)?;
+        // The vector table's checksum is read beside the documents and the graph; nothing is
+        // served before all three are in and checked.
+        std::thread::scope(|scope| {
+            let checked = scope.spawn(|| check_vectors(dir, snap));
+            let loaded = load_snapshot(dir, snap, &mut table).and_then(|()| match options.defer_graph {
+                true => Ok(None),
+                false => open_graph(dir, &mut manifest, &mut table),
+            });
+            let checked = checked.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            report.graph = loaded?;
+            checked
+        })?;
         report.snapshot_docs = snap.docs;
         last_seq = snap.seq;
-        if !options.defer_graph {
-            report.graph = open_graph(dir, &mut manifest, &mut table)?;
-        }
     }
     let wal_path = dir.join(WAL);
     let (wal, replay) = Wal::open(&wal_path, DIMENSION)?;

@@ -135,8 +135,13 @@ pub fn rebuild_manifest(
     repair.fields = fields(&docs_seen);
     let mut manifest = Manifest::new(HnswParams::default(), Backend::default());
     manifest.fields = repair.fields.clone();
-    manifest.snapshot =
-        repair.generation.map(|generation| SnapshotInfo { generation, docs: repair.docs, seq: 0, graph: None });
+    manifest.snapshot = repair.generation.map(|generation| SnapshotInfo {
+        generation,
+        docs: repair.docs,
+        seq: 0,
+        graph: None,
+        vectors_crc32: None,
+    });
     manifest.write(dir)?;
     Ok(repair)
 }

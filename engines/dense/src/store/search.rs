@@ -126,12 +126,10 @@ impl Table {
             None => matches(s),
         };
         match plan {
-            Plan::FullScan => ann::exact(&self.vectors, self.dim, query, want, None, &keep),
+            Plan::FullScan => self.vectors.exact(query, want, None, &keep),
             Plan::MatchScan { .. } => match candidates {
-                Some(c) => {
-                    ann::exact_sorted(&self.vectors, self.dim, query, want, c.slots.iter().map(|s| s as usize), &keep)
-                }
-                None => ann::exact(&self.vectors, self.dim, query, want, None, &keep),
+                Some(c) => self.vectors.exact(query, want, Some(&mut c.slots.iter().map(|s| s as usize)), &keep),
+                None => self.vectors.exact(query, want, None, &keep),
             },
             Plan::Hnsw { ef } | Plan::PostFilter { ef } => {
                 let mut found = self.ann.search(query, ef, ef, None);

@@ -10,7 +10,7 @@ use rcp_protocol::filter::{FieldType, Filter};
 use serde_json::json;
 
 use super::*;
-use crate::ann::{self, Scored};
+use crate::ann::Scored;
 
 /// `bucket`: "rare" for 1 document in 200, "mid" for 1 in 5, "common" otherwise; `n` the
 /// document number (an int field), `day` a date.
@@ -73,7 +73,7 @@ fn store(n: usize) -> Store {
 /// The exact filtered top `want`, by brute force over the live documents.
 fn truth(t: &Table, q: &[f32], want: usize, f: &Filter) -> Vec<Scored> {
     let keep = |s: usize| t.doc(s).is_some_and(|d| f.matches(&d.meta));
-    ann::exact(&t.vectors, t.dim, q, want, None, &keep)
+    t.vectors.exact(q, want, None, &keep)
 }
 
 fn slots(found: &[Scored]) -> Vec<usize> {

@@ -10,13 +10,14 @@ use crate::wal::{Op, StoredDoc};
 
 use super::error::StoreError;
 use super::postings::MetaIndex;
+use super::vectors::Vectors;
 
 /// The in-memory table: documents and vectors by slot, the id map and the graph.
 #[derive(Debug)]
 pub struct Table {
     pub(super) dim: usize,
     pub(super) docs: Vec<Option<StoredDoc>>,
-    pub(super) vectors: Vec<f32>,
+    pub(super) vectors: Vectors,
     pub(super) by_id: HashMap<String, usize>,
     pub(super) ann: Box<dyn AnnIndex>,
     pub(super) tombstones: usize,
@@ -31,7 +32,7 @@ impl Table {
         Self {
             dim,
             docs: Vec::new(),
-            vectors: Vec::new(),
+            vectors: Vectors::new(dim),
             by_id: HashMap::new(),
             ann: ann::new_index(backend, params, dim, 0),
             tombstones: 0,
@@ -82,11 +83,11 @@ impl Table {
 
     /// The vector in a slot.
     pub fn vector(&self, slot: usize) -> &[f32] {
-        &self.vectors[slot * self.dim..(slot + 1) * self.dim]
+        self.vectors.row(slot)
     }
 
-    /// Every slot's vector, one flat row-major table (tombstones included).
-    pub fn vectors(&self) -> &[f32] {
+    /// Every slot's vector (tombstones included).
+    pub fn vectors(&self) -> &Vectors {
         &self.vectors
     }
 
@@ -109,14 +110,8 @@ impl Table {
     pub(super) fn apply(&mut self, op: Op) -> usize {
         match op {
             Op::Upsert(doc, vector) => {
-                if let Some(old) = self.by_id.remove(&doc.id) {
-                    self.retire(old);
-                }
-                let slot = self.docs.len();
-                self.meta.insert(slot, &doc.meta);
-                self.by_id.insert(doc.id.clone(), slot);
-                self.docs.push(Some(doc));
-                self.vectors.extend_from_slice(&vector);
+                self.vectors.push(&vector);
+                self.place(doc, true);
                 1
             }
             Op::Delete(ids) => {
@@ -130,6 +125,21 @@ impl Table {
                 removed
             }
         }
+    }
+
+    /// Puts `doc` in the next slot, whose vector the table already holds (pushed by
+    /// [`Table::apply`], or mapped from a snapshot), retiring a previous version; with
+    /// `index`, records its metadata in the postings (a snapshot's saved postings hold it).
+    pub(super) fn place(&mut self, doc: StoredDoc, index: bool) {
+        if let Some(old) = self.by_id.remove(&doc.id) {
+            self.retire(old);
+        }
+        let slot = self.docs.len();
+        if index {
+            self.meta.insert(slot, &doc.meta);
+        }
+        self.by_id.insert(doc.id.clone(), slot);
+        self.docs.push(Some(doc));
     }
 
     /// Turns a live slot into a tombstone.
@@ -151,7 +161,8 @@ impl Table {
         let mut t = Table::new(self.dim, params, backend, self.meta.declared());
         for (slot, doc) in self.docs.iter().enumerate() {
             if let Some(doc) = doc {
-                t.apply(Op::Upsert(doc.clone(), self.vector(slot).to_vec()));
+                t.vectors.push(self.vector(slot));
+                t.place(doc.clone(), true);
             }
         }
         if !defer_graph {
@@ -161,16 +172,20 @@ impl Table {
     }
 
     pub(super) fn rebuild_graph(&mut self, params: HnswParams, backend: Backend) -> Result<(), StoreError> {
-        let docs = &self.docs;
-        self.ann = ann::build(backend, params, &self.vectors, self.dim, |s| docs[s].is_some())?;
+        let index = ann::new_index(backend, params, self.dim, self.docs.len());
+        index.insert_many(&self.live_rows(0))?;
+        self.ann = index;
         Ok(())
     }
 
     /// Inserts the live slots from `first` on into the graph (the log tail replayed on open).
     pub(super) fn index_tail(&self, first: usize) -> Result<(), StoreError> {
-        let rows: Vec<(&[f32], usize)> =
-            (first..self.docs.len()).filter(|&s| self.docs[s].is_some()).map(|s| (self.vector(s), s)).collect();
-        self.ann.insert_many(&rows)?;
+        self.ann.insert_many(&self.live_rows(first))?;
         Ok(())
+    }
+
+    /// The live slots from `first` on with their vectors.
+    fn live_rows(&self, first: usize) -> Vec<(&[f32], usize)> {
+        (first..self.docs.len()).filter(|&s| self.docs[s].is_some()).map(|s| (self.vector(s), s)).collect()
     }
 }

@@ -65,7 +65,7 @@ fn a_new_snapshot_removes_every_older_generation_including_orphans() {
     s.upsert(vec![doc("a", 2000)]).unwrap();
     s.snapshot().unwrap();
     // A crash between writing a generation and switching the manifest leaves it orphaned.
-    for ext in ["jsonl", "f32"] {
+    for ext in ["docs", "f32"] {
         fs::write(snapshot_path(dir.path(), 7, ext), b"orphan").unwrap();
     }
     s.upsert(vec![doc("b", 2001)]).unwrap();
@@ -85,7 +85,7 @@ fn a_lost_manifest_is_refused_and_rebuilt_from_the_newest_complete_snapshot() {
         s.delete(vec!["a".into()]).unwrap();
     }
     // A newer, incomplete generation must be skipped, not trusted.
-    fs::write(snapshot_path(dir.path(), 9, "jsonl"), b"{}\n").unwrap();
+    fs::write(snapshot_path(dir.path(), 9, "docs"), b"RCPDOCS1").unwrap();
     fs::remove_file(dir.path().join(MANIFEST)).unwrap();
     let err = Store::open(dir.path(), StoreOptions::default()).unwrap_err().to_string();
     assert!(err.contains("manifest.json") && err.contains("missing") && err.contains("repair"), "{err}");
@@ -206,4 +206,67 @@ fn selective_filter_falls_back_to_exact() {
     let mut got: Vec<i64> = hits.iter().map(|h| t.doc(h.slot).unwrap().meta["year"].as_i64().unwrap()).collect();
     got.sort();
     assert_eq!(got, vec![7, 250]);
+}
+
+/// A store of three documents with one snapshot, closed; returns its generation.
+fn snapshotted(dir: &std::path::Path) -> u64 {
+    let (s, _) = Store::open(dir, StoreOptions::default()).unwrap();
+    s.upsert(vec![doc("a", 2000), doc("b", 2001), doc("c", 2002)]).unwrap();
+    s.snapshot().unwrap();
+    let t = s.read();
+    assert_eq!((t.vectors().heap_bytes(), t.vectors().mapped_bytes()), (0, 3 * DIMENSION * 4), "served from the file");
+    drop(t);
+    let generation = s.writer.lock().unwrap().manifest.snapshot.unwrap().generation;
+    generation
+}
+
+#[test]
+fn a_damaged_or_truncated_snapshot_is_refused_never_served_as_less() {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = snapshotted(dir.path());
+    for (ext, cut, expect) in [
+        ("f32", false, "checksum"),
+        ("f32", true, "not served"),
+        ("docs", false, "checksum"),
+        ("docs", true, "not served"),
+    ] {
+        let path = snapshot_path(dir.path(), generation, ext);
+        let good = fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        if cut {
+            bad.truncate(bad.len() - 4);
+        } else {
+            bad[good.len() / 2] ^= 0x10;
+        }
+        fs::write(&path, &bad).unwrap();
+        let err = Store::open(dir.path(), StoreOptions::default()).unwrap_err();
+        assert!(matches!(err, StoreError::Damaged { .. }), "{ext} cut {cut}: {err}");
+        assert!(err.to_string().contains(expect), "{ext} cut {cut}: {err}");
+        fs::write(&path, &good).unwrap();
+    }
+    let (s, report) = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!((report.snapshot_docs, ids(&s).len()), (3, 3));
+}
+
+#[test]
+fn a_snapshot_written_before_the_binary_formats_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = snapshotted(dir.path());
+    // As an older engine wrote it: documents as JSON lines, no checksum of the vectors.
+    let docs = super::docs::read_docs(&fs::read(snapshot_path(dir.path(), generation, "docs")).unwrap()).unwrap();
+    let lines: String = docs.iter().map(|d| serde_json::to_string(d).unwrap() + "\n").collect();
+    fs::write(snapshot_path(dir.path(), generation, "jsonl"), lines).unwrap();
+    fs::remove_file(snapshot_path(dir.path(), generation, "docs")).unwrap();
+    let mut manifest = Manifest::read(&dir.path().join(MANIFEST)).unwrap().unwrap();
+    manifest.snapshot.as_mut().unwrap().vectors_crc32 = None;
+    manifest.write(dir.path()).unwrap();
+    let (s, report) = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!((report.snapshot_docs, report.graph), (3, Some(GraphSource::Loaded)));
+    assert_eq!(s.read().get("b").unwrap().meta["year"], 2001);
+    // The next snapshot is written in the current formats and the old file is removed.
+    s.upsert(vec![doc("d", 2003)]).unwrap();
+    s.snapshot().unwrap();
+    let next = generation + 1;
+    assert!(snapshot_path(dir.path(), next, "docs").exists());
+    assert!(!snapshot_path(dir.path(), generation, "jsonl").exists());
 }

@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use crate::wal::{Op, Wal};
 
 use super::error::StoreError;
-use super::generation::{remove_generations_except, write_snapshot};
+use super::generation::{map_vectors, remove_generations_except, write_snapshot};
 use super::graph::write_graph;
 use super::lock::DirLock;
 use super::manifest::{Manifest, SnapshotInfo};
 use super::table::Table;
+use super::vectors::Vectors;
 
 /// What the writer owns; one at a time holds it (the store keeps it behind a mutex).
 #[derive(Debug)]
@@ -59,12 +60,14 @@ impl Writer {
 
     /// With a data directory, writes `table` (compacted) as the next generation with its graph
     /// (unless `defer_graph`), names it in the manifest, empties the log and removes every
-    /// other generation. Nothing in memory.
-    pub(super) fn commit_snapshot(&mut self, table: &Table, defer_graph: bool) -> Result<(), StoreError> {
-        let Some(dir) = self.dir.clone() else { return Ok(()) };
+    /// other generation; returns the new generation's vector table, mapped (`None` if it could
+    /// not be mapped: the table keeps its rows in memory). Nothing in memory.
+    pub(super) fn commit_snapshot(&mut self, table: &Table, defer_graph: bool) -> Result<Option<Vectors>, StoreError> {
+        let Some(dir) = self.dir.clone() else { return Ok(None) };
         let generation = self.manifest.snapshot.map_or(1, |s| s.generation + 1);
-        let mut info = SnapshotInfo { generation, docs: table.live(), seq: self.next_seq - 1, graph: None };
-        write_snapshot(&dir, info, table)?;
+        let mut info =
+            SnapshotInfo { generation, docs: table.live(), seq: self.next_seq - 1, graph: None, vectors_crc32: None };
+        info.vectors_crc32 = Some(write_snapshot(&dir, info, table)?);
         if !defer_graph {
             info.graph = write_graph(&dir, generation, table.ann())?;
         }
@@ -76,6 +79,8 @@ impl Writer {
         // The new generation is durable and named by the manifest: every other generation,
         // the previous one and any a crash orphaned, is garbage now.
         remove_generations_except(&dir, generation);
-        Ok(())
+        Ok(map_vectors(&dir, info)
+            .inspect_err(|e| tracing::warn!(error = %e, "the new snapshot's vectors stay in memory"))
+            .ok())
     }
 }

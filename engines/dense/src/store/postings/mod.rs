@@ -1,11 +1,14 @@
 //! The metadata index: for every declared `keyword`, `bool`, `int` and `date` field, the live
 //! slots holding each value (postings, as compressed bitmaps), kept current by every upsert
-//! and delete and rebuilt whenever the table is (open, compaction, new field declarations).
+//! and delete, rebuilt on compaction and new field declarations, saved with every snapshot and
+//! read back on open ([`persist`]).
 //!
 //! [`MetaIndex::candidates`] turns a filter into the slots that can match it: an exact set when
 //! every leaf is answered by postings, otherwise a superset (a leaf the index cannot answer
 //! leaves an `and` to its other children) or nothing at all. Its size is the planner's
 //! cardinality estimate, and the set itself is what an exact scan of the matches reads.
+
+mod persist;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
