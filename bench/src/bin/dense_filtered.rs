@@ -24,7 +24,7 @@ use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir, percentile};
 use rcp_bench::synthetic::Rng;
 use rcp_corpus::read_jsonl;
-use rcp_dense::ann::{self, Scored};
+use rcp_dense::ann::Scored;
 use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
 use rcp_dense::model::{self, DIMENSION};
 use rcp_dense::store::{Plan, PlannerOptions, Store, StoreOptions, Table, stored};

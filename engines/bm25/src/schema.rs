@@ -315,7 +315,19 @@ pub fn build(config: &Config) -> (Schema, Fields) {
     });
     let schema = b.build();
     let fields = Fields {
-        id, title, text, title_raw, text_raw, meta, trust, source, present, arrays, filterable, chunks, impacts,
+        id,
+        title,
+        text,
+        title_raw,
+        text_raw,
+        meta,
+        trust,
+        source,
+        present,
+        arrays,
+        filterable,
+        chunks,
+        impacts,
     };
     (schema, fields)
 }

@@ -57,7 +57,11 @@ fn say(msg: &str) {
 }
 
 /// The verified files of `model` in `dir` (default its own), fetched first if asked.
-pub(crate) fn locate(model: &rcp_embedder::Model, dir: Option<&PathBuf>, fetch: bool) -> anyhow::Result<rcp_embedder::ModelFiles> {
+pub(crate) fn locate(
+    model: &rcp_embedder::Model,
+    dir: Option<&PathBuf>,
+    fetch: bool,
+) -> anyhow::Result<rcp_embedder::ModelFiles> {
     let dir = dir.cloned().unwrap_or_else(|| model.default_dir());
     Ok(if fetch { model.locate_or_fetch(&dir, &mut say)? } else { model.locate(&dir)? })
 }

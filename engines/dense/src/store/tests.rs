@@ -216,8 +216,7 @@ fn snapshotted(dir: &std::path::Path) -> u64 {
     let t = s.read();
     assert_eq!((t.vectors().heap_bytes(), t.vectors().mapped_bytes()), (0, 3 * DIMENSION * 4), "served from the file");
     drop(t);
-    let generation = s.writer.lock().unwrap().manifest.snapshot.unwrap().generation;
-    generation
+    s.writer.lock().unwrap().manifest.snapshot.unwrap().generation
 }
 
 #[test]
