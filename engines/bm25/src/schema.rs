@@ -163,10 +163,10 @@ impl Config {
         Self { format: FORMAT, uid, fields, learned_sparse: None }
     }
 
-    /// A fresh configuration for an engine with these options: its fields and, with a
-    /// learned-sparse scorer, the model's identity.
-    pub fn for_options(fields: Vec<FieldSpec>, options: &crate::engine::EngineOptions) -> Self {
-        Self { learned_sparse: options.learned_sparse.as_ref().map(|e| e.identity().to_owned()), ..Self::new(fields) }
+    /// A fresh configuration with these fields, ranked by the learned-sparse model named
+    /// `learned_sparse` (its identity) when there is one.
+    pub fn with_learned_sparse(fields: Vec<FieldSpec>, learned_sparse: Option<String>) -> Self {
+        Self { learned_sparse, ..Self::new(fields) }
     }
 
     /// Reads `DIR/rcp-bm25.json`; `None` when the directory holds no index yet.

@@ -109,6 +109,13 @@ impl Default for EngineOptions {
     }
 }
 
+impl EngineOptions {
+    /// The identity of the learned-sparse model, as recorded in an index's configuration.
+    pub fn learned_sparse_identity(&self) -> Option<String> {
+        self.learned_sparse.as_ref().map(|e| e.identity().to_owned())
+    }
+}
+
 /// Bytes of stored documents compressed together in one doc-store block (tantivy's default is
 /// 16 KiB). Fetching a hit decompresses its whole block; with k=100 hits spread over the
 /// index that was 28% of a loaded engine's CPU at 16 KiB.
@@ -182,7 +189,7 @@ impl Engine {
         }
         let config = Config::load(dir)?
             .ok_or_else(|| EngineError::Integrity(format!("{}: {} vanished", dir.display(), schema::CONFIG_FILE)))?;
-        let wanted = options.learned_sparse.as_ref().map(|e| e.identity().to_owned());
+        let wanted = options.learned_sparse_identity();
         if config.learned_sparse != wanted {
             let scorer =
                 |model: &Option<String>| model.as_deref().map_or("bm25".to_owned(), |m| format!("splade ({m})"));
@@ -222,7 +229,7 @@ impl Engine {
         if integrity::state(dir) == DirState::Index {
             return Err(EngineError::Config(format!("{} already holds an index", dir.display())));
         }
-        let config = Config::for_options(declared, &options);
+        let config = Config::with_learned_sparse(declared, options.learned_sparse_identity());
         let (tantivy_schema, fields) = schema::build(&config);
         let index_dir = dir.join(schema::INDEX_DIR);
         std::fs::create_dir_all(&index_dir).map_err(|e| EngineError::io(&index_dir, e))?;
@@ -236,7 +243,7 @@ impl Engine {
 
     /// An index held in memory (the built-in demo corpus; nothing is persisted).
     pub fn in_ram(declared: Vec<FieldSpec>, options: EngineOptions) -> Result<Self, EngineError> {
-        let config = Config::for_options(declared, &options);
+        let config = Config::with_learned_sparse(declared, options.learned_sparse_identity());
         let (tantivy_schema, fields) = schema::build(&config);
         Self::start(Index::create_in_ram(tantivy_schema), fields, config, options)
     }
