@@ -1,4 +1,4 @@
-//! What the encoder speed benchmarks (`embed_bench`, `rerank_colbert_speed`) share: the
+//! What the encoder speed benchmarks (`embed_bench`, `rerank_speed`) share: the
 //! `SESSIONSxTHREADS` layouts they sweep, and running the Python onnxruntime reference on the
 //! same model and texts in the same run.
 
