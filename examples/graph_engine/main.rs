@@ -9,9 +9,9 @@
 //! - `graph`: all five ops ([`graph`]): `neighbors`, `local` (personalized PageRank), `global`,
 //!   `drift`, `communities` (label propagation, two levels).
 //! - `retrieve`: TF-IDF over the documents; `unit: "chunk"` returns sentences with
-//!   `hit.chunk {docId, index}`; `tokenBudget` packs hits in rank order while their texts (in
-//!   whitespace tokens) fit the budget, a hit that would pass it ends the packing, and
-//!   `usage.tokens` reports the total. `session` (dedup) comes from the framework.
+//!   `hit.chunk {docId, index}`. `tokenBudget` packing and `session` (dedup) come from the
+//!   framework: the engine supplies its token counter (whitespace-separated words,
+//!   [`Words`]).
 //! - `memory`: `memory/build` keeps each document's key terms (the live corpus, or documents
 //!   given inline); `memory/recall` turns a query into clues: a surrogate query of a document's key
 //!   terms, its id as the seed, weighted by the match. A memory `global` over the corpus exists
@@ -32,7 +32,7 @@ use rcp_protocol::capabilities::{MemoryCapability, RetrieveCapability};
 use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
 use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_protocol::memory::{Clue, MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_protocol::retrieve::{ChunkRef, Usage};
+use rcp_protocol::retrieve::ChunkRef;
 use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::{Feedback, HandlerResult, Memory, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
 
@@ -56,7 +56,6 @@ impl Retrieve for Search {
             max_k: Some(50),
             modes: Some(vec![rcp_protocol::Mode::Sparse]),
             units: Some(vec!["document".into(), "chunk".into()]),
-            token_budget: Some(true),
             score_scale: Some("unbounded".into()),
             score_floor: Some(0.0),
             ..Default::default()
@@ -93,24 +92,22 @@ impl Retrieve for Search {
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
         hits.truncate(req.k);
-        let mut usage = Usage::default();
-        if let Some(budget) = req.params.token_budget {
-            let mut used = 0;
-            let fit = hits
-                .iter()
-                .take_while(|h| {
-                    used += h.text.as_deref().map_or(0, corpus::tokens);
-                    used <= budget
-                })
-                .count();
-            hits.truncate(fit);
-            usage.tokens = Some(hits.iter().filter_map(|h| h.text.as_deref()).map(corpus::tokens).sum());
-            usage.notes.push("tokens counted as whitespace-separated words".into());
-        }
         if req.params.include_text == Some(false) {
             hits.iter_mut().for_each(|h| h.text = None);
         }
-        Ok(RetrieveResult { hits, usage: Some(usage), ..Default::default() })
+        Ok(RetrieveResult { hits, ..Default::default() })
+    }
+}
+
+/// The engine's token counter for `tokenBudget`: whitespace-separated words.
+struct Words;
+
+impl rcp_server::TokenCounter for Words {
+    fn name(&self) -> String {
+        "whitespace-separated words".into()
+    }
+    fn count(&self, text: &str) -> usize {
+        usize::try_from(corpus::tokens(text)).unwrap_or(usize::MAX)
     }
 }
 
@@ -247,6 +244,7 @@ async fn main() -> std::io::Result<()> {
     memories.start_global();
     Server::builder("graph-engine", env!("CARGO_PKG_VERSION"))
         .retrieve(Search { scorer: corpus::corpus_scorer() })
+        .token_counter(Words)
         .graph(graph::DocGraph::new())
         .memory(memories)
         .feedback(Signals { received: AtomicU64::new(0) })

@@ -111,7 +111,7 @@ fn describe(
         })
         .collect();
     let summary = terms::summary(&terms, &representatives, members.len());
-    let mut centroid = vec![0.0f32; table.vectors().len().min(rcp_embedder::model::DIMENSION)];
+    let mut centroid = vec![0.0f32; rcp_embedder::model::DIMENSION];
     for &n in &members {
         if let Some(slot) = graph.id(n).and_then(|id| table.slot(id)) {
             for (c, x) in centroid.iter_mut().zip(table.vector(slot)) {
