@@ -11,14 +11,13 @@
 
 mod args;
 pub mod communities;
-mod file;
+pub(crate) mod file;
 pub mod ops;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Instant;
 
-use rcp_embedder::model::DIMENSION;
 use rcp_graph::{DocGraph, LouvainOptions, PprOptions};
 
 use crate::store::{Store, Table};
@@ -164,7 +163,7 @@ impl GraphIndex {
                 }
                 graph.remove(id);
             }
-            let missing: Vec<String> = (0..table.vectors().len() / DIMENSION)
+            let missing: Vec<String> = (0..table.vectors().len())
                 .filter_map(|s| table.doc(s).map(|d| d.id.clone()))
                 .filter(|id| graph.node(id).is_none())
                 .collect();
