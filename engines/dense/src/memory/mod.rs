@@ -4,7 +4,7 @@
 //! the community's key terms, its central documents as `graph`/`retrieve` seeds, a weight).
 //!
 //! - The live index's memory ([`INDEX_MEMORY`]) is saved as `memory.rcpm` beside the graph
-//!   ([`file`]: versioned, CRC-checked; damage is logged and the memory rebuilt, never served
+//!   ([`file`](mod@file): versioned, CRC-checked; damage is logged and the memory rebuilt, never served
 //!   in part). It carries the index version it was built from: after `index/add` or
 //!   `index/delete` it is stale and rebuilt by the next `memory/build` or `memory/recall`
 //!   (from the graph, which the writes keep current), so clues never name deleted documents.
