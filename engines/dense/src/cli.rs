@@ -26,6 +26,7 @@ use rcp_server::{EngineStats, Server, Status};
 use crate::ann::{Backend, Precision};
 use crate::embedder::Embedder;
 use crate::graph::{DenseGraph, GraphArgs};
+use crate::memory::{DenseMemory, MemoryIndex};
 use crate::store::{HnswOverride, ManifestOutcome, ManifestRepair, PlannerOptions, Store, StoreOptions, stored};
 use crate::wal::Origin;
 use crate::{DenseEngine, EngineOptions, infer_fields, parse_field, passage};
@@ -560,7 +561,8 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         .embed(engine.clone())
         .index(engine.clone());
     if let Some(g) = graph {
-        builder = builder.graph(DenseGraph::new(engine, g));
+        let memories = Arc::new(MemoryIndex::open(Arc::clone(&g), cmd.dir.dir())?);
+        builder = builder.graph(DenseGraph::new(engine.clone(), g)).memory(DenseMemory::new(engine, memories));
     }
     let builder = builder.streaming().log().conformance(ConformanceLevel::L2);
     #[cfg(feature = "rerank")]

@@ -121,7 +121,7 @@ impl DenseEngine {
 
     /// Embeds texts on the server's CPU executor (in `lane`), in encoder batches, reporting progress under `stage`
     /// and stopping between batches once the request is cancelled.
-    async fn embed_texts(
+    pub(crate) async fn embed_texts(
         &self,
         texts: Vec<String>,
         ctx: &RequestContext,

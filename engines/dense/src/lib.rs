@@ -20,6 +20,7 @@ pub mod ann;
 pub mod cli;
 pub mod engine;
 pub mod graph;
+pub mod memory;
 pub mod store;
 pub mod wal;
 

@@ -13,7 +13,7 @@ use crate::store::Store;
 pub struct GraphArgs {
     /// Serve the `graph` capability (§7.9) from a k-nearest-neighbour graph of the documents,
     /// saved as docgraph.rcpg in the data directory and kept up to date by index/add and
-    /// index/delete.
+    /// index/delete; also serves `memory` (§7.17) from the graph's communities (memory.rcpm).
     #[arg(long)]
     pub graph: bool,
     /// Nearest neighbours linked to each document in the graph.

@@ -28,6 +28,9 @@ pub struct Community {
     pub summary: String,
     /// The normalised mean of the members' vectors.
     pub centroid: Vec<f32>,
+    /// The most central members (largest weight of edges inside the community), best first,
+    /// at most [`REPRESENTATIVES`].
+    pub representatives: Vec<NodeId>,
 }
 
 /// Every level's communities.
@@ -101,10 +104,10 @@ fn describe(
         })
         .collect();
     central.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let central: Vec<NodeId> = central.iter().take(REPRESENTATIVES).map(|&(n, _)| n).collect();
     let representatives: Vec<(&str, Option<&str>)> = central
         .iter()
-        .take(REPRESENTATIVES)
-        .filter_map(|&(n, _)| {
+        .filter_map(|&n| {
             let id = graph.id(n)?;
             let title = table.get(id).and_then(|d| d.meta.get("title")).and_then(|t| t.as_str());
             Some((id, title))
@@ -120,5 +123,13 @@ fn describe(
         }
     }
     rcp_embedder::embedder::normalize(&mut centroid);
-    Community { id: format!("L{level}C{index}"), level: level as u32, members, terms, summary, centroid }
+    Community {
+        id: format!("L{level}C{index}"),
+        level: level as u32,
+        members,
+        terms,
+        summary,
+        centroid,
+        representatives: central,
+    }
 }

@@ -1,5 +1,6 @@
 //! `docgraph.rcpg`: read whole and checked by [`rcp_graph::persist`], written through a
-//! temporary file, fsync and rename, so a crash leaves the old file or the new one.
+//! temporary file, fsync and rename, so a crash leaves the old file or the new one (the
+//! memory file is written the same way).
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -25,9 +26,11 @@ pub(super) fn load(path: &Path) -> Result<DocGraph, String> {
     rcp_graph::persist::decode(&bytes).map(|(g, _)| g).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Writes `bytes` to `path` atomically.
-pub(super) fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("rcpg.tmp");
+/// Writes `bytes` to `path` atomically (through `path` + `.tmp`).
+pub(crate) fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
     let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;

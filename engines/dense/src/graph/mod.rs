@@ -11,7 +11,7 @@
 
 mod args;
 pub mod communities;
-mod file;
+pub(crate) mod file;
 pub mod ops;
 
 use std::path::{Path, PathBuf};

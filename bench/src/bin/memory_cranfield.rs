@@ -1,0 +1,156 @@
+//! `memory_cranfield`: does the dense engine's memory (§7.17) lead `retrieve` and `graph` to
+//! better documents than the query alone?
+//!
+//! Cranfield (1,400 abstracts, 225 queries, graded qrels): the memory is built over the
+//! document graph (k = 10) exactly as `memory/build` builds it, then for every query
+//! `memory/recall` gives `n` clues and the runs below are scored (nDCG@10, Recall@100):
+//!
+//! - `retrieve`: the query alone (HNSW, candidateK 100);
+//! - `retrieve + clue queries (RRF)`: the query's list fused (§16.3 RRF, `rrfK` 60) with one
+//!   `retrieve` per clue query, each list weighted by its clue's weight — what a client
+//!   fanning the clues out over `retrieve` does;
+//! - `clue queries only (RRF)`: the same without the query's own list;
+//! - `graph local from clue seeds`: `graph op:"local"` (personalised PageRank) seeded with the
+//!   clues' `seedIds`.
+//!
+//! ```sh
+//! cargo run --release -p rcp-bench --bin memory_cranfield
+//! cargo run --release -p rcp-bench --bin memory_cranfield -- --clues 1
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
+use rcp_corpus::read_jsonl;
+use rcp_dense::embedder::{Embedder, EmbedderOptions};
+use rcp_dense::graph::ops::Op;
+use rcp_dense::graph::{GraphIndex, GraphOptions};
+use rcp_dense::memory::Digest;
+use rcp_dense::model;
+use rcp_dense::store::{Store, StoreOptions, Table, stored};
+use rcp_dense::wal::Origin;
+use rcp_protocol::Hit;
+use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
+use rcp_protocol::graph::GraphParams;
+
+#[derive(Debug, Parser)]
+#[command(about = "Dense engine's memory: Cranfield nDCG@10 of retrieve vs retrieve steered by recalled clues")]
+struct Args {
+    /// Model directory [default: $RCP_MODEL_DIR or the user cache].
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Clues recalled per query (`memory/recall` `n`).
+    #[arg(long, default_value_t = 3)]
+    clues: usize,
+    /// Neighbours per node of the document graph.
+    #[arg(long, default_value_t = GraphOptions::default().k)]
+    k: usize,
+}
+
+/// Ranked list depth (candidateK of a default `retrieve`).
+const DEPTH: usize = 100;
+
+fn main() -> ExitCode {
+    rcp_bench::exit::finish(env!("CARGO_BIN_NAME"), run(&Args::parse()))
+}
+
+/// The ids of the `DEPTH` nearest documents to `q`.
+fn search(table: &Table, store: &Store, q: &[f32]) -> Vec<String> {
+    let (top, _) = table.search(q, DEPTH, DEPTH, None, &store.options().planner);
+    top.iter().filter_map(|s| table.doc(s.slot)).map(|d| d.id.clone()).collect()
+}
+
+/// RRF of weighted ranked id lists, as a federating client would fuse them.
+fn rrf(lists: Vec<(Vec<String>, f64)>) -> anyhow::Result<Vec<String>> {
+    let lists: Vec<EngineList> = lists
+        .into_iter()
+        .enumerate()
+        .map(|(i, (ids, w))| {
+            let n = ids.len() as f64;
+            let hits = ids.into_iter().enumerate().map(|(r, id)| Hit::new(id.as_str(), n - r as f64)).collect();
+            EngineList::new(format!("list-{i:02}"), hits).with_weight(w)
+        })
+        .collect();
+    let fused = fuse(&lists, &FusionMethod::rrf(), DEPTH).context("fuse")?;
+    Ok(fused.into_iter().map(|h| h.id.to_string().trim_matches('"').to_owned()).collect())
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
+    let files = model::locate(&dir).context("no model (rcp-dense fetch-model provisions it)")?;
+    let embedder = Embedder::load(&files, EmbedderOptions::default()).context("load the model")?;
+    let c = Collection::load(&cranfield_dir()).context("load the Cranfield collection")?;
+    let docs: Vec<_> =
+        read_jsonl(&c.corpus).and_then(|docs| docs.collect::<Result<_, _>>()).context("read the Cranfield corpus")?;
+    let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();
+    eprintln!("embedding {} Cranfield abstracts ...", texts.len());
+    let vectors = embedder.embed(&texts).context("embed the abstracts")?;
+    let query_texts: Vec<&str> = c.queries.iter().map(|(_, q)| q.as_str()).collect();
+    let queries = embedder.embed(&query_texts).context("embed the queries")?;
+    let store = Arc::new(Store::in_memory(StoreOptions::default()));
+    let batch = docs
+        .iter()
+        .zip(vectors)
+        .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
+        .collect();
+    store.upsert(batch).context("store the Cranfield vectors")?;
+    let options = GraphOptions { k: args.k, max_degree: args.k * 2 + 4, ..GraphOptions::default() };
+    let (index, _) = GraphIndex::open(Arc::clone(&store), None, options).context("build the graph")?;
+    let t = Instant::now();
+    let memory = Digest::build(&index.read(), &index.communities(), store.write_position().0);
+    println!(
+        "memory: {} entries (Louvain level {}), {} tokens, built in {:.2} s",
+        memory.entries.len(),
+        memory.level,
+        memory.tokens(),
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut runs: [(&str, HashMap<String, Vec<String>>); 4] = [
+        ("retrieve", HashMap::new()),
+        ("retrieve + clue queries (RRF)", HashMap::new()),
+        ("clue queries only (RRF)", HashMap::new()),
+        ("graph local from clue seeds", HashMap::new()),
+    ];
+    for ((qid, text), q) in c.queries.iter().zip(&queries) {
+        let clues = memory.recall(text, q, args.clues);
+        let clue_texts: Vec<&str> = clues.iter().filter_map(|c| c.query.as_deref()).collect();
+        let clue_vecs = embedder.embed(&clue_texts).context("embed the clue queries")?;
+        let weights = clues.iter().filter(|c| c.query.is_some()).map(|c| c.weight.unwrap_or(1.0));
+        let table = store.read();
+        let plain = search(&table, &store, q);
+        let clue_lists: Vec<(Vec<String>, f64)> =
+            clue_vecs.iter().zip(weights).map(|(v, w)| (search(&table, &store, v), w)).collect();
+        drop(table);
+        let mut with_query = vec![(plain.clone(), 1.0)];
+        with_query.extend(clue_lists.iter().cloned());
+        runs[1].1.insert(qid.clone(), rrf(with_query)?);
+        runs[2].1.insert(qid.clone(), if clue_lists.is_empty() { plain.clone() } else { rrf(clue_lists)? });
+        runs[0].1.insert(qid.clone(), plain);
+        let mut seen = HashSet::new();
+        let seeds: Vec<String> = clues
+            .iter()
+            .flat_map(|c| c.seed_ids.clone().unwrap_or_default())
+            .filter(|s| seen.insert(s.clone()))
+            .collect();
+        let params = GraphParams { op: "local".into(), seed_ids: Some(seeds), ..Default::default() };
+        let local = Op { index: &index, params: &params, k: DEPTH, query: None, ef: 64, source: "bench" }.run()?;
+        let ids = local.hits.unwrap_or_default().into_iter().map(|h| h.id.to_string().trim_matches('"').to_owned());
+        runs[3].1.insert(qid.clone(), ids.collect());
+    }
+    println!("\n## Cranfield ({} docs, {} queries), {} clues per query", docs.len(), c.queries.len(), args.clues);
+    println!("| run | nDCG@10 | Recall@100 |");
+    println!("|---|---|---|");
+    for (label, ranking) in &runs {
+        let s = evaluate(&c, ranking);
+        println!("| {label} | {:.4} | {:.4} |", s.ndcg10, s.recall100);
+    }
+    println!("\ncommand: cargo run --release -p rcp-bench --bin memory_cranfield -- --clues {}", args.clues);
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! The `memory` capability (§7.17) over the document graph: a memory is one entry per Louvain
+//! community (size, centroid, tf-idf key terms, most central documents), and recall ranks the
+//! entries by centroid cosine to the query, answering each as a clue (the query extended with
+//! the community's key terms, its central documents as `graph`/`retrieve` seeds, a weight).
+//!
+//! - The live index's memory ([`INDEX_MEMORY`]) is saved as `memory.rcpm` beside the graph
+//!   ([`file`](mod@file): versioned, CRC-checked; damage is logged and the memory rebuilt, never served
+//!   in part). It carries the index version it was built from: after `index/add` or
+//!   `index/delete` it is stale and rebuilt by the next `memory/build` or `memory/recall`
+//!   (from the graph, which the writes keep current), so clues never name deleted documents.
+//! - Memories over inline `documents` live in process memory only, at most
+//!   [`MAX_INLINE_MEMORIES`] (oldest dropped), each over at most [`MAX_INLINE_DOCS`] documents.
+//! - [`ops`]: `impl Memory for DenseMemory`.
+
+pub mod digest;
+pub mod file;
+pub mod ops;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::graph::GraphIndex;
+pub use digest::Digest;
+pub use ops::DenseMemory;
+
+/// The memory file's name in the data directory.
+pub const FILE: &str = "memory.rcpm";
+/// The `memoryId` of the live index's memory.
+pub const INDEX_MEMORY: &str = "index";
+/// Most inline memories kept; building one more drops the oldest.
+pub const MAX_INLINE_MEMORIES: usize = 16;
+/// Most documents in one inline `memory/build`.
+pub const MAX_INLINE_DOCS: usize = 1024;
+
+/// The engine's memories: the live index's (persisted) and the inline ones (in process).
+#[derive(Debug)]
+pub struct MemoryIndex {
+    graph: Arc<GraphIndex>,
+    path: Option<PathBuf>,
+    index: Mutex<Option<Arc<Digest>>>,
+    inline: Mutex<Inline>,
+}
+
+#[derive(Debug, Default)]
+struct Inline {
+    held: VecDeque<(String, Arc<Digest>)>,
+    next: u64,
+}
+
+impl MemoryIndex {
+    /// The memories of `graph`: the live index's read from `dir/memory.rcpm` when there is
+    /// one (rebuilt and saved, with a warning, when it is damaged). Without `dir` memories
+    /// live in process memory.
+    pub fn open(graph: Arc<GraphIndex>, dir: Option<&Path>) -> std::io::Result<Self> {
+        let path = dir.map(|d| d.join(FILE));
+        let this = Self { graph, path, index: Mutex::new(None), inline: Mutex::new(Inline::default()) };
+        let Some(path) = &this.path else { return Ok(this) };
+        match file::load(path) {
+            Ok(None) => tracing::info!("no saved memory; the first memory/build or memory/recall builds it"),
+            Ok(Some(d)) => {
+                let stale = d.stamp != this.graph.store().write_position().0;
+                tracing::info!(entries = d.entries.len(), stale, "memory loaded");
+                *this.index.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(d));
+            }
+            Err(reason) => {
+                let d = this.index_memory()?;
+                tracing::warn!(%reason, entries = d.entries.len(), "memory rebuilt");
+            }
+        }
+        Ok(this)
+    }
+
+    /// The live index's memory, rebuilt (and saved) first when there is none or the index
+    /// changed since it was built.
+    pub fn index_memory(&self) -> std::io::Result<Arc<Digest>> {
+        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let version = self.graph.store().write_position().0;
+        if let Some(d) = slot.as_ref().filter(|d| d.stamp == version) {
+            return Ok(Arc::clone(d));
+        }
+        let communities = self.graph.communities();
+        let d = Arc::new(Digest::build(&self.graph.read(), &communities, version));
+        if let Some(path) = &self.path {
+            file::save(path, &d)?;
+        }
+        *slot = Some(Arc::clone(&d));
+        Ok(d)
+    }
+
+    /// The graph the memories are built from.
+    pub fn graph(&self) -> &Arc<GraphIndex> {
+        &self.graph
+    }
+
+    /// The inline memory `id`, if held.
+    pub fn inline(&self, id: &str) -> Option<Arc<Digest>> {
+        let inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        inline.held.iter().find(|(i, _)| i == id).map(|(_, d)| Arc::clone(d))
+    }
+
+    /// Keeps an inline memory under `id` (replacing it) or under a new id; returns both.
+    pub fn keep_inline(&self, id: Option<String>, d: Digest) -> (String, Arc<Digest>) {
+        let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        let id = id.unwrap_or_else(|| {
+            inline.next += 1;
+            format!("inline-{}", inline.next)
+        });
+        inline.held.retain(|(i, _)| *i != id);
+        let d = Arc::new(d);
+        inline.held.push_back((id.clone(), Arc::clone(&d)));
+        while inline.held.len() > MAX_INLINE_MEMORIES {
+            inline.held.pop_front();
+        }
+        (id, d)
+    }
+}

@@ -1,0 +1,188 @@
+//! `memory/build` and `memory/recall` (§7.17) through the real binary (`serve --graph`): clues
+//! that lead to the query's topic, inline memories, bad input, persistence across restarts,
+//! staleness after writes, and a damaged memory file. Every frame is checked against the
+//! schema by the testkit.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use common::serve;
+use rcp_testkit::code;
+use serde_json::{Value, json};
+
+/// Three topical groups of four documents: `wing-*`, `heat-*`, `cook-*`.
+fn documents() -> Value {
+    let groups = [
+        (
+            "wing",
+            [
+                "Supersonic flow over a swept wing and its shock waves.",
+                "Lift and drag of a thin wing in supersonic flight.",
+                "Flutter of aircraft wings at high Mach numbers.",
+                "Pressure distribution on a delta wing at supersonic speed.",
+            ],
+        ),
+        (
+            "heat",
+            [
+                "Heat transfer in a laminar boundary layer on a flat plate.",
+                "Skin friction and heat transfer in turbulent boundary layers.",
+                "Boundary layer transition and surface heating in hypersonic flow.",
+                "Cooling of a heated plate by a laminar boundary layer.",
+            ],
+        ),
+        (
+            "cook",
+            [
+                "Slow roasting vegetables with olive oil and garlic.",
+                "A recipe for fresh pasta dough with eggs and flour.",
+                "Baking sourdough bread with a crisp crust.",
+                "Simmering a tomato sauce with basil for pasta.",
+            ],
+        ),
+    ];
+    let docs: Vec<Value> = groups
+        .iter()
+        .flat_map(|(g, texts)| texts.iter().enumerate().map(move |(i, t)| json!({"id": format!("{g}-{i}"), "text": t})))
+        .collect();
+    json!(docs)
+}
+
+/// The seed ids of every clue, in order.
+fn seeds(r: &Value) -> Vec<Vec<String>> {
+    r["clues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["seedIds"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect())
+        .collect()
+}
+
+fn weights(r: &Value) -> Vec<f64> {
+    r["clues"].as_array().unwrap().iter().map(|c| c["weight"].as_f64().unwrap()).collect()
+}
+
+#[test]
+fn clues_lead_to_the_query_topic_and_bad_input_is_refused() {
+    let mut e = serve(&["--graph"]);
+    let caps = e.ok("info", json!({}))["capabilities"].clone();
+    assert_eq!(caps["memory"], json!({"scopes": ["global"], "clues": true}));
+
+    // Recall before any build builds the live index's memory.
+    let r = e.ok("memory/recall", json!({"query": "memory safety, ownership and borrowing in Rust", "n": 3}));
+    let clues = r["clues"].as_array().unwrap();
+    assert!(!clues.is_empty() && clues.len() <= 3, "{r}");
+    let w = weights(&r);
+    assert_eq!(w[0], 1.0);
+    assert!(w.windows(2).all(|p| p[0] >= p[1] && p[1] >= 0.0), "{w:?}");
+    assert!(seeds(&r)[0].iter().any(|s| s.starts_with("rust-")), "{r}");
+    // Every seed is a stored document: a graph walk from it is answered.
+    for s in seeds(&r).concat() {
+        e.ok("graph", json!({"op": "neighbors", "seedIds": [s], "k": 2}));
+    }
+    // The first clue's surrogate query retrieves the topic.
+    let q = clues[0]["query"].as_str().unwrap();
+    assert!(q.starts_with("memory safety, ownership and borrowing in Rust "), "{q}");
+    let hits = e.ok("retrieve", json!({"query": q, "k": 1}))["hits"].clone();
+    assert!(hits[0]["id"].as_str().unwrap().starts_with("rust-"), "{hits}");
+
+    let built = e.ok("memory/build", json!({"scope": "global"}));
+    assert_eq!(built["memoryId"], "index");
+    assert!(built["tokens"].as_u64().unwrap() > 0);
+    let again = e.ok(
+        "memory/recall",
+        json!({"query": "memory safety, ownership and borrowing in Rust", "n": 3, "memoryId": "index"}),
+    );
+    assert_eq!(again, r, "an unchanged index recalls from the same memory");
+
+    // An inline memory: its own documents, its own ids.
+    let built = e.ok("memory/build", json!({"documents": documents()}));
+    let id = built["memoryId"].as_str().unwrap().to_owned();
+    assert_ne!(id, "index");
+    let r = e.ok("memory/recall", json!({"query": "baking bread and cooking pasta", "memoryId": id, "n": 1}));
+    assert_eq!(r["clues"].as_array().unwrap().len(), 1);
+    assert!(seeds(&r)[0].iter().all(|s| s.starts_with("cook-")), "{r}");
+    let r = e.ok("memory/recall", json!({"query": "shock waves on a supersonic wing", "memoryId": id, "n": 1}));
+    assert!(seeds(&r)[0].iter().all(|s| s.starts_with("wing-")), "{r}");
+    // Updating it replaces its documents.
+    let docs = json!([{"id": "a", "text": "Jazz improvisation over chord changes."}, {"id": "b", "text": "Playing bebop saxophone solos."}]);
+    assert_eq!(e.ok("memory/build", json!({"documents": docs, "memoryId": id}))["memoryId"], id.as_str());
+    let r = e.ok("memory/recall", json!({"query": "music", "memoryId": id}));
+    let ids: HashSet<String> = seeds(&r).concat().into_iter().collect();
+    assert_eq!(ids, HashSet::from(["a".to_owned(), "b".to_owned()]));
+
+    // Bad input: precise errors, and the server keeps serving.
+    let field = |err: &Value| (code(err), err["data"]["field"].as_str().map(str::to_owned));
+    let err = e.err("memory/recall", json!({"query": "  "}));
+    assert_eq!(field(&err), (-32602, Some("query".into())));
+    let err = e.err("memory/recall", json!({"query": "rust", "n": 0}));
+    assert_eq!(code(&err), -32602);
+    assert_eq!(code(&e.err("memory/recall", json!({"query": "rust", "memoryId": "no-such-memory"}))), -32015);
+    assert_eq!(code(&e.err("memory/build", json!({"memoryId": "no-such-memory"}))), -32015);
+    let err = e.err("memory/build", json!({"scope": "session"}));
+    assert_eq!((code(&err), err["data"]["option"].as_str()), (-32005, Some("scope")));
+    let err = e.err("memory/build", json!({"documents": []}));
+    assert_eq!(field(&err), (-32602, Some("documents".into())));
+    let err = e.err("memory/build", json!({"documents": [{"id": "x", "text": "a"}, {"id": "x", "text": "b"}]}));
+    assert_eq!(field(&err), (-32602, Some("documents[1].id".into())));
+    let err = e.err("memory/build", json!({"documents": [{"text": "a"}], "memoryId": "index"}));
+    assert_eq!(field(&err), (-32602, Some("memoryId".into())));
+    let err = e.err("memory/build", json!({"memoryId": id}));
+    assert_eq!(field(&err), (-32602, Some("documents".into())));
+    let many: Vec<Value> = (0..1025).map(|i| json!({"text": format!("d{i}")})).collect();
+    let err = e.err("memory/build", json!({"documents": many}));
+    assert_eq!(field(&err), (-32602, Some("documents".into())));
+    assert!(!e.ok("memory/recall", json!({"query": "rust"}))["clues"].as_array().unwrap().is_empty());
+}
+
+fn modified(file: &Path) -> std::time::SystemTime {
+    std::fs::metadata(file).unwrap().modified().unwrap()
+}
+
+#[test]
+fn the_memory_persists_follows_writes_and_damage_is_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let args = ["--data-dir", dir, "--graph"];
+    let file = tmp.path().join("memory.rcpm");
+    let before;
+    {
+        let mut e = serve(&args);
+        e.ok("index/add", json!({"documents": documents()}));
+        assert!(!file.exists(), "the memory is built on demand");
+        assert_eq!(e.ok("memory/build", json!({}))["memoryId"], "index");
+        before = e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 2}));
+        assert!(seeds(&before)[0].iter().all(|s| s.starts_with("heat-")), "{before}");
+    }
+    assert!(file.is_file());
+    let saved = modified(&file);
+    {
+        // Loaded as saved: the same clues, and no rebuild (the file is not rewritten).
+        let mut e = serve(&args);
+        assert_eq!(e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 2})), before);
+        assert_eq!(modified(&file), saved);
+        // A write makes it stale: the next recall rebuilds it without the deleted documents.
+        assert_eq!(e.ok("index/delete", json!({"ids": ["heat-0", "heat-1", "heat-2", "heat-3"]}))["deleted"], 4);
+        let r = e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 10}));
+        assert!(!r.to_string().contains("heat-"), "{r}");
+        assert_ne!(modified(&file), saved, "the rebuilt memory was saved");
+        e.ok(
+            "index/add",
+            json!({"documents": [{"id": "heat-9", "text": "Convective heat transfer from a heated flat plate."}]}),
+        );
+    }
+    // Damage: logged and rebuilt on open, never served in part.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xFF;
+    std::fs::write(&file, &bytes).unwrap();
+    let mut e = serve(&args);
+    let rebuilt = std::fs::read(&file).unwrap();
+    assert_ne!(rebuilt, bytes, "the rebuilt memory was saved on open");
+    assert!(rcp_dense::memory::file::decode(&rebuilt).is_ok());
+    let r = e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 10}));
+    let named = seeds(&r).concat();
+    assert!(!named.is_empty() && named.iter().all(|s| s != "heat-0" && s != "heat-1"), "{r}");
+}
