@@ -120,7 +120,8 @@ fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(!texts.is_empty() && !c.queries.is_empty(), "the collection has no abstracts or no queries");
     // Abstract i is paired with query i / per_query (cycling): the cross-encoder's pairs.
     let per_query = args.per_query.max(1);
-    let queries: Vec<&str> = (0..texts.len()).map(|i| c.queries[(i / per_query) % c.queries.len()].1.as_str()).collect();
+    let queries: Vec<&str> =
+        (0..texts.len()).map(|i| c.queries[(i / per_query) % c.queries.len()].1.as_str()).collect();
     let (model, unit, mode) = match args.model {
         Model::CrossEncoder => (MODEL, "pairs", "pairs"),
         Model::Colbert => (COLBERT_MODEL, "texts", "documents"),
@@ -170,7 +171,8 @@ fn run(args: &Args) -> anyhow::Result<()> {
             Model::CrossEncoder => json!(queries.iter().zip(&texts).map(|(q, t)| [*q, t.as_str()]).collect::<Vec<_>>()),
             Model::Colbert => json!(texts.iter().map(|t| [t.as_str()]).collect::<Vec<_>>()),
         };
-        let v = run_python(py, PYTHON, "rerank_speed", &files.dir, &inputs, &[args.rounds.to_string(), mode.to_owned()])?;
+        let v =
+            run_python(py, PYTHON, "rerank_speed", &files.dir, &inputs, &[args.rounds.to_string(), mode.to_owned()])?;
         let rate = |n: &str| v[n].as_f64().unwrap_or(0.0);
         rows.push(("Python onnxruntime, one input per call".into(), rate("alone")));
         rows.push(("Python onnxruntime, padded batches of 16".into(), rate("batched")));
