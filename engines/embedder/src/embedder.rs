@@ -93,6 +93,10 @@ impl Embedder {
     /// Loads the model from verified files (see [`crate::model::locate`]).
     pub fn load(files: &ModelFiles, options: EmbedderOptions) -> Result<Self, EmbedError> {
         init_runtime(files)?;
+        // The process's one ONNX Runtime environment, shared with every other model's sessions
+        // (a reranker in the same process): fastembed would otherwise create its own, and
+        // ONNX Runtime allows one per process.
+        let environment = crate::runtime::environment(files).map_err(|e| EmbedError::Model(Box::new(e)))?;
         let read = |name: &str| {
             let path = files.file(name);
             std::fs::read(&path).map_err(|cause| EmbedError::Io { path, cause })
@@ -113,8 +117,10 @@ impl Embedder {
         let sessions = (0..sessions)
             .map(|_| {
                 let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer.clone()).with_pooling(Pooling::Mean);
-                let mut init =
-                    InitOptionsUserDefined::default().with_max_length(options.max_length).with_intra_threads(threads);
+                let mut init = InitOptionsUserDefined::default()
+                    .with_max_length(options.max_length)
+                    .with_intra_threads(threads)
+                    .with_environment(environment.clone());
                 // Idle ONNX Runtime workers sleep instead of spinning, so the cores stay
                 // available to the async runtime (pings, retrieves) between encoder batches.
                 init.session_config = vec![

@@ -34,8 +34,9 @@ pub(crate) fn load_library(path: &Path) -> &'static Result<(), Arc<ort::LoadDyna
 }
 
 /// The process's ONNX Runtime environment, on the library of `files`, created on first use.
-/// Sessions built directly on `ort` (the reranker's) take it; fastembed creates its own, so
-/// one process runs either fastembed or sessions on this environment, not both.
+/// Every model of the process runs on it: sessions built directly on `ort` (the reranker's)
+/// and the embedder's fastembed sessions (handed it explicitly), since ONNX Runtime allows one
+/// environment per process.
 pub fn environment(files: &ModelFiles) -> Result<Environment, RuntimeError> {
     static ENV: OnceLock<Result<Environment, Arc<ort::Error>>> = OnceLock::new();
     let path = files.onnxruntime();
