@@ -24,49 +24,6 @@ fn dir_arg(dir: &Path) -> &str {
     dir.to_str().unwrap()
 }
 
-/// Documents in three topical groups, for a data directory.
-fn documents() -> Value {
-    let groups = [
-        (
-            "wing",
-            [
-                "Supersonic flow over a swept wing and its shock waves.",
-                "Lift and drag of a thin wing in supersonic flight.",
-                "Flutter of aircraft wings at high Mach numbers.",
-                "Pressure distribution on a delta wing at supersonic speed.",
-            ],
-        ),
-        (
-            "heat",
-            [
-                "Heat transfer in a laminar boundary layer on a flat plate.",
-                "Skin friction and heat transfer in turbulent boundary layers.",
-                "Boundary layer transition and surface heating in hypersonic flow.",
-                "Cooling of a heated plate by a laminar boundary layer.",
-            ],
-        ),
-        (
-            "cook",
-            [
-                "Slow roasting vegetables with olive oil and garlic.",
-                "A recipe for fresh pasta dough with eggs and flour.",
-                "Baking sourdough bread with a crisp crust.",
-                "Simmering a tomato sauce with basil for pasta.",
-            ],
-        ),
-    ];
-    let docs: Vec<Value> = groups
-        .iter()
-        .flat_map(|(g, texts)| {
-            texts
-                .iter()
-                .enumerate()
-                .map(move |(i, t)| json!({"id": format!("{g}-{i}"), "text": t, "meta": {"title": t}}))
-        })
-        .collect();
-    json!(docs)
-}
-
 #[test]
 fn each_op_answers_in_its_shape_and_bad_input_is_refused() {
     // One engine for the whole test: the built-in corpus is embedded at every start.
@@ -172,7 +129,7 @@ fn writes_update_the_graph_and_it_persists_across_restarts() {
     let before;
     {
         let mut e = serve(&args);
-        e.ok("index/add", json!({"documents": documents()}));
+        e.ok("index/add", json!({"documents": common::topical_documents()}));
         let r = e.ok("graph", json!({"op": "neighbors", "seedIds": ["heat-0"], "k": 4}));
         let nodes = strings(&r["nodes"], "id");
         assert!(nodes[1..].iter().all(|n| n.starts_with("heat")), "{nodes:?}");

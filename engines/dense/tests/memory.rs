@@ -12,44 +12,6 @@ use common::serve;
 use rcp_testkit::code;
 use serde_json::{Value, json};
 
-/// Three topical groups of four documents: `wing-*`, `heat-*`, `cook-*`.
-fn documents() -> Value {
-    let groups = [
-        (
-            "wing",
-            [
-                "Supersonic flow over a swept wing and its shock waves.",
-                "Lift and drag of a thin wing in supersonic flight.",
-                "Flutter of aircraft wings at high Mach numbers.",
-                "Pressure distribution on a delta wing at supersonic speed.",
-            ],
-        ),
-        (
-            "heat",
-            [
-                "Heat transfer in a laminar boundary layer on a flat plate.",
-                "Skin friction and heat transfer in turbulent boundary layers.",
-                "Boundary layer transition and surface heating in hypersonic flow.",
-                "Cooling of a heated plate by a laminar boundary layer.",
-            ],
-        ),
-        (
-            "cook",
-            [
-                "Slow roasting vegetables with olive oil and garlic.",
-                "A recipe for fresh pasta dough with eggs and flour.",
-                "Baking sourdough bread with a crisp crust.",
-                "Simmering a tomato sauce with basil for pasta.",
-            ],
-        ),
-    ];
-    let docs: Vec<Value> = groups
-        .iter()
-        .flat_map(|(g, texts)| texts.iter().enumerate().map(move |(i, t)| json!({"id": format!("{g}-{i}"), "text": t})))
-        .collect();
-    json!(docs)
-}
-
 /// The seed ids of every clue, in order.
 fn seeds(r: &Value) -> Vec<Vec<String>> {
     r["clues"]
@@ -98,7 +60,7 @@ fn clues_lead_to_the_query_topic_and_bad_input_is_refused() {
     assert_eq!(again, r, "an unchanged index recalls from the same memory");
 
     // An inline memory: its own documents, its own ids.
-    let built = e.ok("memory/build", json!({"documents": documents()}));
+    let built = e.ok("memory/build", json!({"documents": common::topical_documents()}));
     let id = built["memoryId"].as_str().unwrap().to_owned();
     assert_ne!(id, "index");
     let r = e.ok("memory/recall", json!({"query": "baking bread and cooking pasta", "memoryId": id, "n": 1}));
@@ -150,7 +112,7 @@ fn the_memory_persists_follows_writes_and_damage_is_rebuilt() {
     let before;
     {
         let mut e = serve(&args);
-        e.ok("index/add", json!({"documents": documents()}));
+        e.ok("index/add", json!({"documents": common::topical_documents()}));
         assert!(!file.exists(), "the memory is built on demand");
         assert_eq!(e.ok("memory/build", json!({}))["memoryId"], "index");
         before = e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 2}));

@@ -44,3 +44,47 @@ pub(crate) fn norm(v: &[f32]) -> f64 {
 pub(crate) fn floats(v: &serde_json::Value) -> Vec<f32> {
     v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number") as f32).collect()
 }
+
+/// Three topical groups of four documents (`wing-*`, `heat-*`, `cook-*`), each titled with its
+/// text.
+pub(crate) fn topical_documents() -> serde_json::Value {
+    let groups = [
+        (
+            "wing",
+            [
+                "Supersonic flow over a swept wing and its shock waves.",
+                "Lift and drag of a thin wing in supersonic flight.",
+                "Flutter of aircraft wings at high Mach numbers.",
+                "Pressure distribution on a delta wing at supersonic speed.",
+            ],
+        ),
+        (
+            "heat",
+            [
+                "Heat transfer in a laminar boundary layer on a flat plate.",
+                "Skin friction and heat transfer in turbulent boundary layers.",
+                "Boundary layer transition and surface heating in hypersonic flow.",
+                "Cooling of a heated plate by a laminar boundary layer.",
+            ],
+        ),
+        (
+            "cook",
+            [
+                "Slow roasting vegetables with olive oil and garlic.",
+                "A recipe for fresh pasta dough with eggs and flour.",
+                "Baking sourdough bread with a crisp crust.",
+                "Simmering a tomato sauce with basil for pasta.",
+            ],
+        ),
+    ];
+    let docs: Vec<serde_json::Value> = groups
+        .iter()
+        .flat_map(|(g, texts)| {
+            texts
+                .iter()
+                .enumerate()
+                .map(move |(i, t)| serde_json::json!({"id": format!("{g}-{i}"), "text": t, "meta": {"title": t}}))
+        })
+        .collect();
+    serde_json::json!(docs)
+}
