@@ -22,13 +22,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use rcp_bench::quality::{Collection, cranfield_dir, evaluate, percentile};
+use rcp_bench::quality::{evaluate, percentile};
 use rcp_bench::synthetic::{Rng, clustered};
-use rcp_corpus::read_jsonl;
-use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::graph::ops::{DEFAULT_K, Op};
 use rcp_dense::graph::{GraphIndex, GraphOptions};
-use rcp_dense::model::{self, DIMENSION};
+use rcp_dense::model::DIMENSION;
 use rcp_dense::store::{Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 use rcp_protocol::graph::GraphParams;
@@ -116,24 +114,8 @@ fn latency(label: &str, ms: &mut [f64]) {
 }
 
 fn cranfield(args: &Args, options: GraphOptions) -> anyhow::Result<()> {
-    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
-    let files = model::locate(&dir).context("no model (rcp-dense fetch-model provisions it)")?;
-    let embedder = Embedder::load(&files, EmbedderOptions::default()).context("load the model")?;
-    let c = Collection::load(&cranfield_dir()).context("load the Cranfield collection")?;
-    let docs: Vec<_> =
-        read_jsonl(&c.corpus).and_then(|docs| docs.collect::<Result<_, _>>()).context("read the Cranfield corpus")?;
-    let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();
-    eprintln!("embedding {} Cranfield abstracts ...", texts.len());
-    let vectors = embedder.embed(&texts).context("embed the abstracts")?;
-    let query_texts: Vec<&str> = c.queries.iter().map(|(_, q)| q.as_str()).collect();
-    let queries = embedder.embed(&query_texts).context("embed the queries")?;
-    let store = Arc::new(Store::in_memory(StoreOptions::default()));
-    let batch = docs
-        .iter()
-        .zip(vectors)
-        .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
-        .collect();
-    store.upsert(batch).context("store the Cranfield vectors")?;
+    let rcp_bench::embedded::Embedded { collection: c, store, queries, .. } =
+        rcp_bench::embedded::cranfield(args.model_dir.clone())?;
     let index = build("cranfield", &store, options)?;
 
     let mut retrieve = HashMap::new();

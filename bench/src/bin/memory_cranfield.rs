@@ -26,15 +26,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use rcp_bench::quality::{Collection, cranfield_dir, evaluate};
-use rcp_corpus::read_jsonl;
-use rcp_dense::embedder::{Embedder, EmbedderOptions};
+use rcp_bench::quality::evaluate;
 use rcp_dense::graph::ops::Op;
 use rcp_dense::graph::{GraphIndex, GraphOptions};
 use rcp_dense::memory::Digest;
-use rcp_dense::model;
-use rcp_dense::store::{Store, StoreOptions, Table, stored};
-use rcp_dense::wal::Origin;
+use rcp_dense::store::{Store, Table};
 use rcp_protocol::Hit;
 use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
 use rcp_protocol::graph::GraphParams;
@@ -82,24 +78,8 @@ fn rrf(lists: Vec<(Vec<String>, f64)>) -> anyhow::Result<Vec<String>> {
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
-    let dir = args.model_dir.clone().unwrap_or_else(model::default_dir);
-    let files = model::locate(&dir).context("no model (rcp-dense fetch-model provisions it)")?;
-    let embedder = Embedder::load(&files, EmbedderOptions::default()).context("load the model")?;
-    let c = Collection::load(&cranfield_dir()).context("load the Cranfield collection")?;
-    let docs: Vec<_> =
-        read_jsonl(&c.corpus).and_then(|docs| docs.collect::<Result<_, _>>()).context("read the Cranfield corpus")?;
-    let texts: Vec<String> = docs.iter().map(rcp_dense::passage).collect();
-    eprintln!("embedding {} Cranfield abstracts ...", texts.len());
-    let vectors = embedder.embed(&texts).context("embed the abstracts")?;
-    let query_texts: Vec<&str> = c.queries.iter().map(|(_, q)| q.as_str()).collect();
-    let queries = embedder.embed(&query_texts).context("embed the queries")?;
-    let store = Arc::new(Store::in_memory(StoreOptions::default()));
-    let batch = docs
-        .iter()
-        .zip(vectors)
-        .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
-        .collect();
-    store.upsert(batch).context("store the Cranfield vectors")?;
+    let rcp_bench::embedded::Embedded { embedder, collection: c, store, documents, queries } =
+        rcp_bench::embedded::cranfield(args.model_dir.clone())?;
     let options = GraphOptions { k: args.k, max_degree: args.k * 2 + 4, ..GraphOptions::default() };
     let (index, _) = GraphIndex::open(Arc::clone(&store), None, options).context("build the graph")?;
     let t = Instant::now();
@@ -144,7 +124,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         let ids = local.hits.unwrap_or_default().into_iter().map(|h| h.id.to_string().trim_matches('"').to_owned());
         runs[3].1.insert(qid.clone(), ids.collect());
     }
-    println!("\n## Cranfield ({} docs, {} queries), {} clues per query", docs.len(), c.queries.len(), args.clues);
+    println!("\n## Cranfield ({} docs, {} queries), {} clues per query", documents, c.queries.len(), args.clues);
     println!("| run | nDCG@10 | Recall@100 |");
     println!("|---|---|---|");
     for (label, ranking) in &runs {
