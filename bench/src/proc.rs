@@ -7,6 +7,9 @@ pub struct Status {
     pub rss_kb: u64,
     /// `VmHWM`: peak resident set size, in kB.
     pub hwm_kb: u64,
+    /// `RssFile`: the part of the resident set that maps files (page cache the kernel can
+    /// drop and read again), in kB.
+    pub rss_file_kb: u64,
     /// `Threads`.
     pub threads: u64,
 }
@@ -21,5 +24,10 @@ pub fn status(pid: u32) -> Status {
             .and_then(|n| n.parse().ok())
             .unwrap_or(0)
     };
-    Status { rss_kb: field("VmRSS:"), hwm_kb: field("VmHWM:"), threads: field("Threads:") }
+    Status {
+        rss_kb: field("VmRSS:"),
+        hwm_kb: field("VmHWM:"),
+        rss_file_kb: field("RssFile:"),
+        threads: field("Threads:"),
+    }
 }

@@ -43,6 +43,20 @@ impl DocGraph {
         }
     }
 
+    /// Bytes the graph holds on the heap, counted from capacities: node ids, content tags,
+    /// edge lists, the id index (a hash table's slots estimated as its capacity) and freed
+    /// indexes.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let ids = self.ids.capacity() * size_of::<Option<String>>()
+            + self.ids.iter().flatten().map(String::capacity).sum::<usize>();
+        let adj = self.adj.capacity() * size_of::<Vec<Edge>>()
+            + self.adj.iter().map(|a| a.capacity() * size_of::<Edge>()).sum::<usize>();
+        let index = self.index.capacity() * (size_of::<String>() + size_of::<NodeId>() + 1)
+            + self.index.keys().map(String::capacity).sum::<usize>();
+        ids + adj + index + (self.tags.capacity() + self.free.capacity()) * size_of::<u32>()
+    }
+
     /// The cap on edges per node.
     pub fn max_degree(&self) -> usize {
         self.max_degree
@@ -281,6 +295,19 @@ mod tests {
                 assert_eq!(g.weight(e.to, n), Some(e.weight));
             }
         }
+    }
+
+    #[test]
+    fn heap_bytes_count_ids_and_both_halves_of_every_edge() {
+        let mut g = DocGraph::new(4);
+        let empty = g.heap_bytes();
+        for i in 0..100 {
+            let prev = format!("n{}", i.max(1) - 1);
+            g.upsert(&format!("n{i}"), 0, &[(prev.as_str(), 0.5)]);
+        }
+        assert_eq!(g.edge_count(), 99);
+        let floor = 99 * 2 * std::mem::size_of::<Edge>() + 100 * (2 + std::mem::size_of::<Option<String>>());
+        assert!(g.heap_bytes() >= empty + floor, "{} < {empty} + {floor}", g.heap_bytes());
     }
 
     #[test]

@@ -42,6 +42,13 @@ pub struct Hierarchy {
 const NONE: u32 = u32::MAX;
 
 impl Hierarchy {
+    /// Bytes the assignments hold on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.levels.iter().map(|l| l.capacity() * 4).sum::<usize>()
+            + self.levels.capacity() * std::mem::size_of::<Vec<u32>>()
+            + self.counts.capacity() * 4
+    }
+
     /// Detects the communities of `graph`. A graph without edges has one level of singletons;
     /// an empty graph has no level.
     pub fn detect(graph: &DocGraph, options: &LouvainOptions) -> Self {

@@ -80,10 +80,14 @@ fn build(label: &str, store: &Arc<Store>, options: GraphOptions) -> anyhow::Resu
     let c = index.communities();
     let louvain_s = t.elapsed().as_secs_f64();
     let counts: Vec<usize> = c.levels.iter().map(Vec::len).collect();
+    let (graph_bytes, community_bytes) = index.heap_bytes();
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
     println!(
         "{label}: graph of {nodes} nodes, {edges} edges built in {build_s:.2} s (+{:.0} MiB RSS); \
-         communities {counts:?} by level in {louvain_s:.2} s",
-        rss_mib() - rss
+         communities {counts:?} by level in {louvain_s:.2} s; heap: graph {:.1} MiB, communities {:.1} MiB",
+        rss_mib() - rss,
+        mib(graph_bytes),
+        mib(community_bytes),
     );
     Ok(index)
 }

@@ -11,7 +11,9 @@
 //!   fanning the clues out over `retrieve` does;
 //! - `clue queries only (RRF)`: the same without the query's own list;
 //! - `graph local from clue seeds`: `graph op:"local"` (personalised PageRank) seeded with the
-//!   clues' `seedIds`.
+//!   clues' `seedIds` (each clue's community members nearest the query);
+//! - `recall draft hits`: the `hits` recall itself returns (those seeds, by cosine), at most
+//!   3 per clue, so Recall@100 is bounded by 3 × clues documents.
 //!
 //! ```sh
 //! cargo run --release -p rcp-bench --bin memory_cranfield
@@ -92,14 +94,21 @@ fn run(args: &Args) -> anyhow::Result<()> {
         t.elapsed().as_secs_f64()
     );
 
-    let mut runs: [(&str, HashMap<String, Vec<String>>); 4] = [
+    let mut runs: [(&str, HashMap<String, Vec<String>>); 5] = [
         ("retrieve", HashMap::new()),
         ("retrieve + clue queries (RRF)", HashMap::new()),
         ("clue queries only (RRF)", HashMap::new()),
         ("graph local from clue seeds", HashMap::new()),
+        ("recall draft hits", HashMap::new()),
     ];
     for ((qid, text), q) in c.queries.iter().zip(&queries) {
-        let clues = memory.recall(text, q, args.clues);
+        let recalled = {
+            let table = store.read();
+            let cosine = |id: &str| table.slot(id).map(|s| table.vector(s).iter().zip(q).map(|(a, b)| a * b).sum());
+            memory.recall(text, q, args.clues, cosine)
+        };
+        runs[4].1.insert(qid.clone(), recalled.entry_points.iter().map(|(id, _)| id.clone()).collect());
+        let clues = recalled.clues;
         let clue_texts: Vec<&str> = clues.iter().filter_map(|c| c.query.as_deref()).collect();
         let clue_vecs = embedder.embed(&clue_texts).context("embed the clue queries")?;
         let weights = clues.iter().filter(|c| c.query.is_some()).map(|c| c.weight.unwrap_or(1.0));

@@ -206,21 +206,28 @@ impl Retrieve for DenseEngine {
 
 /// One hit: cosine score, its confidence, text, meta, vector, citation and trust.
 fn build_hit(options: &EngineOptions, s: &Scored, doc: &StoredDoc, vector: &[f32], req: &RetrieveRequest) -> Hit {
-    let score = f64::from(s.score);
-    let mut hit = Hit::new(doc.id.as_str(), score);
-    hit.confidence = Some(confidence(score));
-    if req.params.include_text != Some(false) {
-        hit.text = Some(doc.text.clone());
-    }
-    if !doc.meta.is_empty() {
-        hit.meta = Some(doc.meta.clone());
+    let mut hit = stored_hit(doc, f64::from(s.score), &options.source);
+    if req.params.include_text == Some(false) {
+        hit.text = None;
     }
     if req.params.include_vectors == Some(true) {
         hit.vector = Some(WireVector::Json(vector.to_vec()));
     }
+    hit
+}
+
+/// A stored document as a hit with its cosine `score`: confidence, text, meta,
+/// `scores.dense`, a citation from `source` and the trust of its origin.
+pub(crate) fn stored_hit(doc: &StoredDoc, score: f64, source: &str) -> Hit {
+    let mut hit = Hit::new(doc.id.as_str(), score);
+    hit.confidence = Some(confidence(score));
+    hit.text = Some(doc.text.clone());
+    if !doc.meta.is_empty() {
+        hit.meta = Some(doc.meta.clone());
+    }
     hit.scores = Some(BTreeMap::from([(Mode::Dense.to_string(), score)]));
     let title = doc.meta.get("title").and_then(|t| t.as_str()).map(str::to_owned);
-    hit.citation = Some(Citation { source: Some(options.source.clone()), title, ..Default::default() });
+    hit.citation = Some(Citation { source: Some(source.to_owned()), title, ..Default::default() });
     hit.trust = Some(Trust {
         level: doc.origin.trust_level().to_owned(),
         score: None,

@@ -39,7 +39,22 @@ fn clues_lead_to_the_query_topic_and_bad_input_is_refused() {
     let w = weights(&r);
     assert_eq!(w[0], 1.0);
     assert!(w.windows(2).all(|p| p[0] >= p[1] && p[1] >= 0.0), "{w:?}");
-    assert!(seeds(&r)[0].iter().any(|s| s.starts_with("rust-")), "{r}");
+    assert!(seeds(&r)[0][0].starts_with("rust-"), "seeds are the members nearest the query: {r}");
+    // Draft hits: the clues' entry points, each once, best cosine first, as retrieve scores them.
+    let hits = r["hits"].as_array().unwrap();
+    let named: HashSet<String> = seeds(&r).concat().into_iter().collect();
+    let hit_ids: Vec<&str> = hits.iter().map(|h| h["id"].as_str().unwrap()).collect();
+    assert_eq!(hit_ids.iter().copied().collect::<HashSet<_>>().len(), hit_ids.len(), "{r}");
+    assert_eq!(hit_ids.iter().map(|&h| h.to_owned()).collect::<HashSet<_>>(), named, "{r}");
+    assert!(hit_ids[0].starts_with("rust-"), "{r}");
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|p| p[0] >= p[1]), "{scores:?}");
+    assert_eq!(hits[0]["scores"]["dense"], hits[0]["score"]);
+    assert!(hits[0]["text"].as_str().is_some_and(|t| !t.is_empty()));
+    let top =
+        e.ok("retrieve", json!({"query": "memory safety, ownership and borrowing in Rust", "k": 1}))["hits"][0].clone();
+    assert_eq!(top["id"], hits[0]["id"], "the nearest entry point is the nearest document");
+    assert!((top["score"].as_f64().unwrap() - scores[0]).abs() < 1e-3, "{top} vs {}", hits[0]);
     // Every seed is a stored document: a graph walk from it is answered.
     for s in seeds(&r).concat() {
         e.ok("graph", json!({"op": "neighbors", "seedIds": [s], "k": 2}));

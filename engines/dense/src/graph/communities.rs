@@ -42,6 +42,23 @@ pub struct Communities {
 }
 
 impl Communities {
+    /// Bytes the communities hold on the heap: members, key terms, summaries, centroids,
+    /// representatives and the level assignments, counted from capacities.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let community = |c: &Community| {
+            size_of::<Community>()
+                + c.id.capacity()
+                + c.members.capacity() * size_of::<NodeId>()
+                + c.terms.capacity() * size_of::<String>()
+                + c.terms.iter().map(String::capacity).sum::<usize>()
+                + c.summary.capacity()
+                + c.centroid.capacity() * size_of::<f32>()
+                + c.representatives.capacity() * size_of::<NodeId>()
+        };
+        self.levels.iter().flatten().map(community).sum::<usize>() + self.hierarchy.heap_bytes()
+    }
+
     /// Detects the communities of `graph`, describing them from the documents in `table`.
     pub fn detect(graph: &DocGraph, table: &Table, options: &LouvainOptions) -> Self {
         let hierarchy = Hierarchy::detect(graph, options);

@@ -140,6 +140,14 @@ impl GraphIndex {
         self.graph.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Bytes the graph and its communities (when detected) hold on the heap; the vectors
+    /// stay in the store and are not counted.
+    pub fn heap_bytes(&self) -> (usize, usize) {
+        let communities =
+            self.communities.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |c| c.heap_bytes());
+        (self.read().heap_bytes(), communities)
+    }
+
     /// Brings the graph in line with the store: drops nodes whose document is gone, relinks
     /// nodes whose vector changed and links documents the graph lacks. Returns (relinked,
     /// removed).

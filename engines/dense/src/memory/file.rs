@@ -1,6 +1,6 @@
 //! `memory.rcpm`, the live index's memory beside the graph: `RCPMEMRY`, a version, the index
 //! version it describes, its level, then each entry (community id, size, centroid, key terms,
-//! representative ids) and a CRC-32 of everything before it. Decoding checks every length
+//! representative ids, member ids) and a CRC-32 of everything before it. Decoding checks every length
 //! against the bytes present, so a damaged file is refused whole, never half-read; it is
 //! written through a temporary file, fsync and rename like the graph file.
 
@@ -11,7 +11,7 @@ use super::digest::{Digest, Entry, MAX_ENTRIES};
 /// The first bytes of a memory file.
 pub const MAGIC: &[u8; 8] = b"RCPMEMRY";
 /// The format version this engine writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Most bytes a memory file may have before it is refused unread (far above
 /// [`MAX_ENTRIES`] entries of 384 dimensions with their terms and ids).
 const MAX_BYTES: u64 = 256 << 20;
@@ -31,7 +31,7 @@ pub fn encode(d: &Digest) -> Vec<u8> {
         for x in &e.centroid {
             out.extend_from_slice(&x.to_le_bytes());
         }
-        for list in [&e.terms, &e.representatives] {
+        for list in [&e.terms, &e.representatives, &e.members] {
             put_len(&mut out, list.len());
             for s in list {
                 put_str(&mut out, s);
@@ -87,7 +87,8 @@ pub fn decode(bytes: &[u8]) -> Result<Digest, String> {
         }
         let terms = r.strs()?;
         let representatives = r.strs()?;
-        entries.push(Entry { community, size, centroid, terms, representatives });
+        let members = r.strs()?;
+        entries.push(Entry { community, size, centroid, terms, representatives, members });
     }
     if r.at != body.len() {
         return Err(format!("memory file has {} bytes after its entries", body.len() - r.at));
@@ -171,6 +172,7 @@ mod tests {
                 centroid: vec![0.6, -0.8],
                 terms: vec!["wing".into(), "lift".into()],
                 representatives: vec!["d1".into(), "d2".into()],
+                members: vec!["d1".into(), "d2".into(), "d3".into()],
             }],
         }
     }

@@ -1,7 +1,8 @@
 //! The `memory` capability (§7.17) over the document graph: a memory is one entry per Louvain
-//! community (size, centroid, tf-idf key terms, most central documents), and recall ranks the
-//! entries by centroid cosine to the query, answering each as a clue (the query extended with
-//! the community's key terms, its central documents as `graph`/`retrieve` seeds, a weight).
+//! community (size, centroid, tf-idf key terms, members, most central documents), and recall
+//! ranks the entries by centroid cosine to the query, answering each as a clue (the query
+//! extended with the community's key terms, its members nearest the query as `graph`/`retrieve`
+//! seeds, a weight) and the seeds as draft `hits`.
 //!
 //! - The live index's memory ([`INDEX_MEMORY`]) is saved as `memory.rcpm` beside the graph
 //!   ([`file`](mod@file): versioned, CRC-checked; damage is logged and the memory rebuilt, never served
@@ -9,7 +10,8 @@
 //!   `index/delete` it is stale and rebuilt by the next `memory/build` or `memory/recall`
 //!   (from the graph, which the writes keep current), so clues never name deleted documents.
 //! - Memories over inline `documents` live in process memory only, at most
-//!   [`MAX_INLINE_MEMORIES`] (oldest dropped), each over at most [`MAX_INLINE_DOCS`] documents.
+//!   [`MAX_INLINE_MEMORIES`] (oldest dropped), each over at most [`MAX_INLINE_DOCS`] documents,
+//!   with the scratch store of their vectors (recall reads the members' vectors from it).
 //! - [`ops`]: `impl Memory for DenseMemory`.
 
 pub mod digest;
@@ -21,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::graph::GraphIndex;
-pub use digest::Digest;
+use crate::store::Store;
+pub use digest::{Digest, Recalled};
 pub use ops::DenseMemory;
 
 /// The memory file's name in the data directory.
@@ -44,7 +47,7 @@ pub struct MemoryIndex {
 
 #[derive(Debug, Default)]
 struct Inline {
-    held: VecDeque<(String, Arc<Digest>)>,
+    held: VecDeque<(String, Arc<Digest>, Arc<Store>)>,
     next: u64,
 }
 
@@ -93,22 +96,23 @@ impl MemoryIndex {
         &self.graph
     }
 
-    /// The inline memory `id`, if held.
-    pub fn inline(&self, id: &str) -> Option<Arc<Digest>> {
+    /// The inline memory `id` and the store of its documents, if held.
+    pub fn inline(&self, id: &str) -> Option<(Arc<Digest>, Arc<Store>)> {
         let inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
-        inline.held.iter().find(|(i, _)| i == id).map(|(_, d)| Arc::clone(d))
+        inline.held.iter().find(|(i, ..)| i == id).map(|(_, d, s)| (Arc::clone(d), Arc::clone(s)))
     }
 
-    /// Keeps an inline memory under `id` (replacing it) or under a new id; returns both.
-    pub fn keep_inline(&self, id: Option<String>, d: Digest) -> (String, Arc<Digest>) {
+    /// Keeps an inline memory over the documents in `store` under `id` (replacing it) or
+    /// under a new id; returns the id and the memory.
+    pub fn keep_inline(&self, id: Option<String>, d: Digest, store: Arc<Store>) -> (String, Arc<Digest>) {
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
         let id = id.unwrap_or_else(|| {
             inline.next += 1;
             format!("inline-{}", inline.next)
         });
-        inline.held.retain(|(i, _)| *i != id);
+        inline.held.retain(|(i, ..)| *i != id);
         let d = Arc::new(d);
-        inline.held.push_back((id.clone(), Arc::clone(&d)));
+        inline.held.push_back((id.clone(), Arc::clone(&d), store));
         while inline.held.len() > MAX_INLINE_MEMORIES {
             inline.held.pop_front();
         }

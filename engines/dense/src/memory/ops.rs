@@ -5,8 +5,9 @@
 //!   scratch store, links their own k-nearest-neighbour graph and builds a memory over that
 //!   (a new `inline-N` id, or the inline `memoryId` given, replaced).
 //! - `memory/recall` answers from the memory named by `memoryId` (absent: the live index's,
-//!   built first if it was never built or is stale). `sessionId` is a hint this engine does not
-//!   use (§7.7.3).
+//!   built first if it was never built or is stale): clues, and as draft `hits` the documents
+//!   the clues name as entry points, scored by cosine to the query (`scores.dense`).
+//!   `sessionId` is a hint this engine does not use (§7.7.3).
 //! - Only the `global` scope is advertised; the framework refuses `session` with -32005.
 
 use std::collections::HashSet;
@@ -19,6 +20,7 @@ use rcp_server::{HandlerResult, Lane, Memory, RequestContext};
 
 use super::{Digest, INDEX_MEMORY, MAX_INLINE_DOCS, MemoryIndex};
 use crate::DenseEngine;
+use crate::engine::stored_hit;
 use crate::graph::GraphIndex;
 use crate::store::{Store, stored};
 use crate::wal::Origin;
@@ -50,8 +52,13 @@ impl DenseMemory {
             .map_err(|e| RcpError::internal(format!("memory not saved: {e}")))
     }
 
-    /// A memory over inline documents: embedded, linked into their own graph, described.
-    async fn inline_memory(&self, docs: Vec<(String, String)>, ctx: &RequestContext) -> HandlerResult<Digest> {
+    /// A memory over inline documents: embedded, linked into their own graph, described; with
+    /// the scratch store holding them.
+    async fn inline_memory(
+        &self,
+        docs: Vec<(String, String)>,
+        ctx: &RequestContext,
+    ) -> HandlerResult<(Digest, Arc<Store>)> {
         let texts = docs.iter().map(|(_, t)| t.clone()).collect();
         let vectors = self.engine.embed_texts(texts, ctx, "memory", Lane::Write).await?;
         let options = self.engine.store().options();
@@ -64,9 +71,9 @@ impl DenseMemory {
                 .map(|((id, text), v)| (stored(id, text, Default::default(), Origin::Client), v))
                 .collect();
             store.upsert(rows).map_err(|e| RcpError::internal(format!("scratch store: {e}")))?;
-            let (graph, _) = GraphIndex::open(store, None, graph_options)
+            let (graph, _) = GraphIndex::open(Arc::clone(&store), None, graph_options)
                 .map_err(|e| RcpError::internal(format!("scratch graph: {e}")))?;
-            Ok::<_, RcpError>(Digest::build(&graph.read(), &graph.communities(), 0))
+            Ok::<_, RcpError>((Digest::build(&graph.read(), &graph.communities(), 0), store))
         })
         .await?
     }
@@ -128,8 +135,8 @@ impl Memory for DenseMemory {
             }
             (Some(docs), id) => {
                 let docs = inline_documents(docs)?;
-                let digest = self.inline_memory(docs, &ctx).await?;
-                self.memories.keep_inline(id.map(str::to_owned), digest)
+                let (digest, store) = self.inline_memory(docs, &ctx).await?;
+                self.memories.keep_inline(id.map(str::to_owned), digest, store)
             }
         };
         Ok(MemoryBuildResult { memory_id: id, tokens: Some(digest.tokens()), ..Default::default() })
@@ -145,11 +152,24 @@ impl Memory for DenseMemory {
             Some(n) => (n as usize).min(MAX_CLUES),
             None => DEFAULT_CLUES,
         };
-        let digest = match params.memory_id.as_deref() {
-            None | Some(INDEX_MEMORY) => self.index_memory(&ctx).await?,
+        let (digest, store) = match params.memory_id.as_deref() {
+            None | Some(INDEX_MEMORY) => (self.index_memory(&ctx).await?, Arc::clone(self.memories.graph().store())),
             Some(id) => self.memories.inline(id).ok_or_else(|| RcpError::not_found(format!("memoryId '{id}'")))?,
         };
         let vector = self.engine.embed_query(query, &ctx).await?;
-        Ok(MemoryRecallResult { clues: digest.recall(query, &vector, n), ..Default::default() })
+        let (query, source) = (query.to_owned(), self.engine.source().to_owned());
+        ctx.run_cpu(Lane::Read, move || {
+            let table = store.read();
+            let cosine =
+                |id: &str| table.slot(id).map(|s| table.vector(s).iter().zip(&vector).map(|(a, b)| a * b).sum());
+            let recalled = digest.recall(&query, &vector, n, cosine);
+            let hits = recalled
+                .entry_points
+                .iter()
+                .filter_map(|(id, cos)| table.get(id).map(|doc| stored_hit(doc, f64::from(*cos), &source)))
+                .collect();
+            MemoryRecallResult { clues: recalled.clues, hits: Some(hits), ..Default::default() }
+        })
+        .await
     }
 }
