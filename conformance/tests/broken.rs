@@ -206,4 +206,8 @@ async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
     // An edge to an unlisted node is not forbidden by the spec: information, not a failure.
     assert_eq!(report.check("graph.neighbors-edges").map(|c| c.status), Some(Status::Info));
     assert_eq!(report.check("graph.ops-served").map(|c| c.status), Some(Status::Pass));
+    // `communities` answers no communities over a corpus retrieve finds documents in.
+    let empty = report.check("graph.non-empty");
+    assert_eq!(empty.map(|c| c.status), Some(Status::Info), "{}", report.render_text());
+    assert!(empty.is_some_and(|c| c.detail.contains("communities")), "{}", report.render_text());
 }

@@ -12,6 +12,7 @@ const MUST_PASS: &[&str] = &[
     "graph.result-shape",
     "graph.result-fields",
     "graph.neighbors-edges",
+    "graph.non-empty",
     "session.graph-hint",
     "memory.build-shape",
     "memory.recall-shape",

@@ -364,6 +364,10 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
             "`neighbors` → `{ \"nodes\": [ { \"id\", \"score\" } ], \"edges\": [ { \"src\",\"dst\",\"weight\" } ] }`",
         ),
     ),
+    (
+        "graph.non-empty",
+        b("§7.9", Interop, "`local` → `{ \"hits\": [Hit] }` (entity-anchored subgraph, PPR-expanded)."),
+    ),
     ("session.graph-hint", b("§7.7.3", Must, SESSION_HINT)),
     (
         "session.graph-dedup",

@@ -202,6 +202,46 @@ pub(crate) async fn neighbors_edges(m: &mut Main) -> Res {
     }
 }
 
+/// Over a corpus `retrieve` finds documents in, the graph ops answer with something: an
+/// empty answer is valid (§7.9), but a graph with no node over a non-empty corpus gives a client
+/// nothing to walk, and is how a graph that was never built looks (an interop probe: a warning,
+/// never a failure). Ops that refuse are judged by `graph.ops-served`.
+pub(crate) async fn non_empty(m: &mut Main) -> Res {
+    let ops = advertised(m);
+    if ops.is_empty() {
+        return skip("no graph op advertised");
+    }
+    if !m.caps.has("retrieve") {
+        return skip("retrieve not advertised: nothing tells whether the corpus is empty");
+    }
+    let k = m.k(3);
+    let r = m.broad_hits(k, json!({})).await?;
+    if r.result().and_then(|x| x.get("hits")).and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        return skip("retrieve finds nothing for the broad query: an empty graph may be right");
+    }
+    let (mut judged, mut empty) = (Vec::new(), Vec::new());
+    for op in ops {
+        let (r, _) = ask(m, op).await?;
+        let Some(res) = r.result() else { continue };
+        let key = required_key(op);
+        let n = res.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+        judged.push(format!("{op}: {n} {key}"));
+        if n == 0 {
+            empty.push(op);
+        }
+    }
+    match (judged.is_empty(), empty.is_empty()) {
+        (true, _) => skip("no graph op answered"),
+        (false, true) => pass_note(judged.join(", ")),
+        (false, false) => warn(format!(
+            "retrieve finds documents for the broad query, but {} answered empty ({}): is the graph built over \
+             the corpus?",
+            empty.join(", "),
+            judged.join(", ")
+        )),
+    }
+}
+
 /// The op a trajectory check uses: one returning hits (`local`, `drift`), else the first.
 fn trajectory_op(m: &Main) -> Option<&'static str> {
     let ops = advertised(m);

@@ -271,6 +271,7 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     on_main!(cx, main, L2, "graph.result-shape", "each advertised graph op answers with the key its result requires (hits, communities or nodes)", graph::result_shape);
     on_main!(cx, main, L2, "graph.result-fields", "each advertised graph op answers with the fields §7.9 lists for it (interop probe)", graph::result_fields);
     on_main!(cx, main, L2, "graph.neighbors-edges", "neighbors edges join nodes the answer lists (interop probe)", graph::neighbors_edges);
+    on_main!(cx, main, L2, "graph.non-empty", "over a corpus retrieve finds documents in, each graph op answers with something (interop probe)", graph::non_empty);
     on_main!(cx, main, L2, "session.graph-hint", "a graph call carrying a fresh sessionId, then the same one again, is answered", graph::session_hint);
     on_main!(cx, main, L2, "session.graph-dedup", "two local/drift calls in one fresh trajectory return no hit twice (session.dedup)", graph::session_dedup);
     on_main!(cx, main, L2, "memory.build-shape", "memory/build over inline documents answers with a memoryId (and tokens, an integer, if any)", memory::build_shape);
