@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rcp_corpus::read_jsonl;
+use rcp_corpus::{CorpusDoc, read_jsonl};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model;
 use rcp_dense::store::{Store, StoreOptions, stored};
-use rcp_dense::wal::Origin;
+use rcp_dense::wal::{Origin, StoredDoc};
 
 use crate::quality::{Collection, cranfield_dir};
 
@@ -43,11 +43,14 @@ pub fn cranfield(model_dir: Option<PathBuf>) -> anyhow::Result<Embedded> {
     let query_texts: Vec<&str> = collection.queries.iter().map(|(_, q)| q.as_str()).collect();
     let queries = embedder.embed(&query_texts).context("embed the queries")?;
     let store = Arc::new(Store::in_memory(StoreOptions::default()));
-    let batch = docs
-        .iter()
+    store.upsert(rows(&docs, vectors)).context("store the Cranfield vectors")?;
+    Ok(Embedded { embedder, collection, store, documents: docs.len(), queries })
+}
+
+/// Corpus documents paired with their vectors as the store's rows (origin: corpus).
+pub fn rows(docs: &[CorpusDoc], vectors: Vec<Vec<f32>>) -> Vec<(StoredDoc, Vec<f32>)> {
+    docs.iter()
         .zip(vectors)
         .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
-        .collect();
-    store.upsert(batch).context("store the Cranfield vectors")?;
-    Ok(Embedded { embedder, collection, store, documents: docs.len(), queries })
+        .collect()
 }

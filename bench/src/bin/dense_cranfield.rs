@@ -28,8 +28,7 @@ use rcp_corpus::read_jsonl;
 use rcp_dense::ann::{self, Backend, HnswParams};
 use rcp_dense::embedder::{Embedder, EmbedderOptions};
 use rcp_dense::model::{self, DIMENSION};
-use rcp_dense::store::{PlannerOptions, Store, StoreOptions, stored};
-use rcp_dense::wal::Origin;
+use rcp_dense::store::{PlannerOptions, Store, StoreOptions};
 
 #[derive(Debug, Parser)]
 #[command(about = "Dense engine: Cranfield quality, HNSW recall and speed, embedding throughput")]
@@ -107,12 +106,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // The engine's path: the store with its HNSW graph, candidateK 100.
     let store =
         Store::in_memory(StoreOptions { planner: PlannerOptions::without_full_scan(), ..StoreOptions::default() });
-    let batch = docs
-        .iter()
-        .zip(doc_vecs)
-        .map(|(d, v)| (stored(d.id.clone().unwrap_or_default(), d.text.clone(), d.meta.clone(), Origin::Corpus), v))
-        .collect();
-    store.upsert(batch).context("store the Cranfield vectors")?;
+    store.upsert(rcp_bench::embedded::rows(&docs, doc_vecs)).context("store the Cranfield vectors")?;
     let table = store.read();
     let mut hnsw_rank = HashMap::new();
     for ((qid, _), q) in c.queries.iter().zip(&query_vecs) {

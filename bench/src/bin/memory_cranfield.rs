@@ -102,11 +102,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         ("recall draft hits", HashMap::new()),
     ];
     for ((qid, text), q) in c.queries.iter().zip(&queries) {
-        let recalled = {
-            let table = store.read();
-            let cosine = |id: &str| table.slot(id).map(|s| table.vector(s).iter().zip(q).map(|(a, b)| a * b).sum());
-            memory.recall(text, q, args.clues, cosine)
-        };
+        let recalled = memory.recall_in(&store.read(), text, q, args.clues);
         runs[4].1.insert(qid.clone(), recalled.entry_points.iter().map(|(id, _)| id.clone()).collect());
         let clues = recalled.clues;
         let clue_texts: Vec<&str> = clues.iter().filter_map(|c| c.query.as_deref()).collect();

@@ -6,7 +6,9 @@ use rcp_graph::DocGraph;
 use rcp_graph::terms::followup;
 use rcp_protocol::memory::Clue;
 
+use crate::ann::dot;
 use crate::graph::communities::{Communities, Community};
+use crate::store::Table;
 
 /// Most entries a memory holds: the finest Louvain level with at most this many communities
 /// is taken, else the largest communities of the coarsest level.
@@ -95,7 +97,7 @@ impl Digest {
             .entries
             .iter()
             .filter(|e| e.centroid.len() == vector.len())
-            .map(|e| (e.centroid.iter().zip(vector).map(|(a, b)| a * b).sum(), e))
+            .map(|e| (dot(&e.centroid, vector), e))
             .filter(|(s, _): &(f32, _)| s.is_finite())
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.community.cmp(&b.1.community)));
@@ -120,6 +122,13 @@ impl Digest {
         let mut seen = std::collections::HashSet::new();
         recalled.entry_points.retain(|(id, _)| seen.insert(id.clone()));
         recalled
+    }
+
+    /// [`recall`](Self::recall) with the members' cosines read from `table`, the store the
+    /// memory was built over (a member no longer stored is skipped).
+    pub fn recall_in(&self, table: &Table, query: &str, vector: &[f32], n: usize) -> Recalled {
+        let cosine = |id: &str| table.slot(id).map(|s| dot(table.vector(s), vector));
+        self.recall(query, vector, n, cosine)
     }
 }
 

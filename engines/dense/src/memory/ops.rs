@@ -160,9 +160,7 @@ impl Memory for DenseMemory {
         let (query, source) = (query.to_owned(), self.engine.source().to_owned());
         ctx.run_cpu(Lane::Read, move || {
             let table = store.read();
-            let cosine =
-                |id: &str| table.slot(id).map(|s| table.vector(s).iter().zip(&vector).map(|(a, b)| a * b).sum());
-            let recalled = digest.recall(&query, &vector, n, cosine);
+            let recalled = digest.recall_in(&table, &query, &vector, n);
             let hits = recalled
                 .entry_points
                 .iter()
