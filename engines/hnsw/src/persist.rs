@@ -178,15 +178,20 @@ impl Hnsw {
         }
         let slots = slots as usize;
         let mut rec = Vec::new();
+        // Each slot's state (0 empty, else level + 1), one byte per slot: the link checks
+        // below look every link's target up here, in a table that stays in cache, instead of
+        // in the target's record somewhere in the node table.
+        let mut states = vec![0u8; slots];
         let mut present = Vec::new();
         let word = |b: &[u8], i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-        for slot in 0..slots as u32 {
+        for (slot, state) in states.iter_mut().enumerate() {
+            let slot = slot as u32;
             let bytes = r.take(words as usize * 4)?;
             match word(bytes, 0) {
                 0 => continue,
                 CLAIMED => return Err(corrupt(format!("slot {slot}: unpublished node"))),
                 s if s as usize - 1 > MAX_LEVEL => return Err(corrupt(format!("slot {slot}: level {}", s - 1))),
-                _ => {}
+                s => *state = s as u8,
             }
             let count = word(bytes, 1);
             if count as usize > g.m0 {
@@ -201,8 +206,8 @@ impl Hnsw {
         if present.len() as u64 != nodes {
             return Err(corrupt(format!("{} nodes present, the header says {nodes}", present.len())));
         }
-        let level = |s: u32| g.table.get(s).and_then(published_level);
-        let link_ok = |s: u32, at: usize| (s as usize) < slots && level(s).is_some_and(|l| l >= at);
+        let level = |s: u32| states.get(s as usize).and_then(|&st| st.checked_sub(1)).map(usize::from);
+        let link_ok = |s: u32, at: usize| level(s).is_some_and(|l| l >= at);
         for &slot in &present {
             let Some((count, links)) = g.table.get(slot).map(|r| g.table.links(r)) else { continue };
             let n = count.load(Ordering::Relaxed) as usize;

@@ -99,6 +99,7 @@ pub(super) fn load_snapshot(dir: &Path, info: SnapshotInfo, table: &mut Table) -
         });
     }
     table.docs.reserve(info.docs);
+    table.by_id.reserve(info.docs, &table.docs);
     table.vectors = vectors;
     let postings_path = snapshot_path(dir, info.generation, "postings");
     let saved = fs::read(&postings_path)

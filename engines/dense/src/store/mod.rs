@@ -57,6 +57,7 @@ mod durable;
 mod error;
 mod generation;
 mod graph;
+mod ids;
 mod layout;
 mod lock;
 mod manifest;
@@ -205,7 +206,7 @@ impl Store {
         self.with_writer(|w| {
             let present: Vec<String> = {
                 let t = self.read();
-                ids.into_iter().filter(|id| t.by_id.contains_key(id)).collect()
+                ids.into_iter().filter(|id| t.slot(id).is_some()).collect()
             };
             if present.is_empty() {
                 return Ok(0);

@@ -1,7 +1,7 @@
 //! The in-memory table: documents and vectors by slot, the id map, the tombstones and the ANN
 //! graph over the slots.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rcp_protocol::filter::FieldType;
 
@@ -9,6 +9,7 @@ use crate::ann::{self, AnnIndex, Backend, HnswParams};
 use crate::wal::{Op, StoredDoc};
 
 use super::error::StoreError;
+use super::ids::Ids;
 use super::postings::MetaIndex;
 use super::vectors::Vectors;
 
@@ -18,7 +19,7 @@ pub struct Table {
     pub(super) dim: usize,
     pub(super) docs: Vec<Option<StoredDoc>>,
     pub(super) vectors: Vectors,
-    pub(super) by_id: HashMap<String, usize>,
+    pub(super) by_id: Ids,
     pub(super) ann: Box<dyn AnnIndex>,
     pub(super) tombstones: usize,
     /// Postings of the declared filter fields over the live slots.
@@ -33,7 +34,7 @@ impl Table {
             dim,
             docs: Vec::new(),
             vectors: Vectors::new(dim),
-            by_id: HashMap::new(),
+            by_id: Ids::default(),
             ann: ann::new_index(backend, params, dim, 0),
             tombstones: 0,
             meta: MetaIndex::new(fields),
@@ -68,12 +69,12 @@ impl Table {
 
     /// The document with this id.
     pub fn get(&self, id: &str) -> Option<&StoredDoc> {
-        self.by_id.get(id).and_then(|&s| self.docs[s].as_ref())
+        self.by_id.get(id, &self.docs).and_then(|s| self.docs[s].as_ref())
     }
 
     /// The slot of the live document with this id.
     pub fn slot(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied().filter(|&s| self.docs.get(s).is_some_and(Option::is_some))
+        self.by_id.get(id, &self.docs).filter(|&s| self.docs.get(s).is_some_and(Option::is_some))
     }
 
     /// The document in a slot (`None` for a tombstone).
@@ -117,7 +118,7 @@ impl Table {
             Op::Delete(ids) => {
                 let mut removed = 0;
                 for id in ids {
-                    if let Some(slot) = self.by_id.remove(&id) {
+                    if let Some(slot) = self.by_id.remove(&id, &self.docs) {
                         self.retire(slot);
                         removed += 1;
                     }
@@ -131,14 +132,13 @@ impl Table {
     /// [`Table::apply`], or mapped from a snapshot), retiring a previous version; with
     /// `index`, records its metadata in the postings (a snapshot's saved postings hold it).
     pub(super) fn place(&mut self, doc: StoredDoc, index: bool) {
-        if let Some(old) = self.by_id.remove(&doc.id) {
+        let slot = self.docs.len();
+        if let Some(old) = self.by_id.insert(&doc.id, slot, &self.docs) {
             self.retire(old);
         }
-        let slot = self.docs.len();
         if index {
             self.meta.insert(slot, &doc.meta);
         }
-        self.by_id.insert(doc.id.clone(), slot);
         self.docs.push(Some(doc));
     }
 

@@ -27,7 +27,7 @@ fn no_full_scan() -> StoreOptions {
 
 fn ids(store: &Store) -> Vec<String> {
     let t = store.read();
-    let mut v: Vec<String> = t.by_id.keys().cloned().collect();
+    let mut v: Vec<String> = t.by_id.ids(&t.docs).map(str::to_owned).collect();
     v.sort();
     v
 }
@@ -54,7 +54,7 @@ fn persistence_round_trip_with_wal_and_snapshot() {
     assert_eq!(ids(&s), vec!["b", "c"]);
     let t = s.read();
     assert_eq!(t.get("c").unwrap().meta["year"], 2002);
-    let slot = t.by_id["c"];
+    let slot = t.slot("c").unwrap();
     assert_eq!(t.vector(slot), unit(7 + 2002).as_slice());
 }
 
@@ -135,7 +135,7 @@ fn graph_is_saved_loaded_checked_and_extended_by_the_log_tail() {
     let opts = no_full_scan();
     let find = |s: &Store, id: &str| {
         let t = s.read();
-        let q = t.vector(t.by_id[id]).to_vec();
+        let q = t.vector(t.slot(id).unwrap()).to_vec();
         let (hits, path) = t.search(&q, 1, 16, None, &PlannerOptions::without_full_scan());
         assert!(matches!(path.ran, Plan::Hnsw { .. }), "{path:?}");
         t.doc(hits[0].slot).unwrap().id.clone()
