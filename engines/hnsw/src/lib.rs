@@ -10,7 +10,10 @@
 //!   AVX2/FMA/F16C kernels chosen at run time ([`kernels::Simd`]);
 //! * the visited set is an epoch-tagged array reused across searches, not a hash set;
 //! * inserts run in parallel: a neighbour list is rewritten under a striped lock, never a
-//!   global one, while searches read every list without locking.
+//!   global one, while searches read every list without locking;
+//! * a new node keeps up to 2M level-0 neighbours (as faiss does; hnswlib keeps M), and a bulk
+//!   insert ends by relinking any node that pruning left without an incoming link
+//!   ([`Hnsw::relink_unreachable`]), so every stored vector stays findable.
 //!
 //! Nodes are addressed by the caller's *slot* (a `u32`-sized index); slots may have gaps. The
 //! graph saves to and loads from one file ([`Hnsw::save`], [`Hnsw::load`]) that is checked
@@ -36,6 +39,7 @@ mod insert;
 mod mapped;
 mod params;
 mod persist;
+mod reach;
 mod search;
 mod table;
 

@@ -228,6 +228,31 @@ fn every_node_of_a_parallel_build_is_reachable_at_level_0() {
 }
 
 #[test]
+fn nodes_pruning_left_unreachable_are_relinked() {
+    // One insert at a time (no bulk relink), with small lists that overflow often.
+    let dim = 16;
+    let v = clustered(6_000, dim, 9);
+    let g = Hnsw::new(dim, Params { m: 4, ef_construction: 16, precision: Precision::F16 });
+    for (slot, row) in v.chunks_exact(dim).enumerate() {
+        g.insert(row, slot).unwrap();
+    }
+    let before = g.unreachable();
+    assert!(!before.is_empty(), "these parameters leave some node unreachable before the relink");
+    assert_eq!(g.relink_unreachable(), before.len());
+    assert_eq!(g.unreachable(), Vec::<u32>::new());
+    // A search for a relinked node's own vector finds it again (this small graph, M 4, is
+    // not perfect at it, so most of them, not every one).
+    let found = before
+        .iter()
+        .filter(|&&s| {
+            let q = &v[s as usize * dim..(s as usize + 1) * dim];
+            g.search(q, 10, 64, None).iter().any(|&(hit, _)| hit == s as usize)
+        })
+        .count();
+    assert!(found * 10 >= before.len() * 9, "{found} of {} relinked nodes found", before.len());
+}
+
+#[test]
 fn an_entry_point_without_a_level_is_no_entry_point() {
     assert_eq!(unpack(0), None);
     assert_eq!(unpack(5), None, "slot bits but no level: a crafted file, not a node");
