@@ -10,31 +10,22 @@ use crate::graph::{Hnsw, unpack};
 use crate::insert::lock;
 use crate::table::{Row, published_level};
 
-/// How many of its neighbours link an unreachable node back.
+/// How many of the nodes a search for an unreachable node's vector ends at link it back.
 const ADOPTERS: usize = 3;
 
 impl Hnsw {
     /// Level-0 nodes (not the entry point) that no other node links to.
     pub fn unreachable(&self) -> Vec<u32> {
-        let incoming = self.incoming();
-        let entry = unpack(self.entry.load(Ordering::Acquire)).map(|(e, _)| e);
-        (0..incoming.len() as u32)
-            .filter(|&s| incoming[s as usize] == 0 && self.published(s) && Some(s) != entry)
-            .collect()
+        self.orphans(&self.incoming())
     }
 
     /// Links every unreachable level-0 node from up to three of the nodes a search for its
-    /// vector ends at; returns how many
-    /// were relinked. Runs after a bulk insert ([`Hnsw::insert_many`]); searches may run
-    /// meanwhile, inserts must not.
+    /// vector ends at; returns how many were relinked. Runs after a bulk insert
+    /// ([`Hnsw::insert_many`]); searches may run meanwhile, inserts must not.
     pub fn relink_unreachable(&self) -> usize {
         let mut incoming = self.incoming();
-        let entry = unpack(self.entry.load(Ordering::Acquire)).map(|(e, _)| e);
-        let orphans: Vec<u32> = (0..incoming.len() as u32)
-            .filter(|&s| incoming[s as usize] == 0 && self.published(s) && Some(s) != entry)
-            .collect();
         let mut relinked = 0;
-        for orphan in orphans {
+        for orphan in self.orphans(&incoming) {
             // Adopted by the nodes a search for its own vector ends at: those the search
             // reaches, so the node is found where it is looked for.
             let Some(q) = self.vector_f32(orphan) else { continue };
@@ -76,6 +67,14 @@ impl Hnsw {
         incoming[target as usize] -= 1;
         incoming[orphan as usize] += 1;
         true
+    }
+
+    /// Published nodes other than the entry point with no incoming link in `incoming`.
+    fn orphans(&self, incoming: &[u32]) -> Vec<u32> {
+        let entry = unpack(self.entry.load(Ordering::Acquire)).map(|(e, _)| e);
+        (0..incoming.len() as u32)
+            .filter(|&s| incoming[s as usize] == 0 && self.published(s) && Some(s) != entry)
+            .collect()
     }
 
     /// Incoming level-0 links per slot.
