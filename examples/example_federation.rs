@@ -21,8 +21,8 @@ use std::time::Duration;
 use clap::Parser;
 use rcp_client::federation::EngineOutcome;
 use rcp_client::{Federation, FederationOptions, Registry};
-use rcp_protocol::retrieve::FusionParams;
-use rcp_protocol::{Hit, RetrieveParams};
+use rcp_wire::retrieve::FusionParams;
+use rcp_wire::{Hit, RetrieveParams};
 use serde_json::json;
 
 #[derive(Parser)]

@@ -15,14 +15,14 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_protocol::notifications::LogLevel;
-use rcp_protocol::retrieve::Citation;
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::lifecycle::ConformanceLevel;
+use rcp_wire::notifications::LogLevel;
+use rcp_wire::retrieve::Citation;
+use rcp_wire::{Hit, Meta, RcpError, RetrieveResult};
 use serde_json::json;
 
 const DOCS: &[(&str, &str, &str, i64)] = &[
@@ -62,7 +62,7 @@ fn words(s: &str) -> impl Iterator<Item = String> + '_ {
 
 impl Retrieve for Tiny {
     fn capability(&self) -> RetrieveCapability {
-        let (modes, scale) = (Some(vec![rcp_protocol::Mode::Sparse]), Some("unbounded".into()));
+        let (modes, scale) = (Some(vec![rcp_wire::Mode::Sparse]), Some("unbounded".into()));
         RetrieveCapability { max_k: Some(50), modes, score_scale: scale, score_floor: Some(0.0), ..Default::default() }
     }
 
@@ -148,7 +148,7 @@ impl Index for Tiny {
 
 /// The smallest complete RCP engine: a dozen in-memory documents served over stdio (NDJSON
 /// JSON-RPC on stdin/stdout, diagnostics on stderr). It takes no options; talk to it with
-/// `rcp info --stdio tiny_engine` or certify it with `rcp-conformance --stdio tiny_engine`.
+/// `rcpctl info --stdio tiny_engine` or certify it with `rcp-conformance --stdio tiny_engine`.
 #[derive(clap::Parser)]
 #[command(name = "tiny_engine", version)]
 struct Args {}

@@ -1,5 +1,5 @@
 //! BEIR collections and IR metrics for the benchmarks. The collection loader and the metrics
-//! live in `rcp_client::eval` (the `rcp eval` command uses the same code); this module adds
+//! live in `rcp_client::eval` (the `rcpctl eval` command uses the same code); this module adds
 //! what only the benchmarks need: where Cranfield is, and latency percentiles.
 
 use std::path::PathBuf;

@@ -30,16 +30,16 @@
 
 use std::collections::HashMap;
 
-use rcp_protocol::capabilities::{EmbedCapability, GraphCapability, RerankCapability, RetrieveCapability};
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::graph::{GraphEdge, GraphNode, GraphParams, GraphResult};
-use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{
     Embed, EmbedRequest, Feedback, Graph, HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve,
     RetrieveRequest, Server,
 };
+use rcp_wire::capabilities::{EmbedCapability, GraphCapability, RerankCapability, RetrieveCapability};
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::graph::{GraphEdge, GraphNode, GraphParams, GraphResult};
+use rcp_wire::lifecycle::ConformanceLevel;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

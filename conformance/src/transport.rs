@@ -4,7 +4,7 @@
 //! checks are written once for both (§5.2).
 //!
 //! The suite keeps its own transport on purpose, and depends on none of the crates it certifies
-//! (`rcp-protocol`, `rcp-server`, `rcp-client`): a referee that framed and parsed bytes with the
+//! (`rcp-wire`, `rcp-server`, `rcp-client`): a referee that framed and parsed bytes with the
 //! framework's own code would share its defects, and a defect there could hide itself from the
 //! very checks meant to catch it. Independence is the point, so this module is not replaced by
 //! the workspace's shared child-process transport.

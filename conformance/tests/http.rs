@@ -7,15 +7,15 @@ use std::collections::BTreeMap;
 use std::sync::RwLock;
 
 use rcp_conformance::{Config, Level, run};
-use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_protocol::notifications::LogLevel;
-use rcp_protocol::retrieve::Citation;
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
 use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{IndexCapability, RetrieveCapability};
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::lifecycle::ConformanceLevel;
+use rcp_wire::notifications::LogLevel;
+use rcp_wire::retrieve::Citation;
+use rcp_wire::{Hit, Meta, RcpError, RetrieveResult};
 use serde_json::{Value, json};
 
 /// Documents by id: text and metadata.

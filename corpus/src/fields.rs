@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 use serde_json::Value;
 
 use crate::CorpusDoc;

@@ -20,9 +20,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use rcp_protocol::Meta;
-use rcp_protocol::filter::FieldType;
-use rcp_protocol::index::Document;
+use rcp_wire::Meta;
+use rcp_wire::filter::FieldType;
+use rcp_wire::index::Document;
 use serde_json::Value;
 
 /// One corpus document.
@@ -158,7 +158,7 @@ pub enum CorpusError {
         cause: RecordError,
     },
     /// A document whose metadata does not fit a declared field ([`validate::check_meta`]),
-    /// worded as `rcp index add` reports it: `FILE:LINE: ID: FIELD: REASON`.
+    /// worded as `rcpctl index add` reports it: `FILE:LINE: ID: FIELD: REASON`.
     #[error("{}:{line}: {id}: {}: {}", path.display(), cause.field, cause.reason())]
     Field {
         /// The file.

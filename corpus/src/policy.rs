@@ -1,12 +1,12 @@
 //! How an `index` command ends, the same for every engine (`rcp-bm25`, `rcp-dense`, `rcp-pg`)
-//! and for `rcp index add`: exit 0 when every line was indexed; exit [`EXIT_NOT_INDEXED`] (1)
+//! and for `rcpctl index add`: exit 0 when every line was indexed; exit [`EXIT_NOT_INDEXED`] (1)
 //! when any line was not (each reported as `FILE:LINE: ...`, the summary line still printed),
 //! or when `--strict` stopped the run at the first bad line (nothing of the run written); usage
 //! errors exit 2 as clap does, and a failure of the run itself (I/O, model, database) exits 1
-//! too: the one rule of [`rcp_protocol::exit`].
+//! too: the one rule of [`rcp_wire::exit`].
 
 /// The exit code of an `index` run that left lines out.
-pub const EXIT_NOT_INDEXED: u8 = rcp_protocol::exit::FAILURE;
+pub const EXIT_NOT_INDEXED: u8 = rcp_wire::exit::FAILURE;
 
 /// An `index` run that left lines out: returned as the command's error after its summary, so
 /// the binary ends with [`EXIT_NOT_INDEXED`] ([`NotIndexed::exit`]).

@@ -1,4 +1,4 @@
-//! The progress bar of every `index` command (`rcp-bm25`, `rcp-dense`, `rcp-pg`, `rcp index
+//! The progress bar of every `index` command (`rcp-bm25`, `rcp-dense`, `rcp-pg`, `rcpctl index
 //! add`): one look, and a rate people read (`1,409/s`, not indicatif's `1,409.3267/s`).
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use rcp_protocol::Meta;
-use rcp_protocol::filter::{FieldType, date_to_epoch_ms};
+use rcp_wire::Meta;
+use rcp_wire::filter::{FieldType, date_to_epoch_ms};
 use serde_json::Value;
 
 /// A metadata value of a declared field, in the field's type.
@@ -45,7 +45,7 @@ pub struct FieldValueError {
 }
 
 impl FieldValueError {
-    /// The reason alone (without the path): what `rcp index add` prints after `FIELD:`.
+    /// The reason alone (without the path): what `rcpctl index add` prints after `FIELD:`.
     pub fn reason(&self) -> String {
         self.to_string()
     }

@@ -6,11 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use rcp_protocol::capabilities::GraphCapability;
-use rcp_protocol::graph::{Community, GraphEdge, GraphNode, GraphParams, GraphResult};
-use rcp_protocol::retrieve::{Provenance, ProvenanceEdge};
-use rcp_protocol::{Hit, RcpError};
 use rcp_server::{Graph, HandlerResult, RequestContext};
+use rcp_wire::capabilities::GraphCapability;
+use rcp_wire::graph::{Community, GraphEdge, GraphNode, GraphParams, GraphResult};
+use rcp_wire::retrieve::{Provenance, ProvenanceEdge};
+use rcp_wire::{Hit, RcpError};
 use serde_json::json;
 
 use crate::corpus::{self, DOCS, LINKS, Scorer};

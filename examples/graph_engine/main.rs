@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run -p rcp-examples --example graph_engine
-//! rcp graph --stdio target/debug/examples/graph_engine --op neighbors --seed bm25 --hops 2
+//! rcpctl graph --stdio target/debug/examples/graph_engine --op neighbors --seed bm25 --hops 2
 //! ```
 //!
 //! - `graph`: all five ops ([`graph`]): `neighbors`, `local` (personalized PageRank), `global`,
@@ -18,7 +18,7 @@
 //!   from the start; a recall without `memoryId` uses the memory built last.
 //! - `feedback`: every signal is counted and logged (at debug level); none changes a ranking.
 //!
-//! It is the fixture the `rcp` CLI, the inspector's Graph panel and the conformance suite test
+//! It is the fixture the `rcpctl` CLI, the inspector's Graph panel and the conformance suite test
 //! the agentic capabilities against.
 
 mod corpus;
@@ -28,13 +28,13 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rcp_protocol::capabilities::{MemoryCapability, RetrieveCapability};
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
-use rcp_protocol::lifecycle::ConformanceLevel;
-use rcp_protocol::memory::{Clue, MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_protocol::retrieve::ChunkRef;
-use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::{Feedback, HandlerResult, Memory, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
+use rcp_wire::capabilities::{MemoryCapability, RetrieveCapability};
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::lifecycle::ConformanceLevel;
+use rcp_wire::memory::{Clue, MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::retrieve::ChunkRef;
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 
 use corpus::{DOCS, Scorer};
 
@@ -54,7 +54,7 @@ impl Retrieve for Search {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(50),
-            modes: Some(vec![rcp_protocol::Mode::Sparse]),
+            modes: Some(vec![rcp_wire::Mode::Sparse]),
             units: Some(vec!["document".into(), "chunk".into()]),
             score_scale: Some("unbounded".into()),
             score_floor: Some(0.0),

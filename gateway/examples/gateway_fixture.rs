@@ -11,10 +11,10 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 use serde_json::json;
 
 #[derive(Default)]
@@ -58,7 +58,7 @@ impl Retrieve for Fixture {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(100),
-            modes: Some(vec![self.mode.as_deref().map_or(rcp_protocol::Mode::Sparse, rcp_protocol::Mode::from)]),
+            modes: Some(vec![self.mode.as_deref().map_or(rcp_wire::Mode::Sparse, rcp_wire::Mode::from)]),
             ..Default::default()
         }
     }

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use rcp_protocol::capabilities::{Capabilities, RetrieveCapability};
-use rcp_protocol::filter::{FieldType, FilterCapability, FilterFields};
+use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
+use rcp_wire::filter::{FieldType, FilterCapability, FilterFields};
 
 /// The federated `retrieve` capability and its companions.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,7 +32,7 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
     let first = retrievers.first()?;
     let rcs: Vec<&RetrieveCapability> = retrievers.iter().filter_map(|c| c.retrieve.as_ref()).collect();
     let max_k = rcs.iter().map(|r| r.max_k).try_fold(0u64, |acc, m| m.map(|m| acc.max(m)));
-    let mut modes: Vec<rcp_protocol::Mode> = Vec::new();
+    let mut modes: Vec<rcp_wire::Mode> = Vec::new();
     for m in rcs.iter().filter_map(|r| r.modes.as_ref()).flatten() {
         if !modes.contains(m) {
             modes.push(m.clone());
@@ -128,7 +128,7 @@ mod tests {
         let embed_only = caps(json!({"embed": {"dimension": 2, "identity": "x"}}));
         let f = federate_retrieve(&[&a, &b, &embed_only]).unwrap();
         assert_eq!(f.retrieve.max_k, Some(500));
-        assert_eq!(f.retrieve.modes, Some(vec![rcp_protocol::Mode::Sparse, rcp_protocol::Mode::Dense]));
+        assert_eq!(f.retrieve.modes, Some(vec![rcp_wire::Mode::Sparse, rcp_wire::Mode::Dense]));
         let filter = f.filter.unwrap();
         assert_eq!(filter.fields.names(), ["year"], "conflicting types and missing fields are dropped");
         assert_eq!(filter.operators, Some(vec!["eq".into(), "gte".into()]));

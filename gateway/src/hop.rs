@@ -6,8 +6,8 @@
 //! the limit (`error.data.limit`), so a small request cannot make the gateway copy a huge one
 //! once per engine.
 
-use rcp_protocol::message::json_type;
-use rcp_protocol::{Meta, RcpError};
+use rcp_wire::message::json_type;
+use rcp_wire::{Meta, RcpError};
 use serde_json::{Value, json};
 
 /// The most aggregators a `_meta.federation.path` may name. An honest path is never longer

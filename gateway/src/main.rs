@@ -12,8 +12,8 @@ use rcp_client::breaker::Backoff;
 use rcp_client::registry::{EngineSpec, Transport};
 use rcp_gateway::mcp::Bridge;
 use rcp_gateway::{Gateway, GatewayOptions, GatewayRegistry};
-use rcp_protocol::fusion::FusionMethod;
 use rcp_server::cli::ServeArgs;
+use rcp_wire::fusion::FusionMethod;
 
 /// An RCP aggregator: one server in front of the engines of an `rcp.json` registry.
 ///
@@ -182,7 +182,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            return ExitCode::from(rcp_protocol::exit::FAILURE);
+            return ExitCode::from(rcp_wire::exit::FAILURE);
         }
     };
     let result = runtime.block_on(async {
@@ -195,7 +195,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rcp-gateway: {e}");
-            ExitCode::from(rcp_protocol::exit::FAILURE)
+            ExitCode::from(rcp_wire::exit::FAILURE)
         }
     }
 }

@@ -22,10 +22,10 @@ pub mod frames;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rcp_protocol::capabilities::Capabilities;
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult};
 use rcp_server::{Catalog, RequestContext, RetrieveRequest};
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,

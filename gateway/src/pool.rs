@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rcp_client::breaker::{Backoff, Breaker, BreakerHealth, BreakerState, Failure};
 use rcp_client::registry::Transport;
 use rcp_client::{Client, ClientError, ClientOptions, ConnectError, EngineSpec, Limits};
-use rcp_protocol::lifecycle::PeerInfo;
+use rcp_wire::lifecycle::PeerInfo;
 use tokio::sync::Mutex;
 
 use crate::registry::GatewayEntry;

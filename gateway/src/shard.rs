@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 
-use rcp_protocol::Hit;
+use rcp_wire::Hit;
 use serde_json::json;
 
 /// The shard (index into `shards` of size `n`) that owns `id`: FNV-1a of the id's bytes modulo

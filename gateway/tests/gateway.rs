@@ -6,8 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rcp_protocol::ErrorCode;
-use rcp_protocol::capabilities::Capability;
+use rcp_wire::ErrorCode;
+use rcp_wire::capabilities::Capability;
 use serde_json::{Value, json};
 
 const DOCS_A: [&str; 4] = ["--doc", "a1:wing lift drag", "--doc", "a2:wing tip"];
@@ -113,7 +113,7 @@ async fn modes_are_united_and_routed_to_the_engines_that_offer_them() {
     );
     let gw = gateway(&reg, &[]).await;
     let modes = gw.capabilities().retrieve.and_then(|r| r.modes);
-    assert_eq!(modes, Some(vec![rcp_protocol::Mode::Sparse, rcp_protocol::Mode::Dense]));
+    assert_eq!(modes, Some(vec![rcp_wire::Mode::Sparse, rcp_wire::Mode::Dense]));
     let r = gw.call("retrieve", json!({"query": "wing", "k": 5, "mode": "dense"})).await.unwrap();
     assert_eq!(ids(&r), ["b1"]);
     assert!(notes(&r).iter().any(|n| n.contains("engine 'a' skipped: does not offer mode 'dense'")), "{:?}", notes(&r));
@@ -230,7 +230,7 @@ async fn progress_of_engines_is_relayed() {
     );
     let gw = gateway(&reg, &[]).await;
     let mut streaming =
-        gw.retrieve_streaming(rcp_protocol::RetrieveParams::new("wing", 3)).expect("gateway advertises streaming");
+        gw.retrieve_streaming(rcp_wire::RetrieveParams::new("wing", 3)).expect("gateway advertises streaming");
     let result = streaming.result.await.expect("retrieve");
     assert_eq!(result.hits.len(), 3);
     let mut stages = Vec::new();

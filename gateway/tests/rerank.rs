@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::{bm25_bin, gateway, rerank_bin, write_registry};
 use rcp_client::Client;
-use rcp_protocol::ErrorCode;
+use rcp_wire::ErrorCode;
 use serde_json::{Value, json};
 
 const QUERY: &str = "what is the capital of france";

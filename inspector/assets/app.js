@@ -456,12 +456,12 @@ function buildFilter() {
   return { [$('filter-join').value]: leaves };
 }
 
-/** The short-form operators of `rcp --filter`, longest first, and their §8 names. */
+/** The short-form operators of `rcpctl --filter`, longest first, and their §8 names. */
 const SHORT_OPS = [['>=', 'gte'], ['<=', 'lte'], ['!=', 'ne'], ['>', 'gt'], ['<', 'lt'], ['=', 'eq']];
 
 /**
  * Reads the `filter=` URL parameter: a §8 filter tree as JSON. Returns `{ tree }`, or
- * `{ error }` saying what is wrong and what the URL takes instead (the `rcp --filter` short
+ * `{ error }` saying what is wrong and what the URL takes instead (the `rcpctl --filter` short
  * form `year>=2015` is recognised and its JSON spelled out).
  */
 function parseUrlFilter(raw) {
@@ -475,7 +475,7 @@ function parseUrlFilter(raw) {
       const n = Number(m[3]);
       const value = m[3] === 'true' || m[3] === 'false' ? m[3] === 'true' : (Number.isNaN(n) ? m[3] : n);
       const json = JSON.stringify({ field: m[1], op, value });
-      return { error: { code: 'filter', message: `filter=${raw} is the rcp --filter short form; the URL takes a §8 filter tree as JSON: filter=${json}`, data: { got: raw, expected: JSON.parse(json) } } };
+      return { error: { code: 'filter', message: `filter=${raw} is the rcpctl --filter short form; the URL takes a §8 filter tree as JSON: filter=${json}`, data: { got: raw, expected: JSON.parse(json) } } };
     }
     return { error: { code: 'filter', message: `the filter in the URL is not JSON (${e.message}); it takes a §8 filter tree, e.g. {"field":"year","op":"gte","value":2015}`, data: { got: raw } } };
   }

@@ -15,8 +15,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use rcp_client::{EngineSpec, Federation, FederationOptions, Registry, Transport};
-use rcp_protocol::RetrieveParams;
-use rcp_protocol::fusion::FusionMethod;
+use rcp_wire::RetrieveParams;
+use rcp_wire::fusion::FusionMethod;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -216,7 +216,7 @@ async fn rpc(
 /// `notifications/cancel` (§7.14). Anything else, such as a path that climbs out of the base
 /// (`..%2F..%2Fmetrics`), is never sent, so the engine's credentials go to RCP methods only.
 pub fn forwardable(method: &str) -> bool {
-    rcp_protocol::methods::Method::from_name(method).is_some() || method == rcp_protocol::notifications::CANCEL
+    rcp_wire::methods::Method::from_name(method).is_some() || method == rcp_wire::notifications::CANCEL
 }
 
 /// `404` with a `-32601` frame for a method the inspector does not forward.
@@ -238,7 +238,7 @@ struct FederateRequest {
 }
 
 /// Fans a query out to every engine with rcp-client's `Federation` and returns each engine's
-/// own ranking beside the fused list (what `rcp federate --json` prints).
+/// own ranking beside the fused list (what `rcpctl federate --json` prints).
 async fn federate(State(app): State<Arc<App>>, Json(req): Json<FederateRequest>) -> Response {
     let bad = |msg: String| (StatusCode::BAD_REQUEST, Json(json!({"error": {"code": -32602, "message": msg}})));
     let name = req.fusion.unwrap_or_else(|| "rrf".into());

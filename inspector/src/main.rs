@@ -72,7 +72,7 @@ async fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");
-            return ExitCode::from(rcp_protocol::exit::FAILURE);
+            return ExitCode::from(rcp_wire::exit::FAILURE);
         }
     };
     let limits =
@@ -81,7 +81,7 @@ async fn main() -> ExitCode {
         Ok(i) => i,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");
-            return ExitCode::from(rcp_protocol::exit::FAILURE);
+            return ExitCode::from(rcp_wire::exit::FAILURE);
         }
     };
     for e in &inspector.app.engines {
@@ -109,7 +109,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");
-            ExitCode::from(rcp_protocol::exit::FAILURE)
+            ExitCode::from(rcp_wire::exit::FAILURE)
         }
     }
 }

@@ -221,7 +221,7 @@ impl StdioSession {
 
         let session = Self { shared, command, child, init: OnceLock::new() };
         let hello = json!({"jsonrpc": "2.0", "id": "inspector-initialize", "method": "initialize", "params": {
-            "protocolVersion": rcp_protocol::PROTOCOL_VERSION,
+            "protocolVersion": rcp_wire::PROTOCOL_VERSION,
             "client": {"name": "rcp-inspector", "version": env!("CARGO_PKG_VERSION")},
             "capabilities": {"streaming": {}},
         }});

@@ -1,6 +1,6 @@
 //! The inspector's HTTP surface without a browser: the RCP proxy in front of a stdio engine
 //! and an HTTP engine (JSON and SSE), the wire log and its bounds, the guards, method paths
-//! outside the method table, secrets kept off the page, engine failures, and `rcp inspect`
+//! outside the method table, secrets kept off the page, engine failures, and `rcpctl inspect`
 //! handing over to `rcp-inspect`.
 
 use std::io::{BufRead, BufReader};
@@ -223,7 +223,7 @@ async fn an_engine_that_cannot_start_is_reported_not_fatal() {
 #[tokio::test]
 async fn rcp_inspect_subcommand_runs_the_inspector() {
     let rcp = rcp_testkit::workspace_bin("rcp-client", "rcp");
-    // `rcp` finds rcp-inspect beside itself; place both in a directory of their own so the test
+    // `rcpctl` finds rcp-inspect beside itself; place both in a directory of their own so the test
     // does not depend on PATH.
     let dir = tempfile::tempdir().expect("tempdir");
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");

@@ -9,9 +9,9 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{EmbedCapability, RetrieveCapability};
-use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::{EmbedRequest, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{EmbedCapability, RetrieveCapability};
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 
 #[derive(Default)]
 struct Fixture {
@@ -53,7 +53,7 @@ impl Retrieve for Fixture {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(100),
-            modes: Some(vec![rcp_protocol::Mode::Sparse]),
+            modes: Some(vec![rcp_wire::Mode::Sparse]),
             score_floor: self.score_floor,
             ..Default::default()
         }

@@ -12,22 +12,22 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rcp_protocol::capabilities::{Capabilities, Capability};
-use rcp_protocol::catalog::CatalogListResult;
-use rcp_protocol::content::QueryInput;
-use rcp_protocol::embed::{EmbedParams, EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
-use rcp_protocol::graph::{GraphParams, GraphResult};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::lifecycle::{InitializeResult, PeerInfo};
-use rcp_protocol::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_protocol::methods::Method;
-use rcp_protocol::notifications::ProgressParams;
-use rcp_protocol::rerank::{RerankParams, RerankResult};
-use rcp_protocol::retrieve::WireVector;
-use rcp_protocol::transform::{TransformParams, TransformResult};
-use rcp_protocol::vectors::decode_f32_base64_at;
-use rcp_protocol::{RequestId, RetrieveParams, RetrieveResult};
+use rcp_wire::capabilities::{Capabilities, Capability};
+use rcp_wire::catalog::CatalogListResult;
+use rcp_wire::content::QueryInput;
+use rcp_wire::embed::{EmbedParams, EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::graph::{GraphParams, GraphResult};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::lifecycle::{InitializeResult, PeerInfo};
+use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::methods::Method;
+use rcp_wire::notifications::ProgressParams;
+use rcp_wire::rerank::{RerankParams, RerankResult};
+use rcp_wire::retrieve::WireVector;
+use rcp_wire::transform::{TransformParams, TransformResult};
+use rcp_wire::vectors::decode_f32_base64_at;
+use rcp_wire::{RequestId, RetrieveParams, RetrieveResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -193,8 +193,7 @@ impl Client {
         if o.receive_logs {
             caps["log"] = json!({});
         }
-        let params =
-            json!({"protocolVersion": rcp_protocol::PROTOCOL_VERSION, "client": o.client, "capabilities": caps});
+        let params = json!({"protocolVersion": rcp_wire::PROTOCOL_VERSION, "client": o.client, "capabilities": caps});
         let fut = self.initialize_or_join(params);
         let (v, joined) = tokio::time::timeout(o.connect_timeout, fut)
             .await
@@ -228,7 +227,7 @@ impl Client {
     async fn initialize_or_join(&self, params: Value) -> Result<(Value, bool), ClientError> {
         match self.request_once(Method::Initialize.name(), params, None, None).await {
             Err(ClientError::Rpc(e))
-                if e.code == rcp_protocol::ErrorCode::INVALID_REQUEST && self.inner.transport.may_share_session() =>
+                if e.code == rcp_wire::ErrorCode::INVALID_REQUEST && self.inner.transport.may_share_session() =>
             {
                 tracing::info!(
                     engine = %self.label(),
@@ -477,7 +476,7 @@ impl Client {
         let first = self.request_once(method, params.clone(), timeout, progress.clone()).await;
         match first {
             Err(ClientError::Rpc(e))
-                if e.code == rcp_protocol::ErrorCode::NOT_INITIALIZED && method != Method::Initialize.name() =>
+                if e.code == rcp_wire::ErrorCode::NOT_INITIALIZED && method != Method::Initialize.name() =>
             {
                 if !self.inner.transport.end_session() {
                     return Err(ClientError::Rpc(e));

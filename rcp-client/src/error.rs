@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::{ErrorCode, RcpError};
 
 /// Why a client call failed.
 ///

@@ -1,4 +1,4 @@
-//! Retrieval evaluation: BEIR test collections and the IR metrics the `rcp eval` command and
+//! Retrieval evaluation: BEIR test collections and the IR metrics the `rcpctl eval` command and
 //! the benchmarks report (nDCG@10, Recall@100, MRR@10).
 //!
 //! A [`Collection`] is a BEIR directory: `corpus.jsonl`, `queries.jsonl` and graded judgements

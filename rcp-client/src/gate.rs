@@ -2,18 +2,18 @@
 //! passes an unadvertised option value (unless `strict:false`). These checks run before any
 //! I/O, so a refused call writes nothing.
 //!
-//! What is advertised is decided by `rcp_protocol::gating`, the module the server validates
+//! What is advertised is decided by `rcp_wire::gating`, the module the server validates
 //! with; this file only turns a refusing finding into its [`ClientError`]. Under
 //! `strict:false` the client lets through exactly what the server would accept with a
 //! fallback, and refuses what the server would refuse anyway.
 
-use rcp_protocol::capabilities::{Capabilities, default_encodings};
-use rcp_protocol::embed::EmbedParams;
-use rcp_protocol::gating::{self, Finding, Gate, Kind};
-use rcp_protocol::index::IndexAddParams;
-use rcp_protocol::methods::Method;
-use rcp_protocol::rerank::RerankParams;
-use rcp_protocol::{ErrorCode, RetrieveParams};
+use rcp_wire::capabilities::{Capabilities, default_encodings};
+use rcp_wire::embed::EmbedParams;
+use rcp_wire::gating::{self, Finding, Gate, Kind};
+use rcp_wire::index::IndexAddParams;
+use rcp_wire::methods::Method;
+use rcp_wire::rerank::RerankParams;
+use rcp_wire::{ErrorCode, RetrieveParams};
 
 use crate::error::ClientError;
 
@@ -89,7 +89,7 @@ pub(crate) fn embed(caps: &Capabilities, p: &EmbedParams) -> Result<(), ClientEr
     if let Some(limit) = caps.embed.as_ref().and_then(|e| e.batch_limit)
         && p.items().len() > limit as usize
     {
-        return Err(ClientError::InvalidParams(rcp_protocol::RcpError::invalid_params(
+        return Err(ClientError::InvalidParams(rcp_wire::RcpError::invalid_params(
             p.items_field(),
             format!("{} inputs exceed batchLimit {limit}", p.items().len()),
         )));

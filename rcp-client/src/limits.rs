@@ -2,7 +2,7 @@
 //! every frame waiting for a peer that does not read, counts against one of them in the
 //! transport (stdio lines, HTTP bodies, SSE events, the outbound queue, stderr and log
 //! forwarding); going over fails the call or the connection with
-//! [`crate::LimitExceeded`], never grows. The gateway, the `rcp` CLI, the inspector and
+//! [`crate::LimitExceeded`], never grows. The gateway, the `rcpctl` CLI, the inspector and
 //! the MCP bridge share these transports, so they share these bounds.
 
 use std::sync::Mutex;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 pub struct Limits {
     /// Largest frame accepted from the server: one NDJSON line (stdio), one HTTP response
     /// body, one SSE event. Default 16 MiB, the framework's own cap on what it reads
-    /// ([`rcp_protocol::ndjson::DEFAULT_MAX_LINE_BYTES`]). An over-long stdio line is
+    /// ([`rcp_wire::ndjson::DEFAULT_MAX_LINE_BYTES`]). An over-long stdio line is
     /// discarded as it streams (never held) and closes the connection; an over-long HTTP body
     /// or SSE event fails its call.
     pub max_frame_bytes: usize,
@@ -40,7 +40,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_frame_bytes: rcp_protocol::ndjson::DEFAULT_MAX_LINE_BYTES,
+            max_frame_bytes: rcp_wire::ndjson::DEFAULT_MAX_LINE_BYTES,
             frame_timeout: Duration::from_secs(30),
             max_queued_bytes: 8 * 1024 * 1024,
             max_queued_frames: 1024,

@@ -90,7 +90,7 @@ pub fn bearer_from_env(var: &str) -> Result<(String, String), TokenError> {
     bearer(var, std::env::var(var).ok())
 }
 
-/// An HTTP header given on a command line as `'Name: value'` (`--header` of `rcp` and
+/// An HTTP header given on a command line as `'Name: value'` (`--header` of `rcpctl` and
 /// `rcp-gateway mcp`); an error naming the argument when it has no colon or no valid name.
 pub fn parse_header(arg: &str) -> Result<(String, String), String> {
     let (name, value) = arg.split_once(':').ok_or_else(|| format!("--header '{arg}': expected 'Name: value'"))?;

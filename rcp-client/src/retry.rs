@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use rcp_protocol::ErrorCode;
+use rcp_wire::ErrorCode;
 
 use crate::error::ClientError;
 
@@ -89,7 +89,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcp_protocol::RcpError;
+    use rcp_wire::RcpError;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::Capability;
+use rcp_wire::capabilities::Capability;
 use tokio::sync::Mutex;
 
 use crate::client::{Client, ClientOptions};

@@ -1,4 +1,4 @@
-//! `rcp graph`, `rcp feedback` and `rcp memory` against the `graph_engine` example over stdio
+//! `rcpctl graph`, `rcpctl feedback` and `rcpctl memory` against the `graph_engine` example over stdio
 //! (a fixed twelve-document graph): each op printed for people and as JSON, signals counted,
 //! a memory built and recalled, and commands an engine cannot serve refused before any call
 //! with what to do instead.
@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn rcp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rcp"))
+    Command::new(env!("CARGO_BIN_EXE_rcpctl"))
         .args(args)
         .env_remove("RCP_LOG")
         .env_remove("RUST_LOG")

@@ -1,4 +1,4 @@
-//! The `rcp` command line against real engines: the client's fixture engine over stdio, and
+//! The `rcpctl` command line against real engines: the client's fixture engine over stdio, and
 //! the BM25 engine over HTTP and stdio (index writes, filters, bearer tokens, evaluation).
 
 use std::io::{Read, Write};
@@ -17,7 +17,7 @@ fn fixture() -> String {
 
 #[test]
 fn info_retrieve_and_federate_print_tables_and_json() {
-    let rcp = env!("CARGO_BIN_EXE_rcp");
+    let rcp = env!("CARGO_BIN_EXE_rcpctl");
     let stdio = format!("{} --name one --doc a:wing --doc b:lift", fixture());
     let out = Command::new(rcp).args(["info", "--stdio", &stdio]).output().expect("run rcp");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -62,9 +62,9 @@ fn info_retrieve_and_federate_print_tables_and_json() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("spawn"));
 }
 
-/// Runs `rcp` with `args` and `env`.
+/// Runs `rcpctl` with `args` and `env`.
 fn rcp(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcp"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpctl"));
     cmd.args(args).env_remove("RCP_LOG").env_remove("RUST_LOG");
     for (k, v) in env {
         cmd.env(k, v);

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use rcp_client::federation::EngineOutcome;
 use rcp_client::{Client, ClientError, ClientOptions, Federation, FederationOptions, Registry, Selector};
-use rcp_protocol::capabilities::Capability;
-use rcp_protocol::embed::EmbedParams;
-use rcp_protocol::fusion::FusionMethod;
-use rcp_protocol::{ErrorCode, RetrieveParams};
+use rcp_wire::capabilities::Capability;
+use rcp_wire::embed::EmbedParams;
+use rcp_wire::fusion::FusionMethod;
+use rcp_wire::{ErrorCode, RetrieveParams};
 
 fn fixture() -> String {
     let exe = std::env::current_exe().expect("exe");
@@ -48,7 +48,7 @@ async fn calls_are_gated_before_any_io() {
     assert!(matches!(err, ClientError::CapabilityMissing { .. }), "{err}");
     assert_eq!(err.code(), Some(ErrorCode::CAPABILITY_MISSING));
     let mut p = RetrieveParams::new("wing", 3);
-    p.mode = Some(rcp_protocol::Mode::Dense);
+    p.mode = Some(rcp_wire::Mode::Dense);
     let err = c.retrieve(p.clone()).await.unwrap_err();
     assert!(matches!(err, ClientError::OptionUnsupported { ref option, .. } if option == "mode"), "{err}");
     let mut e = EmbedParams::texts(["x"]);

@@ -3,16 +3,16 @@
 use std::time::Duration;
 
 use rcp_client::{Client, ClientError, ClientOptions};
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveParams, RetrieveResult};
 use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveParams, RetrieveResult};
 
 struct Steps;
 
 impl Retrieve for Steps {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use rcp_client::{Client, ClientError, ClientOptions};
-use rcp_protocol::capabilities::{Capability, RetrieveCapability};
-use rcp_protocol::embed::EmbedParams;
-use rcp_protocol::{Hit, RetrieveParams, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{Capability, RetrieveCapability};
+use rcp_wire::embed::EmbedParams;
+use rcp_wire::{Hit, RetrieveParams, RetrieveResult};
 use tokio::io::{DuplexStream, duplex};
 use tokio::task::JoinHandle;
 
@@ -17,7 +17,7 @@ struct Echo;
 
 impl Retrieve for Echo {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -79,7 +79,7 @@ async fn a_gated_call_is_refused_before_any_io() {
     let err = c.embed(EmbedParams::texts(["x"])).await.unwrap_err();
     assert!(matches!(err, ClientError::CapabilityMissing { .. }), "{err}");
     let mut p = RetrieveParams::new("wing", 1);
-    p.mode = Some(rcp_protocol::Mode::Dense);
+    p.mode = Some(rcp_wire::Mode::Dense);
     let err = c.retrieve(p).await.unwrap_err();
     assert!(matches!(err, ClientError::OptionUnsupported { ref option, .. } if option == "mode"), "{err}");
     assert_eq!(c.frames_sent(), sent, "a refused call must write nothing");

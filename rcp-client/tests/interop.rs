@@ -1,4 +1,4 @@
-//! Interoperability: our client, and the `rcp` binary, against a peer that speaks RCP loosely
+//! Interoperability: our client, and the `rcpctl` binary, against a peer that speaks RCP loosely
 //! the way some public SDKs' servers do (the `loose_engine` example): capability metadata
 //! without `identity`, with `dimensions`, or of the wrong shape; `rerank` answered with a
 //! `results` array instead of `scores`; one process-wide HTTP session (a second `initialize`
@@ -8,10 +8,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use rcp_client::{Client, ClientError, ClientOptions};
-use rcp_protocol::capabilities::Capability;
-use rcp_protocol::embed::EmbedParams;
-use rcp_protocol::rerank::RerankParams;
-use rcp_protocol::{ErrorCode, RetrieveParams};
+use rcp_wire::capabilities::Capability;
+use rcp_wire::embed::EmbedParams;
+use rcp_wire::rerank::RerankParams;
+use rcp_wire::{ErrorCode, RetrieveParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
 
@@ -129,7 +129,7 @@ async fn over_a_stream_an_initialize_refusal_is_not_joined() {
 
 #[test]
 fn the_rcp_binary_works_against_the_loose_engine_over_stdio_and_http() {
-    let rcp = env!("CARGO_BIN_EXE_rcp");
+    let rcp = env!("CARGO_BIN_EXE_rcpctl");
     let engine = loose_engine();
 
     let out = Command::new(rcp).args(["info", "--stdio", &engine]).output().expect("run rcp");

@@ -2,7 +2,7 @@
 //! client keeps at most `PROGRESS_QUEUE` frames waiting and still delivers the result.
 
 use rcp_client::{Client, ClientOptions, PROGRESS_QUEUE};
-use rcp_protocol::RetrieveParams;
+use rcp_wire::RetrieveParams;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

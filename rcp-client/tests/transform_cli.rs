@@ -1,4 +1,4 @@
-//! `rcp transform` against rcp-bm25 over stdio: RM3 `rewrite` and `multi-query` printed one
+//! `rcpctl transform` against rcp-bm25 over stdio: RM3 `rewrite` and `multi-query` printed one
 //! query per line or as JSON, and an unadvertised method refused with the engine's error.
 
 use std::process::{Command, Output};
@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn rcp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rcp"))
+    Command::new(env!("CARGO_BIN_EXE_rcpctl"))
         .args(args)
         .env_remove("RCP_LOG")
         .env_remove("RUST_LOG")

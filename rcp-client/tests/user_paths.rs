@@ -1,4 +1,4 @@
-//! A new user's paths through the `rcp` command line, against real engines (issue #28): one
+//! A new user's paths through the `rcpctl` command line, against real engines (issue #28): one
 //! bad line costs nothing else, errors say what happened and what to do, registry mode names
 //! the engine that answered, and `eval` notices engines that hold no corpus.
 
@@ -8,9 +8,9 @@ use std::process::{Command, Output};
 use rcp_testkit::HttpServer;
 use serde_json::{Value, json};
 
-/// Runs `rcp` with `args` and `env`.
+/// Runs `rcpctl` with `args` and `env`.
 fn rcp(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcp"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpctl"));
     cmd.args(args).env_remove("RCP_LOG").env_remove("RUST_LOG");
     for (k, v) in env {
         cmd.env(k, v);
@@ -254,7 +254,7 @@ fn loose_engine() -> String {
 #[test]
 fn info_json_prints_the_capabilities_as_received() {
     // The loose engine advertises `embed.dimensions` (not the spec's `dimension`) and a key the
-    // spec does not define: `rcp info --json` shows both verbatim.
+    // spec does not define: `rcpctl info --json` shows both verbatim.
     let o = rcp(&["info", "--stdio", &loose_engine(), "--json"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
@@ -275,7 +275,7 @@ fn info_json_prints_the_capabilities_as_received() {
 
 #[test]
 fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
-    // One rule (rcp_protocol::exit): a corpus that cannot be read fails the run with 1 in the
+    // One rule (rcp_wire::exit): a corpus that cannot be read fails the run with 1 in the
     // client and in every engine alike (rcp-dense exited 2 before); bad arguments exit 2.
     let dir = scratch("exit-codes");
     let missing = "/nonexistent/corpus.jsonl";
@@ -288,7 +288,7 @@ fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
         (o.status.code(), stderr(&o))
     };
     let failed = [
-        (env!("CARGO_BIN_EXE_rcp").to_owned(), vec!["index", "add", "--stdio", "rcp-bm25 serve", missing]),
+        (env!("CARGO_BIN_EXE_rcpctl").to_owned(), vec!["index", "add", "--stdio", "rcp-bm25 serve", missing]),
         (bm25(), vec!["index", "--data-dir", data, missing]),
         (dense.clone(), vec!["index", "--data-dir", data, missing]),
         (gateway.clone(), vec!["serve", "--registry", "/nonexistent/rcp.json"]),
@@ -298,7 +298,7 @@ fn every_binary_exits_1_on_a_failed_run_and_2_on_bad_arguments() {
         assert_eq!(code, Some(1), "{program} {args:?}: {err}");
         assert!(!err.trim().is_empty(), "a failure says what happened: {program}");
     }
-    for program in [env!("CARGO_BIN_EXE_rcp").to_owned(), bm25(), dense, gateway] {
+    for program in [env!("CARGO_BIN_EXE_rcpctl").to_owned(), bm25(), dense, gateway] {
         let (code, err) = run(&program, &["--no-such-flag"]);
         assert_eq!(code, Some(2), "{program}: {err}");
     }

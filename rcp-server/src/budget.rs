@@ -20,7 +20,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rcp_protocol::RetrieveResult;
+use rcp_wire::RetrieveResult;
 
 /// Counts the tokens of hit bodies with an engine's own tokenizer (§7.7.2).
 pub trait TokenCounter: Send + Sync + 'static {
@@ -119,7 +119,7 @@ impl Packing {
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::Hit;
+    use rcp_wire::Hit;
 
     use super::*;
 

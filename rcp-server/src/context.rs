@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::Capabilities;
-use rcp_protocol::notifications::{self, LogLevel, LogParams, Partial, ProgressParams};
-use rcp_protocol::{Hit, Meta, Notification, RequestId};
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::notifications::{self, LogLevel, LogParams, Partial, ProgressParams};
+use rcp_wire::{Hit, Meta, Notification, RequestId};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +128,7 @@ impl RequestContext {
     /// When the lane's queue is full this fails at once with `-32011` and `retryAfterMs`;
     /// a job still queued when the request is cancelled or its deadline passes never runs.
     /// A running job is not interrupted: long work should poll [`Self::is_cancelled`].
-    pub async fn run_cpu<T, F>(&self, lane: Lane, job: F) -> Result<T, rcp_protocol::RcpError>
+    pub async fn run_cpu<T, F>(&self, lane: Lane, job: F) -> Result<T, rcp_wire::RcpError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,

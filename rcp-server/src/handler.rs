@@ -11,20 +11,20 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use rcp_protocol::capabilities::{
+use rcp_wire::capabilities::{
     CatalogCapability, EmbedCapability, Flag, GraphCapability, IndexCapability, MemoryCapability,
     MultiVectorCapability, RerankCapability, RetrieveCapability, SparseEmbedCapability, TransformCapability,
 };
-use rcp_protocol::catalog::CatalogListResult;
-use rcp_protocol::content::{InputItem, QueryInput};
-use rcp_protocol::embed::SparseVector;
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
-use rcp_protocol::filter::{Filter, FilterCapability};
-use rcp_protocol::graph::{GraphParams, GraphResult};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_protocol::transform::{TransformParams, TransformResult};
-use rcp_protocol::{Meta, RcpError, RetrieveParams, RetrieveResult};
+use rcp_wire::catalog::CatalogListResult;
+use rcp_wire::content::{InputItem, QueryInput};
+use rcp_wire::embed::SparseVector;
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::filter::{Filter, FilterCapability};
+use rcp_wire::graph::{GraphParams, GraphResult};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::transform::{TransformParams, TransformResult};
+use rcp_wire::{Meta, RcpError, RetrieveParams, RetrieveResult};
 
 use crate::context::RequestContext;
 

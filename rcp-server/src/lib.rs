@@ -26,14 +26,14 @@
 //!
 //! ```no_run
 //! use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
-//! use rcp_protocol::capabilities::RetrieveCapability;
-//! use rcp_protocol::{Hit, RetrieveResult};
+//! use rcp_wire::capabilities::RetrieveCapability;
+//! use rcp_wire::{Hit, RetrieveResult};
 //!
 //! struct Echo;
 //!
 //! impl Retrieve for Echo {
 //!     fn capability(&self) -> RetrieveCapability {
-//!         RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+//!         RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
 //!     }
 //!
 //!     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -89,7 +89,7 @@ pub use handler::{
 pub use logging::{LogFormat, init_logging, init_tracing};
 pub use options::ServerOptions;
 pub use profile::{Profile, Revision, Revisions};
-pub use rcp_protocol as protocol;
+pub use rcp_wire as protocol;
 pub use server::{Server, ServerBuilder};
 pub use status::{EngineStats, NotReady, ReadyError, Status};
 pub use trajectory::SessionOptions;

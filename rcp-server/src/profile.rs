@@ -8,13 +8,13 @@
 //! the revision does not permit stays silently inactive: absent from `initialize`, `-32003` on
 //! call, and no error at start-up.
 
-use rcp_protocol::capabilities::{Capabilities, Capability};
-use rcp_protocol::methods::Method;
+use rcp_wire::capabilities::{Capabilities, Capability};
+use rcp_wire::methods::Method;
 
 /// The lowest protocol version this framework speaks.
 pub(crate) const MIN_PROTOCOL_VERSION: u32 = 1;
 /// The highest protocol version this framework speaks.
-pub(crate) const MAX_PROTOCOL_VERSION: u32 = rcp_protocol::PROTOCOL_VERSION;
+pub(crate) const MAX_PROTOCOL_VERSION: u32 = rcp_wire::PROTOCOL_VERSION;
 
 /// A set of capability keys, one bit per entry of [`Capability::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

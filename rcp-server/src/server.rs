@@ -9,8 +9,8 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{Capabilities, Flag, LogCapability};
-use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
+use rcp_wire::capabilities::{Capabilities, Flag, LogCapability};
+use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
 use serde_json::Value;
 
 use crate::budget::{Counter, TokenCounter};

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rcp_protocol::RequestId;
-use rcp_protocol::capabilities::Capabilities;
-use rcp_protocol::notifications::LogLevel;
+use rcp_wire::RequestId;
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::notifications::LogLevel;
 use tokio_util::sync::CancellationToken;
 
 use crate::profile::Profile;

@@ -36,9 +36,9 @@ use std::hash::BuildHasher;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rcp_protocol::capabilities::{Capabilities, SessionCapability};
-use rcp_protocol::feedback::FeedbackParams;
-use rcp_protocol::{Hit, RequestId};
+use rcp_wire::capabilities::{Capabilities, SessionCapability};
+use rcp_wire::feedback::FeedbackParams;
+use rcp_wire::{Hit, RequestId};
 
 /// How trajectory state is kept.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, Lane, RequestContext, Retrieve, RetrieveRequest, Server};
 use rcp_testkit::PeakSampler;
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -31,7 +31,7 @@ struct Slow;
 
 impl Retrieve for Slow {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{ErrorCode, Hit, RetrieveResult};
 use rcp_server::feedback::{FeedbackOptions, FeedbackStore};
 use rcp_server::transport::Connection;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{ErrorCode, Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -20,7 +20,7 @@ struct Two {
 
 impl Retrieve for Two {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RcpError, RetrieveResult};
 use rcp_server::http::{HttpOptions, RateLimit, SessionMode};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
 use rcp_testkit::assert_valid_frame;
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -24,7 +24,7 @@ struct Slow {
 
 impl Retrieve for Slow {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, ServerOptions};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
@@ -14,7 +14,7 @@ struct One;
 
 impl Retrieve for One {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     fn filter(&self) -> Option<FilterCapability> {
@@ -107,8 +107,8 @@ async fn results_are_truncated_deduplicated_sanitised_and_strict_false_drops_bad
 struct Vecs;
 
 impl rcp_server::Embed for Vecs {
-    fn capability(&self) -> rcp_protocol::capabilities::EmbedCapability {
-        rcp_protocol::capabilities::EmbedCapability {
+    fn capability(&self) -> rcp_wire::capabilities::EmbedCapability {
+        rcp_wire::capabilities::EmbedCapability {
             dimension: 3,
             identity: "test/len-3".into(),
             batch_limit: Some(2),
@@ -123,8 +123,8 @@ impl rcp_server::Embed for Vecs {
 }
 
 impl rcp_server::Rerank for Vecs {
-    fn capability(&self) -> rcp_protocol::capabilities::RerankCapability {
-        rcp_protocol::capabilities::RerankCapability { methods: vec!["cross-encoder".into()], ..Default::default() }
+    fn capability(&self) -> rcp_wire::capabilities::RerankCapability {
+        rcp_wire::capabilities::RerankCapability { methods: vec!["cross-encoder".into()], ..Default::default() }
     }
 
     async fn rerank(&self, req: rcp_server::RerankRequest, _ctx: RequestContext) -> HandlerResult<Vec<f64>> {
@@ -154,7 +154,7 @@ async fn embed_encodings_limits_and_rerank_order_are_handled_by_the_framework() 
     assert_eq!(r["encoding"], "f32-base64");
     assert_eq!(r["dimension"], 3);
     for (blob, expected) in r["vectors"].as_array().unwrap().iter().zip(json_vectors.as_array().unwrap()) {
-        let decoded = rcp_protocol::vectors::decode_f32_base64(blob.as_str().unwrap(), 3).unwrap();
+        let decoded = rcp_wire::vectors::decode_f32_base64(blob.as_str().unwrap(), 3).unwrap();
         let expected: Vec<f32> = serde_json::from_value(expected.clone()).unwrap();
         assert_eq!(decoded, expected);
     }
@@ -189,26 +189,26 @@ struct CountingIndex {
 }
 
 impl rcp_server::Index for CountingIndex {
-    fn capability(&self) -> rcp_protocol::capabilities::IndexCapability {
-        rcp_protocol::capabilities::IndexCapability { writable: true, ..Default::default() }
+    fn capability(&self) -> rcp_wire::capabilities::IndexCapability {
+        rcp_wire::capabilities::IndexCapability { writable: true, ..Default::default() }
     }
 
     async fn add(
         &self,
-        params: rcp_protocol::index::IndexAddParams,
+        params: rcp_wire::index::IndexAddParams,
         _ctx: RequestContext,
-    ) -> HandlerResult<rcp_protocol::index::IndexAddResult> {
+    ) -> HandlerResult<rcp_wire::index::IndexAddResult> {
         let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let ids = params.documents.iter().enumerate().map(|(i, _)| format!("minted-{n}-{i}")).collect();
-        Ok(rcp_protocol::index::IndexAddResult { ids, ..Default::default() })
+        Ok(rcp_wire::index::IndexAddResult { ids, ..Default::default() })
     }
 
     async fn delete(
         &self,
-        _params: rcp_protocol::index::IndexDeleteParams,
+        _params: rcp_wire::index::IndexDeleteParams,
         _ctx: RequestContext,
-    ) -> HandlerResult<rcp_protocol::index::IndexDeleteResult> {
+    ) -> HandlerResult<rcp_wire::index::IndexDeleteResult> {
         Ok(Default::default())
     }
 }

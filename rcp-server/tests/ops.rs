@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::feedback::{FeedbackOptions, FeedbackStore};
 use rcp_server::http::{HttpOptions, OpsPaths};
 use rcp_server::{
     EngineStats, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, ServerBuilder, Status,
 };
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -26,7 +26,7 @@ struct Engine {
 
 impl Retrieve for Engine {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

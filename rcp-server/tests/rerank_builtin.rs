@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{RerankCapability, RetrieveCapability};
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{RerankCapability, RetrieveCapability};
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
@@ -16,7 +16,7 @@ struct Corpus;
 
 impl Retrieve for Corpus {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(50), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(50), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     fn pagination(&self) -> bool {

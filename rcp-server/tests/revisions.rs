@@ -2,18 +2,18 @@
 //! `ServerBuilder::revision`. A capability is live only if the negotiated revision permits it
 //! and the server enables it; a stateless revision is served by any node without a session.
 
-use rcp_protocol::capabilities::{Capability, RerankCapability, RetrieveCapability};
-use rcp_protocol::{ErrorCode, Hit, RetrieveResult};
 use rcp_server::http::{HttpOptions, SessionMode};
 use rcp_server::{HandlerResult, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Revision, Server};
 use rcp_testkit::assert_valid_frame;
+use rcp_wire::capabilities::{Capability, RerankCapability, RetrieveCapability};
+use rcp_wire::{ErrorCode, Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 struct Docs;
 
 impl Retrieve for Docs {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

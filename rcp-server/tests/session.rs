@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{GraphCapability, RetrieveCapability};
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult};
-use rcp_protocol::graph::{GraphParams, GraphResult};
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::transport::Connection;
 use rcp_server::{Feedback, Graph, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
+use rcp_wire::capabilities::{GraphCapability, RetrieveCapability};
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::graph::{GraphParams, GraphResult};
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 /// Twenty documents `d0`..`d19` ranked in that order for every query; honours `k`.
@@ -19,7 +19,7 @@ struct Ranked;
 
 impl Retrieve for Ranked {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(50), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(50), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -2,10 +2,10 @@
 //! token counter, hits packed in rank order until the budget binds (or `k`), `usage.tokens`
 //! and the tokenizer in `usage.notes`; bad and unadvertised budgets answered per the spec.
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::transport::Connection;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions, TokenCounter};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 /// Documents `d0`..`d9`, `d{i}` holding `i + 1` words, ranked in that order; text only when

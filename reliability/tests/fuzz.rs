@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
-use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RerankCapability, RetrieveCapability};
-use rcp_protocol::filter::{FieldType, FilterCapability};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::transport::Reply;
 use rcp_server::{
     Embed, EmbedRequest, HandlerResult, Index, RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, Server,
 };
+use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RerankCapability, RetrieveCapability};
+use rcp_wire::filter::{FieldType, FilterCapability};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Map, Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ impl Retrieve for Fuzzed {
     fn capability(&self) -> RetrieveCapability {
         RetrieveCapability {
             max_k: Some(20),
-            modes: Some(vec![rcp_protocol::Mode::Sparse, rcp_protocol::Mode::Dense]),
+            modes: Some(vec![rcp_wire::Mode::Sparse, rcp_wire::Mode::Dense]),
             mmr: Some(true),
             ..Default::default()
         }

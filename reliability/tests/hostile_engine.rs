@@ -279,10 +279,10 @@ fn an_engine_that_crashes_after_initialize_is_backed_off_not_respawned_per_reque
     assert!(stderr.contains("circuit open"), "the breaker opening is logged:\n{stderr}");
 }
 
-/// `rcp retrieve --stdio "<hostile_engine> --mode MODE" wing`: its exit status, its output
+/// `rcpctl retrieve --stdio "<hostile_engine> --mode MODE" wing`: its exit status, its output
 /// and stderr, and its peak RSS (sampled) in kB.
 fn rcp_retrieve(mode: &str) -> (bool, String, u64) {
-    let rcp = rcp_testkit::workspace_bin("rcp-client", "rcp");
+    let rcp = rcp_testkit::workspace_bin("rcp-client", "rcpctl");
     let engine = format!("{} --mode {mode}", hostile());
     let child = Command::new(rcp)
         .args(["retrieve", "--stdio", &engine, "wing", "-k", "3", "--json"])

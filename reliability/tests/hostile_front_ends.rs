@@ -1,6 +1,6 @@
 //! The inspector and the MCP bridge against engines that misbehave after a correct
 //! `initialize` (the `hostile_engine` fixture), as `hostile_engine.rs` does for the gateway
-//! and `rcp`: both sit on rcp-client's transport, so a 2 GiB stdio line, an endless HTTP body
+//! and `rcpctl`: both sit on rcp-client's transport, so a 2 GiB stdio line, an endless HTTP body
 //! or a byte that is not UTF-8 on stderr must fail one call with the limit named (or not at
 //! all), keep the front end serving, and keep its peak RSS within 64 MB of idle.
 

@@ -1,16 +1,16 @@
 //! Hostile but well-formed input, through the real dispatcher: the server answers precisely
 //! and never amplifies what it was sent.
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 struct Echo;
 
 impl Retrieve for Echo {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

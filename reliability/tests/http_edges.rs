@@ -9,11 +9,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::cli::ServeArgs;
 use rcp_server::http::HttpOptions;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -25,7 +25,7 @@ struct Echo;
 
 impl Retrieve for Echo {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(10), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     /// `k: 2` is slow: it holds its client's in-flight slot for 1.5 s.

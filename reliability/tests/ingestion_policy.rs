@@ -1,7 +1,7 @@
 //! One ingestion policy for every engine and every path (issue 28, item 2): the same 20-line
 //! corpus, one line of which is not JSON and one whose `meta.year` is `"nineteen"` (declared
 //! `year:int`), goes through `rcp-bm25 index`, `rcp-dense index`, `rcp-pg index` and
-//! `rcp index add` into each engine over the wire. Every path indexes the same 18 documents,
+//! `rcpctl index add` into each engine over the wire. Every path indexes the same 18 documents,
 //! names the same two lines as `FILE:LINE: ...` and exits 1; with `--strict` every `index`
 //! command writes nothing and exits 1.
 
@@ -125,7 +125,7 @@ fn every_path_indexes_the_same_documents_names_the_same_lines_and_exits_1() {
     let served = Engine::spawn(&dense, &["serve", "--fetch-model", "--data-dir", utf8(&data)]);
     assert_policy("rcp-dense index", &out, &corpus, held(served));
 
-    let rcp = workspace_bin("rcp-client", "rcp");
+    let rcp = workspace_bin("rcp-client", "rcpctl");
     for (engine, bin) in [("rcp-bm25", &bm25), ("rcp-dense", &dense)] {
         let data = root.path().join(format!("{engine}-add"));
         let fetch = if engine == "rcp-dense" { " --fetch-model" } else { "" };
@@ -134,7 +134,7 @@ fn every_path_indexes_the_same_documents_names_the_same_lines_and_exits_1() {
         let mut args = vec!["serve", "--data-dir", utf8(&data)];
         args.extend(fetch.split_whitespace());
         let served = Engine::spawn(bin, &args);
-        assert_policy(&format!("rcp index add into {engine}"), &out, &corpus, held(served));
+        assert_policy(&format!("rcpctl index add into {engine}"), &out, &corpus, held(served));
     }
 
     let Some(cluster) = cluster() else { return };
@@ -148,7 +148,7 @@ fn every_path_indexes_the_same_documents_names_the_same_lines_and_exits_1() {
     let stdio = format!("{} serve --fetch-model --database-url {url} --field year:int", pg.display());
     let out = run(&rcp, &["index", "add", "--stdio", &stdio, c], &[]);
     let served = Engine::spawn(&pg, &["serve", "--fetch-model", "--database-url", &url]);
-    assert_policy("rcp index add into rcp-pg", &out, &corpus, held(served));
+    assert_policy("rcpctl index add into rcp-pg", &out, &corpus, held(served));
 }
 
 #[test]

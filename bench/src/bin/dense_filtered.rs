@@ -29,8 +29,8 @@ use rcp_dense::embedder::{Embedder, EmbedderOptions, normalize};
 use rcp_dense::model::{self, DIMENSION};
 use rcp_dense::store::{Plan, PlannerOptions, Store, StoreOptions, Table, stored};
 use rcp_dense::wal::Origin;
-use rcp_protocol::Meta;
-use rcp_protocol::filter::{FieldType, Filter};
+use rcp_wire::Meta;
+use rcp_wire::filter::{FieldType, Filter};
 use serde_json::json;
 
 #[derive(Debug, Parser)]

@@ -39,8 +39,8 @@ use rcp_dense::ann::{HnswParams, Precision};
 use rcp_dense::model::DIMENSION;
 use rcp_dense::store::{HnswOverride, PlannerOptions, Store, StoreOptions, stored};
 use rcp_dense::wal::{Origin, f32s};
-use rcp_protocol::Meta;
-use rcp_protocol::filter::FieldType;
+use rcp_wire::Meta;
+use rcp_wire::filter::FieldType;
 use serde_json::{Value, json};
 
 const K: usize = 10;

@@ -15,7 +15,7 @@ use clap::Parser;
 use rcp_bench::quality::percentile;
 use rcp_client::federation::EngineOutcome;
 use rcp_client::{Federation, FederationOptions, Registry};
-use rcp_protocol::RetrieveParams;
+use rcp_wire::RetrieveParams;
 
 /// Command-line options.
 #[derive(Parser, Debug)]

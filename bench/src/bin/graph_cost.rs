@@ -29,7 +29,7 @@ use rcp_dense::graph::{GraphIndex, GraphOptions};
 use rcp_dense::model::DIMENSION;
 use rcp_dense::store::{Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
-use rcp_protocol::graph::GraphParams;
+use rcp_wire::graph::GraphParams;
 
 #[derive(Debug, Parser)]
 #[command(about = "Dense engine's document graph: build cost, op latency, Cranfield nDCG@10 of local vs retrieve")]

@@ -33,9 +33,9 @@ use rcp_dense::graph::ops::Op;
 use rcp_dense::graph::{GraphIndex, GraphOptions};
 use rcp_dense::memory::Digest;
 use rcp_dense::store::{Store, Table};
-use rcp_protocol::Hit;
-use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
-use rcp_protocol::graph::GraphParams;
+use rcp_wire::Hit;
+use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
+use rcp_wire::graph::GraphParams;
 
 #[derive(Debug, Parser)]
 #[command(about = "Dense engine's memory: Cranfield nDCG@10 of retrieve vs retrieve steered by recalled clues")]

@@ -30,8 +30,8 @@ use anyhow::Context;
 use clap::Parser;
 use rcp_bench::quality::{Collection, Scores, cranfield_dir, evaluate, percentile};
 use rcp_bench::stdio::StdioServer;
-use rcp_protocol::Hit;
-use rcp_protocol::fusion::{EngineList, FusionMethod, fuse_or_fallback};
+use rcp_wire::Hit;
+use rcp_wire::fusion::{EngineList, FusionMethod, fuse_or_fallback};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]

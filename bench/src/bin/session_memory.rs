@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{Hit, RetrieveResult};
 use rcp_server::transport::Connection;
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server, SessionOptions};
 use rcp_testkit::{MemField, status_kb};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser)]
@@ -49,7 +49,7 @@ struct Pool;
 
 impl Retrieve for Pool {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(2_000), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(2_000), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
+use rcp_wire::lifecycle::ConformanceLevel;
 
 use rcp_corpus::policy::NotIndexed;
 

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::{ErrorCode, RcpError};
 use tantivy::directory::error::OpenDirectoryError;
 
 /// Everything that can go wrong inside the engine.

@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use rcp_protocol::filter::{FieldType, Filter, Op, date_to_epoch_ms};
+use rcp_wire::filter::{FieldType, Filter, Op, date_to_epoch_ms};
 use serde_json::Value;
 use tantivy::query::{
     AllQuery, BooleanQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery, TermSetQuery,

@@ -45,7 +45,7 @@ pub mod service;
 pub mod splade;
 pub mod transform;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, NumericOptions, STORED, STRING, Schema, TextFieldIndexing, TextOptions,

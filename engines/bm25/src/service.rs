@@ -9,14 +9,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use rcp_corpus::CorpusDoc;
-use rcp_protocol::capabilities::{IndexCapability, RetrieveCapability, TransformCapability};
-use rcp_protocol::filter::FilterCapability;
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::notifications::LogLevel;
-use rcp_protocol::retrieve::Usage;
-use rcp_protocol::transform::{TransformParams, TransformResult};
-use rcp_protocol::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, Transform};
+use rcp_wire::capabilities::{IndexCapability, RetrieveCapability, TransformCapability};
+use rcp_wire::filter::FilterCapability;
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::notifications::LogLevel;
+use rcp_wire::retrieve::Usage;
+use rcp_wire::transform::{TransformParams, TransformResult};
+use rcp_wire::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use tantivy::TantivyDocument;
 
 use crate::chunking::ChunkPolicy;

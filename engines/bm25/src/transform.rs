@@ -6,9 +6,9 @@
 //! documents, then one expansion per top document). `hyde`, `decompose` and `step-back` are
 //! not advertised, so the framework refuses them with `-32005`.
 
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::TransformCapability;
-use rcp_protocol::retrieve::RewriteOption;
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::TransformCapability;
+use rcp_wire::retrieve::RewriteOption;
 
 use crate::engine::{Rewrite, Rm3};
 

@@ -18,10 +18,10 @@ use indicatif::ProgressBar;
 use rcp_corpus::policy::NotIndexed;
 use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
-use rcp_protocol::filter::FieldType;
-use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, Server, Status};
+use rcp_wire::filter::FieldType;
+use rcp_wire::lifecycle::ConformanceLevel;
 
 use crate::ann::{Backend, Precision};
 use crate::embedder::Embedder;

@@ -10,15 +10,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::FilterCapability;
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::mmr::mmr;
-use rcp_protocol::retrieve::{Citation, Trust, Usage, WireVector};
-use rcp_protocol::{Hit, Mode, RcpError, RetrieveResult};
 use rcp_server::{
     Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, TokenCounter,
 };
+use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
+use rcp_wire::filter::FilterCapability;
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::mmr::mmr;
+use rcp_wire::retrieve::{Citation, Trust, Usage, WireVector};
+use rcp_wire::{Hit, Mode, RcpError, RetrieveResult};
 
 use crate::ann::Scored;
 use crate::graph::GraphIndex;
@@ -254,7 +254,7 @@ impl Embed for DenseEngine {
 /// wrong-typed value is never stored where a filter would silently miss it.
 pub(crate) fn check_declared_fields(
     params: &IndexAddParams,
-    fields: &BTreeMap<String, rcp_protocol::filter::FieldType>,
+    fields: &BTreeMap<String, rcp_wire::filter::FieldType>,
 ) -> Result<(), RcpError> {
     if fields.is_empty() {
         return Ok(());

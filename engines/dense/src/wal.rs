@@ -16,7 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use rcp_protocol::Meta;
+use rcp_wire::Meta;
 use serde::{Deserialize, Serialize};
 
 /// Where a document came from, which decides its `trust.level` (§15.3).

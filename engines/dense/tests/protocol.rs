@@ -5,8 +5,8 @@ mod common;
 use std::collections::HashSet;
 
 use common::{floats, norm, serve};
-use rcp_protocol::vectors::decode_f32_base64;
 use rcp_testkit::code;
+use rcp_wire::vectors::decode_f32_base64;
 use serde_json::{Value, json};
 
 #[test]

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::EmbedCapability;
 use rcp_server::{HandlerResult, Lane, RequestContext};
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::EmbedCapability;
 
 use crate::embedder::Embedder;
 use crate::model::{DIMENSION, IDENTITY};

@@ -19,10 +19,10 @@ use clap::{Args, Parser, Subcommand};
 use rcp_corpus::fields::{infer_fields, parse_field};
 use rcp_corpus::policy::NotIndexed;
 use rcp_embedder::cli::ModelArgs;
-use rcp_protocol::filter::FieldType;
-use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::cli::{EngineCli, ServeArgs};
 use rcp_server::{EngineStats, Server, Status};
+use rcp_wire::filter::FieldType;
+use rcp_wire::lifecycle::ConformanceLevel;
 use serde_json::Value;
 
 use crate::db::redact;
@@ -384,7 +384,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         max_k: cmd.max_k,
         batch_limit: cmd.batch_limit,
         ef_search: cmd.ef_search,
-        default_mode: rcp_protocol::Mode::from(cmd.default_mode),
+        default_mode: rcp_wire::Mode::from(cmd.default_mode),
         ..PgOptions::default()
     };
     let status = PgStatus::start(store.clone(), &runtime);

@@ -9,7 +9,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rcp_protocol::{Mode, RcpError, RetrieveParams};
+use rcp_wire::{Mode, RcpError, RetrieveParams};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

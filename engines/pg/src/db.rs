@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::{ErrorCode, RcpError};
 use tokio_postgres::Config;
 use tokio_postgres::error::SqlState;
 

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use rcp_protocol::filter::date_to_epoch_ms;
-use rcp_protocol::filter::{FieldType, Filter, Op};
+use rcp_wire::filter::date_to_epoch_ms;
+use rcp_wire::filter::{FieldType, Filter, Op};
 use serde_json::Value;
 use tokio_postgres::types::{ToSql, Type};
 

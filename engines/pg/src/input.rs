@@ -8,8 +8,8 @@
 //! - one statement binds at most [`MAX_BIND_PARAMS`] parameters (the protocol's 16-bit count):
 //!   a filter that compiles to more is refused before the statement is sent.
 
-use rcp_protocol::RcpError;
-use rcp_protocol::filter::Filter;
+use rcp_wire::RcpError;
+use rcp_wire::filter::Filter;
 use serde_json::{Map, Value};
 
 /// The most bind parameters one PostgreSQL statement takes (the wire protocol counts them in
@@ -41,7 +41,7 @@ pub fn refuse_nul_in_object(field: &str, map: &Map<String, Value>) -> Result<(),
 /// `-32602` naming the path (`filter.and[1].value`) of the first field name or operand of
 /// `filter` that holds U+0000.
 pub fn refuse_nul_in_filter(filter: &Filter) -> Result<(), RcpError> {
-    in_filter(filter, rcp_protocol::filter::ROOT_PATH)
+    in_filter(filter, rcp_wire::filter::ROOT_PATH)
 }
 
 fn in_filter(filter: &Filter, path: &str) -> Result<(), RcpError> {
@@ -95,7 +95,7 @@ fn find_nul_in_object(map: &Map<String, Value>) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::filter::Op;
+    use rcp_wire::filter::Op;
     use serde_json::json;
 
     use super::*;

@@ -11,13 +11,13 @@ use rcp_corpus::CorpusDoc;
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
-use rcp_protocol::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
-use rcp_protocol::filter::FilterCapability;
-use rcp_protocol::fusion::{EngineList, FusionMethod, fuse};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::retrieve::{Citation, Usage, WireVector};
-use rcp_protocol::{Hit, Mode, RcpError, RequestId, RetrieveResult};
 use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
+use rcp_wire::filter::FilterCapability;
+use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::retrieve::{Citation, Usage, WireVector};
+use rcp_wire::{Hit, Mode, RcpError, RequestId, RetrieveResult};
 use serde_json::{Value, json};
 
 use crate::cursor::{Cursor, fingerprint};
@@ -218,15 +218,15 @@ fn single(list: &[Found], score: impl Fn(&Found) -> Option<f64>) -> Vec<(&Found,
 /// Fuses the two lists with the requested method (§16.3), weights keyed `dense`/`sparse`.
 fn hybrid<'a>(
     ranked: &'a Ranked,
-    fusion: Option<&rcp_protocol::retrieve::FusionParams>,
+    fusion: Option<&rcp_wire::retrieve::FusionParams>,
 ) -> Result<Vec<(&'a Found, f64)>, RcpError> {
     let method_name = fusion.and_then(|f| f.method.as_deref()).unwrap_or("rrf");
     let method = match method_name {
-        "rrf" => FusionMethod::Rrf {
-            rrf_k: fusion.and_then(|f| f.rrf_k).map_or(rcp_protocol::fusion::DEFAULT_RRF_K, f64::from),
-        },
+        "rrf" => {
+            FusionMethod::Rrf { rrf_k: fusion.and_then(|f| f.rrf_k).map_or(rcp_wire::fusion::DEFAULT_RRF_K, f64::from) }
+        }
         "weighted" => FusionMethod::Weighted,
-        "convex" => FusionMethod::convex(fusion.and_then(|f| f.alpha).unwrap_or(rcp_protocol::fusion::DEFAULT_ALPHA)),
+        "convex" => FusionMethod::convex(fusion.and_then(|f| f.alpha).unwrap_or(rcp_wire::fusion::DEFAULT_ALPHA)),
         other => return Err(RcpError::option_unsupported("fusion.method", other, &FUSION_METHODS)),
     };
     let weight = |name: &str| fusion.and_then(|f| f.weights.as_ref()).and_then(|w| w.get(name).copied()).unwrap_or(1.0);

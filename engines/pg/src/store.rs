@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rcp_protocol::filter::{FieldType, Filter};
+use rcp_wire::filter::{FieldType, Filter};
 use serde_json::Value;
 use tokio_postgres::Row;
 

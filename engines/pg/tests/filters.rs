@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rcp_pg::migrate::{HnswParams, migrate};
 use rcp_pg::store::{Lists, NewDoc, Search};
 use rcp_pg::{Database, DbError, PoolOptions, Store};
-use rcp_protocol::filter::{FieldType, Filter, Op, date_to_epoch_ms};
+use rcp_wire::filter::{FieldType, Filter, Op, date_to_epoch_ms};
 use serde_json::{Value, json};
 
 fn rows() -> Vec<(String, Value)> {
@@ -63,7 +63,7 @@ fn filters() -> Vec<Filter> {
 /// The reference evaluator, except that the typed `date` field `at` always compares instants
 /// (the evaluator knows no field types: it compares two strings as strings, so it would call
 /// "2000-01-01" and "2000-01-01T00:00:00Z" different, and "not a date" later than both).
-fn expected(f: &Filter, meta: &rcp_protocol::Meta) -> bool {
+fn expected(f: &Filter, meta: &rcp_wire::Meta) -> bool {
     let instant = |v: &Value| date_to_epoch_ms(v);
     match f {
         Filter::And(items) => items.iter().all(|x| expected(x, meta)),

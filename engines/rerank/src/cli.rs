@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
-use rcp_protocol::lifecycle::ConformanceLevel;
 use rcp_server::Server;
 use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_wire::lifecycle::ConformanceLevel;
 
 use crate::load::{Loaded, Method, Models, locate};
 use crate::{COLBERT_MODEL, EncoderOptions, MODEL, SPLADE_MODEL, SparseEngine};

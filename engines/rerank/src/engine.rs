@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::RerankCapability;
 use rcp_server::{HandlerResult, Lane, RequestContext, Rerank, RerankRequest};
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::RerankCapability;
 
 use crate::colbert::Colbert;
 use crate::cross_encoder::CrossEncoder;

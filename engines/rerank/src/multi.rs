@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::capabilities::MultiVectorCapability;
 use rcp_server::{EmbedRequest, HandlerResult, Lane, MultiVector, RequestContext};
+use rcp_wire::capabilities::MultiVectorCapability;
 
 use crate::colbert::{Colbert, DIMENSION, Kind};
 use crate::engine::encoder_error;

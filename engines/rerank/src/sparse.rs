@@ -13,10 +13,10 @@
 use std::sync::Arc;
 
 use rcp_embedder::splade::{Splade, SpladeError};
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::SparseEmbedCapability;
-use rcp_protocol::embed::SparseVector;
 use rcp_server::{EmbedRequest, HandlerResult, Lane, RequestContext, SparseEmbed};
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::SparseEmbedCapability;
+use rcp_wire::embed::SparseVector;
 
 /// The extension key carrying the most texts per call (§6.2 vendor extension).
 pub const BATCH_LIMIT_KEY: &str = "x-rcp-batchLimit";

@@ -4,10 +4,10 @@
 
 use rcp_client::breaker::BreakerHealth;
 use rcp_client::registry::Transport;
-use rcp_protocol::Meta;
-use rcp_protocol::capabilities::CatalogCapability;
-use rcp_protocol::catalog::{CatalogEntry, CatalogListResult, Endpoint};
 use rcp_server::{Catalog, HandlerResult, RequestContext};
+use rcp_wire::Meta;
+use rcp_wire::capabilities::CatalogCapability;
+use rcp_wire::catalog::{CatalogEntry, CatalogListResult, Endpoint};
 use serde_json::{Value, json};
 
 use super::startup::Gateway;

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use rcp_client::Client;
 use rcp_client::federation::{FanOut, Gathered, ProgressSink, RequiredFailed, Target};
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::filter::FilterCapability;
-use rcp_protocol::{Meta, RcpError, RetrieveParams, RetrieveResult};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::filter::FilterCapability;
+use rcp_wire::{Meta, RcpError, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
 use super::fusion::empty_result;
@@ -138,7 +138,7 @@ impl Gateway {
     /// Whether `mode` is the gateway's default mode. The framework fills an absent `mode` with
     /// it before the handler runs, so a request carrying it may not have asked for any mode:
     /// engines without it run their own default instead of being skipped.
-    fn is_default_mode(&self, mode: &rcp_protocol::Mode) -> bool {
+    fn is_default_mode(&self, mode: &rcp_wire::Mode) -> bool {
         let rc = self.federated.as_ref().map(|f| &f.retrieve);
         let default = rc.and_then(|r| r.default_mode());
         default == Some(mode)
@@ -176,7 +176,7 @@ impl Gateway {
     }
 }
 
-fn offers_mode(rc: &RetrieveCapability, mode: &rcp_protocol::Mode) -> bool {
+fn offers_mode(rc: &RetrieveCapability, mode: &rcp_wire::Mode) -> bool {
     rc.modes().contains(mode)
 }
 

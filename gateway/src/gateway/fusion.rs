@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use rcp_client::Client;
 use rcp_client::federation::{Gathered, Reply, fusion_method, no_answer};
-use rcp_protocol::fusion::{self, EngineList, FusionMethod};
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use rcp_server::HandlerResult;
+use rcp_wire::fusion::{self, EngineList, FusionMethod};
+use rcp_wire::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
 
 use super::startup::{Collection, Gateway};

@@ -4,8 +4,8 @@
 //! naming the field and the limit (`error.data.limit`). The hop path has its own limits
 //! ([`crate::hop`]).
 
-use rcp_protocol::message::json_type;
-use rcp_protocol::{QueryInput, RcpError, RetrieveParams};
+use rcp_wire::message::json_type;
+use rcp_wire::{QueryInput, RcpError, RetrieveParams};
 use serde_json::Value;
 
 use super::startup::META_COLLECTIONS;

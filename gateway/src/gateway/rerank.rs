@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RerankCapability;
-use rcp_protocol::rerank::RerankParams;
-use rcp_protocol::{RcpError, RetrieveParams, RetrieveResult};
 use rcp_server::{Funnel, HandlerResult, RequestContext, Rerank, RerankRequest};
+use rcp_wire::capabilities::RerankCapability;
+use rcp_wire::rerank::RerankParams;
+use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
 use super::startup::Gateway;

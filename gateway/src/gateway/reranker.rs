@@ -2,7 +2,7 @@
 //! method, and the capability the gateway advertises for it.
 
 use rcp_client::Client;
-use rcp_protocol::capabilities::RerankCapability;
+use rcp_wire::capabilities::RerankCapability;
 
 /// The reranking entry as found at start-up.
 #[derive(Debug, Clone)]

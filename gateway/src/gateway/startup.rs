@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use rcp_client::breaker::Backoff;
 use rcp_client::{Client, Limits};
-use rcp_protocol::capabilities::{Capabilities, IndexCapability, RetrieveCapability};
-use rcp_protocol::fusion::FusionMethod;
-use rcp_protocol::lifecycle::{ConformanceLevel, PeerInfo};
 use rcp_server::{EngineStats, Server, ServerBuilder, Status};
+use rcp_wire::capabilities::{Capabilities, IndexCapability, RetrieveCapability};
+use rcp_wire::fusion::FusionMethod;
+use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
 
 use super::reranker::Reranker;
 use crate::capabilities::{FederatedRetrieve, federate_retrieve};

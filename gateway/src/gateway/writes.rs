@@ -3,10 +3,10 @@
 //! the collection named by `_meta.collection` or the first indexable one.
 
 use rcp_client::Client;
-use rcp_protocol::capabilities::IndexCapability;
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::{Meta, RcpError};
 use rcp_server::{HandlerResult, Index, RequestContext};
+use rcp_wire::capabilities::IndexCapability;
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::{Meta, RcpError};
 use serde_json::{Value, json};
 
 use super::startup::{Collection, Gateway, META_COLLECTION};

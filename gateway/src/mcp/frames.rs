@@ -1,4 +1,4 @@
-//! The MCP bridge's stdio transport: NDJSON frames read with rcp-protocol's bounded splitter,
+//! The MCP bridge's stdio transport: NDJSON frames read with rcp-wire's bounded splitter,
 //! checked before rmcp sees them, and answered as JSON-RPC 2.0 requires when they are not
 //! messages (rmcp's own stdio transport ignores unparsable input and answers some invalid
 //! frames without an `id`):
@@ -19,7 +19,7 @@
 
 use std::io;
 
-use rcp_protocol::ndjson::{Line, LineSplitter};
+use rcp_wire::ndjson::{Line, LineSplitter};
 use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -52,7 +52,7 @@ pub struct FrameLimits {
 
 impl Default for FrameLimits {
     fn default() -> Self {
-        Self { max_frame_bytes: rcp_protocol::ndjson::DEFAULT_MAX_LINE_BYTES }
+        Self { max_frame_bytes: rcp_wire::ndjson::DEFAULT_MAX_LINE_BYTES }
     }
 }
 

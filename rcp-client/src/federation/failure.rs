@@ -8,7 +8,7 @@
 //! timed out, crashed) is the answer `-32010` backend unavailable, with each engine's cause in
 //! `error.data.engines` and `retryable` saying whether a retry may succeed.
 
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::{ErrorCode, RcpError};
 use serde_json::json;
 
 use crate::error::ClientError;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rcp_protocol::{ErrorCode, RetrieveParams, RetrieveResult};
+use rcp_wire::{ErrorCode, RetrieveParams, RetrieveResult};
 
 use crate::client::Client;
 use crate::error::ClientError;

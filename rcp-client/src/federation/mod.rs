@@ -18,9 +18,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rcp_protocol::capabilities::Capability;
-use rcp_protocol::fusion::{self, EngineList, FusionMethod};
-use rcp_protocol::{Hit, Meta, RetrieveParams, RetrieveResult, Usage};
+use rcp_wire::capabilities::Capability;
+use rcp_wire::fusion::{self, EngineList, FusionMethod};
+use rcp_wire::{Hit, Meta, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -105,7 +105,7 @@ pub struct FederatedResult {
 
 impl FederatedResult {
     /// The result as JSON: `{"fused": <RetrieveResult>, "engines": [{"id", "hits", "latencyMs"}
-    /// | {"id", "skipped"} | {"id", "error"}], "fusion": "<method>"}` (what `rcp federate
+    /// | {"id", "skipped"} | {"id", "error"}], "fusion": "<method>"}` (what `rcpctl federate
     /// --json` prints and the inspector's Compare panel reads).
     pub fn to_json(&self) -> Value {
         let engines: Vec<Value> = self

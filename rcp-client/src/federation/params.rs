@@ -1,9 +1,9 @@
 //! What each engine of a fan-out is asked, and which fusion answers the caller (§16.2, §16.3):
 //! the rules [`super::Federation`] and rcp-gateway's aggregator share.
 
-use rcp_protocol::RetrieveParams;
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::fusion::FusionMethod;
+use rcp_wire::RetrieveParams;
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::fusion::FusionMethod;
 
 /// The params one engine of a fan-out receives, for [`super::Federation`] and for aggregators
 /// such as rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the
@@ -27,7 +27,7 @@ pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, m
     if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
         p.rerank = None;
     }
-    if let Some(rcp_protocol::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
+    if let Some(rcp_wire::retrieve::RerankOption::Stage(stage)) = p.rerank.as_mut() {
         stage.top_n = stage.top_n.map(|n| n.max(p.k));
     }
     p

@@ -1,6 +1,6 @@
 //! Client and server agree on every gated option (§7.7 `strict`, §14.4).
 //!
-//! One row per [`Gate`] of `rcp_protocol::gating` (the match below is exhaustive, so a new gate
+//! One row per [`Gate`] of `rcp_wire::gating` (the match below is exhaustive, so a new gate
 //! without a row does not compile, and every row must trigger its own gate). For each row the
 //! client gate runs before any I/O and a real server built with `Server::builder` answers the
 //! same request over `tokio::io::duplex`:
@@ -10,22 +10,22 @@
 
 use std::time::Duration;
 
-use rcp_protocol::capabilities::{
-    EmbedCapability, GraphCapability, IndexCapability, MemoryCapability, RerankCapability, RetrieveCapability,
-    TransformCapability,
-};
-use rcp_protocol::filter::FilterCapability;
-use rcp_protocol::gating::{self, Finding, Gate};
-use rcp_protocol::graph::{GraphParams, GraphResult};
-use rcp_protocol::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_protocol::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_protocol::methods::Method;
-use rcp_protocol::transform::{TransformParams, TransformResult};
-use rcp_protocol::{Capabilities, RcpError, RetrieveResult};
 use rcp_server::{
     Embed, EmbedRequest, Graph, HandlerResult, Index, Memory, RequestContext, Rerank, RerankRequest, Retrieve,
     RetrieveRequest, Server, Transform,
 };
+use rcp_wire::capabilities::{
+    EmbedCapability, GraphCapability, IndexCapability, MemoryCapability, RerankCapability, RetrieveCapability,
+    TransformCapability,
+};
+use rcp_wire::filter::FilterCapability;
+use rcp_wire::gating::{self, Finding, Gate};
+use rcp_wire::graph::{GraphParams, GraphResult};
+use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::methods::Method;
+use rcp_wire::transform::{TransformParams, TransformResult};
+use rcp_wire::{Capabilities, RcpError, RetrieveResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

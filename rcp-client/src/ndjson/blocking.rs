@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::ops::{Deref, DerefMut};
 use std::process::{Child, Command, Stdio};
 
-use rcp_protocol::ndjson::LineSplitter;
+use rcp_wire::ndjson::LineSplitter;
 
 use super::stream::{Framer, READ_CHUNK};
 

@@ -2,7 +2,7 @@
 //! client's stdio transport, the inspector, the test kit and the benchmarks share.
 //!
 //! Three layers, each usable alone:
-//! - framing: [`LineSplitter`] (rcp-protocol's) cuts bytes into lines under a length cap;
+//! - framing: [`LineSplitter`] (rcp-wire's) cuts bytes into lines under a length cap;
 //! - lines over a stream: [`LineWriter`] queues lines to a writer task and [`LineReader`] reads
 //!   them back, over any `AsyncWrite`/`AsyncRead` (a child's stdio, a socket, an in-memory
 //!   duplex); the raw layer, for callers that send malformed bytes on purpose or count frames
@@ -19,7 +19,7 @@ mod child;
 mod stream;
 
 pub use child::{ChildProcess, ExitHandle, Stderr, StderrHandle, strip_ansi};
-pub use rcp_protocol::ndjson::{DEFAULT_MAX_LINE_BYTES, Line, LineRef, LineSplitter};
+pub use rcp_wire::ndjson::{DEFAULT_MAX_LINE_BYTES, Line, LineRef, LineSplitter};
 pub use stream::{LineReader, LineWriter, SendError};
 
 /// A generous cap on one line read from an engine, for harnesses that read what they are told

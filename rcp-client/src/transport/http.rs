@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use rcp_protocol::RequestId;
+use rcp_wire::RequestId;
 use serde_json::Value;
 
 use super::{Request, Router, Transport, response_outcome};

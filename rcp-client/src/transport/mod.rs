@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use rcp_protocol::notifications::{self, LogLevel, LogParams, ProgressParams};
-use rcp_protocol::{RcpError, RequestId};
+use rcp_wire::notifications::{self, LogLevel, LogParams, ProgressParams};
+use rcp_wire::{RcpError, RequestId};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn error_responses_become_rpc_errors() {
         let e = response_outcome(json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}));
-        assert!(matches!(e, Err(ClientError::Rpc(ref r)) if r.code == rcp_protocol::ErrorCode::METHOD_NOT_FOUND));
+        assert!(matches!(e, Err(ClientError::Rpc(ref r)) if r.code == rcp_wire::ErrorCode::METHOD_NOT_FOUND));
         let e = response_outcome(json!({"jsonrpc":"2.0","id":1,"error":{"code":"x"}}));
         assert!(matches!(e, Err(ClientError::Decode { .. })), "{e:?}");
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rcp_protocol::RequestId;
-use rcp_protocol::notifications;
+use rcp_wire::RequestId;
+use rcp_wire::notifications;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 

@@ -17,9 +17,9 @@ pub trait EngineCli: Parser {
     /// (`rcp-bm25: <error>`).
     type Error: Display;
 
-    /// The exit code of a failed command: [`rcp_protocol::exit::FAILURE`] (1), as for every
+    /// The exit code of a failed command: [`rcp_wire::exit::FAILURE`] (1), as for every
     /// other tool of the workspace.
-    const FAILURE: u8 = rcp_protocol::exit::FAILURE;
+    const FAILURE: u8 = rcp_wire::exit::FAILURE;
 
     /// The log lines on stderr of every command but `serve` (whose `--log-format` decides);
     /// `None` installs no subscriber.
@@ -40,7 +40,7 @@ pub fn main<C: EngineCli>() -> ExitCode {
 /// Parses `args` (the first is the program name) as `C`, installs logging as the command asks,
 /// runs it, and maps the outcome to an exit code: success, or [`EngineCli::FAILURE`] after
 /// printing `<name>: <error>` on stderr. Invalid arguments exit as clap does (usage on stderr,
-/// [`rcp_protocol::exit::USAGE`]); `--help` and `--version` print and exit 0. This is also how one executable hosts
+/// [`rcp_wire::exit::USAGE`]); `--help` and `--version` print and exit 0. This is also how one executable hosts
 /// several engines, each run as a child process of itself (the federation example).
 pub fn run<C: EngineCli>(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
     let cli = C::parse_from(args);

@@ -58,7 +58,7 @@ fn release(dir: &Path, hit_id: &str, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use rcp_protocol::feedback::Signal;
+    use rcp_wire::feedback::Signal;
 
     use super::*;
 

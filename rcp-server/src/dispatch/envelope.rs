@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use rcp_protocol::RcpError;
+use rcp_wire::RcpError;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -65,7 +65,7 @@ pub(super) fn decode(frame: &[u8]) -> Inbound<'_> {
                 None,
                 &RcpError::invalid_request(format!(
                     "not a valid request: a request must be a JSON object, got {}",
-                    rcp_protocol::message::json_type(&v)
+                    rcp_wire::message::json_type(&v)
                 )),
             ),
         });
@@ -122,7 +122,7 @@ fn malformed(frame: &[u8], e: serde_json::Error) -> Vec<u8> {
     let id = value.as_ref().and_then(|v| v.get("id").filter(|i| i.is_string() || i.is_number()).map(|i| i.to_string()));
     let detail = match &value {
         Some(v) if !v.is_object() => {
-            format!("a request must be a JSON object, got {}", rcp_protocol::message::json_type(v))
+            format!("a request must be a JSON object, got {}", rcp_wire::message::json_type(v))
         }
         _ => e.to_string().split(" at line ").next().unwrap_or_default().to_owned(),
     };

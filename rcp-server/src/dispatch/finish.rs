@@ -4,10 +4,10 @@
 
 use std::collections::HashSet;
 
-use rcp_protocol::rerank::{RerankEntry, RerankResult};
-use rcp_protocol::retrieve::WireVector;
-use rcp_protocol::vectors::encode_f32_base64;
-use rcp_protocol::{Hit, Meta, RcpError, RetrieveResult};
+use rcp_wire::rerank::{RerankEntry, RerankResult};
+use rcp_wire::retrieve::WireVector;
+use rcp_wire::vectors::encode_f32_base64;
+use rcp_wire::{Hit, Meta, RcpError, RetrieveResult};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -118,7 +118,7 @@ pub(crate) fn finish_rerank(
         order.truncate(n);
     }
     let results = order.iter().map(|&i| RerankEntry { index: i, score: scores[i] }).collect();
-    let usage = rcp_protocol::Usage {
+    let usage = rcp_wire::Usage {
         reranked: Some(scores.len() as u64),
         latency_ms: Some(millis(started)),
         notes,

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use rcp_protocol::index::IndexAddResult;
+use rcp_wire::index::IndexAddResult;
 use tokio::sync::OnceCell;
 
 /// `index/add` results by `_meta.idempotencyKey`, oldest evicted first. Each key owns a cell

@@ -6,14 +6,14 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rcp_protocol::capabilities::default_modalities;
-use rcp_protocol::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult, SparseVector};
-use rcp_protocol::feedback::FeedbackParams;
-use rcp_protocol::graph::GraphParams;
-use rcp_protocol::index::{IndexAddParams, IndexDeleteParams};
-use rcp_protocol::memory::{MemoryBuildParams, MemoryRecallParams};
-use rcp_protocol::transform::TransformParams;
-use rcp_protocol::{RcpError, RetrieveParams};
+use rcp_wire::capabilities::default_modalities;
+use rcp_wire::embed::{EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult, SparseVector};
+use rcp_wire::feedback::FeedbackParams;
+use rcp_wire::graph::GraphParams;
+use rcp_wire::index::{IndexAddParams, IndexDeleteParams};
+use rcp_wire::memory::{MemoryBuildParams, MemoryRecallParams};
+use rcp_wire::transform::TransformParams;
+use rcp_wire::{RcpError, RetrieveParams};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;

@@ -25,8 +25,8 @@ mod tests;
 
 use std::sync::Arc;
 
-use rcp_protocol::notifications::{self, CancelParams};
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::notifications::{self, CancelParams};
+use rcp_wire::{ErrorCode, RcpError};
 use serde_json::value::RawValue;
 
 pub(crate) use dispatcher::Dispatcher;
@@ -35,7 +35,7 @@ use envelope::{Inbound, decode, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use envelope::{Shape, shape};
 pub(crate) use idempotency::IdempotencyCache;
-use rcp_protocol::methods::Method;
+use rcp_wire::methods::Method;
 use request::{Refusal, Started};
 pub(crate) use routes::{Route, Routes};
 use rules::lifecycle::Answer;

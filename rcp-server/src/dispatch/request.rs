@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::methods::Method;
+use rcp_wire::RcpError;
+use rcp_wire::methods::Method;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 

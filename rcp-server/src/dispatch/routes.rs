@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::methods::Method;
+use rcp_wire::RcpError;
+use rcp_wire::methods::Method;
 use serde_json::value::RawValue;
 
 use super::rules::frame::Body;

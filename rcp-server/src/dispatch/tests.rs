@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcp_protocol::capabilities::RetrieveCapability;
-use rcp_protocol::{ErrorCode, Hit, RetrieveResult};
+use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::{ErrorCode, Hit, RetrieveResult};
 use serde_json::{Value, json};
 
 use super::{Processed, process};
@@ -20,7 +20,7 @@ struct Engine;
 
 impl Retrieve for Engine {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
@@ -207,7 +207,7 @@ struct Counting {
 
 impl Retrieve for Counting {
     fn capability(&self) -> RetrieveCapability {
-        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_protocol::Mode::Sparse]), ..Default::default() }
+        RetrieveCapability { max_k: Some(5), modes: Some(vec![rcp_wire::Mode::Sparse]), ..Default::default() }
     }
 
     async fn retrieve(&self, _req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {

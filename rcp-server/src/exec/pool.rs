@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use rcp_protocol::RcpError;
+use rcp_wire::RcpError;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rcp_protocol::ErrorCode;
+use rcp_wire::ErrorCode;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,7 @@ impl Gate {
 }
 
 /// Starts a job of `lane` that blocks on `gate`.
-fn blocked(exec: &Executor, lane: Lane, gate: &Gate) -> JoinHandle<Result<(), rcp_protocol::RcpError>> {
+fn blocked(exec: &Executor, lane: Lane, gate: &Gate) -> JoinHandle<Result<(), rcp_wire::RcpError>> {
     let (exec, gate) = (exec.clone(), gate.clone());
     tokio::spawn(async move { exec.run(lane, &CancellationToken::new(), move || gate.wait()).await })
 }

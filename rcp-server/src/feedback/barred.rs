@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use rcp_protocol::retrieve::Hit;
+use rcp_wire::retrieve::Hit;
 
 /// Drops the hits of `hits` that `barred` quarantines (by id or by chunk `docId`).
 pub(crate) fn drop_barred(hits: &mut Vec<Hit>, barred: &HashSet<String>) {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use rcp_protocol::feedback::Signal;
+use rcp_wire::feedback::Signal;
 use serde::{Deserialize, Serialize};
 
 /// One line of the signal log.
@@ -41,8 +41,8 @@ pub(super) enum Record {
 /// A signal's hit id as the hits of a result spell it.
 pub(super) fn hit_key(signal: &Signal) -> String {
     match &signal.hit_id {
-        rcp_protocol::RequestId::String(s) => s.clone(),
-        rcp_protocol::RequestId::Number(n) => n.to_string(),
+        rcp_wire::RequestId::String(s) => s.clone(),
+        rcp_wire::RequestId::Number(n) => n.to_string(),
     }
 }
 

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rcp_protocol::RcpError;
-use rcp_protocol::feedback::{FeedbackParams, FeedbackResult, Signal};
+use rcp_wire::RcpError;
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult, Signal};
 
 use self::ledger::{Ledger, Record, hit_key, suspects};
 use self::log::Log;

@@ -1,8 +1,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use rcp_protocol::ErrorCode;
-use rcp_protocol::feedback::{FeedbackParams, Signal};
+use rcp_wire::ErrorCode;
+use rcp_wire::feedback::{FeedbackParams, Signal};
 
 use super::*;
 

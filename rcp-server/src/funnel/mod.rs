@@ -18,9 +18,9 @@
 
 pub(crate) mod stage;
 
-use rcp_protocol::mmr::mmr;
-use rcp_protocol::retrieve::{RerankOption, WireVector};
-use rcp_protocol::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
+use rcp_wire::mmr::mmr;
+use rcp_wire::retrieve::{RerankOption, WireVector};
+use rcp_wire::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
 
 /// One request's rerank stage: how many candidates recall keeps and which of them are
 /// rescored, by which method (§7.7).

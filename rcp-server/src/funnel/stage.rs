@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::retrieve::RerankOption;
-use rcp_protocol::{RcpError, RetrieveResult};
+use rcp_wire::retrieve::RerankOption;
+use rcp_wire::{RcpError, RetrieveResult};
 
 use super::Funnel;
 use crate::context::RequestContext;
@@ -34,7 +34,7 @@ pub(crate) fn plan(req: &RetrieveRequest, ctx: &RequestContext, notes: &mut Vec<
         &req.params,
         req.k,
         req.candidate_k,
-        rcp_protocol::gating::default_rerank_method(&rc),
+        rcp_wire::gating::default_rerank_method(&rc),
         rc.max_candidates,
     )?;
     if req.params.query.modality() != "text" || req.params.query.text().trim().is_empty() {

@@ -1,4 +1,4 @@
-use rcp_protocol::{Hit, Mode, RetrieveParams, RetrieveResult};
+use rcp_wire::{Hit, Mode, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
 use super::Funnel;
@@ -53,7 +53,7 @@ fn k_above_max_candidates_returns_fewer_and_says_why() {
 
 #[test]
 fn diversify_runs_mmr_over_the_reranked_hits() {
-    use rcp_protocol::retrieve::WireVector;
+    use rcp_wire::retrieve::WireVector;
     let p = params(json!({"query": "q", "k": 2}));
     let mut f = Funnel::plan(&p, 2, 3, "cross-encoder", None).expect("a stage");
     f.diversify = Some(0.5);

@@ -12,7 +12,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use rcp_protocol::RcpError;
+use rcp_wire::RcpError;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::admission::{Admission, Slot};

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
-use rcp_protocol::methods::Method;
-use rcp_protocol::{ErrorCode, RcpError};
+use rcp_wire::methods::Method;
+use rcp_wire::{ErrorCode, RcpError};
 
 use super::options::{SESSION_HEADER, SessionMode};
 use crate::dispatch::Shape;

@@ -1,8 +1,8 @@
-//! NDJSON framing (§5.1): rcp-protocol's [`rcp_protocol::ndjson::LineSplitter`], the one
+//! NDJSON framing (§5.1): rcp-wire's [`rcp_wire::ndjson::LineSplitter`], the one
 //! splitter servers and clients share (blank lines skipped, a trailing `\r` dropped, line
 //! length capped without holding an over-long line in memory).
 
-pub(crate) use rcp_protocol::ndjson::{Line, LineSplitter};
+pub(crate) use rcp_wire::ndjson::{Line, LineSplitter};
 
 /// Bytes a stream transport reads at once.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;

@@ -1,7 +1,7 @@
 //! Params validation against the session's capabilities, done once for every engine:
 //! option values (§7.7 `strict`), funnel (§7.7), filters (§8), limits (§4.7, §15.5).
 //!
-//! Whether an option is advertised is decided by `rcp_protocol::gating`, the module the
+//! Whether an option is advertised is decided by `rcp_wire::gating`, the module the
 //! client gate calls too; this module turns each finding into `-32005` (strict) or the
 //! `strict:false` fallback plus its `usage.notes` entry, and adds the structural `-32602`
 //! checks (ranges, the funnel, empty queries).
@@ -14,14 +14,14 @@ pub(crate) use retrieve::retrieve;
 
 use std::collections::HashSet;
 
-use rcp_protocol::capabilities::{Capabilities, default_modalities};
-use rcp_protocol::content::{InputItem, QueryInput};
-use rcp_protocol::embed::EmbedParams;
-use rcp_protocol::feedback::Signal;
-use rcp_protocol::gating::{self, Finding, Gate};
-use rcp_protocol::index::{Document, IndexAddParams};
-use rcp_protocol::rerank::RerankParams;
-use rcp_protocol::{Meta, RcpError};
+use rcp_wire::capabilities::{Capabilities, default_modalities};
+use rcp_wire::content::{InputItem, QueryInput};
+use rcp_wire::embed::EmbedParams;
+use rcp_wire::feedback::Signal;
+use rcp_wire::gating::{self, Finding, Gate};
+use rcp_wire::index::{Document, IndexAddParams};
+use rcp_wire::rerank::RerankParams;
+use rcp_wire::{Meta, RcpError};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 

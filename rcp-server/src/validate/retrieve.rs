@@ -3,11 +3,11 @@
 //! Each check reads the gating module's finding for its option and either refuses the request
 //! (`strict`, the default) or applies the `strict:false` fallback and notes it.
 
-use rcp_protocol::capabilities::{Capabilities, RetrieveCapability};
-use rcp_protocol::filter::Filter;
-use rcp_protocol::gating::{self, Finding, Gate};
-use rcp_protocol::retrieve::{RerankOption, RewriteOption};
-use rcp_protocol::{RcpError, RetrieveParams};
+use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
+use rcp_wire::filter::Filter;
+use rcp_wire::gating::{self, Finding, Gate};
+use rcp_wire::retrieve::{RerankOption, RewriteOption};
+use rcp_wire::{RcpError, RetrieveParams};
 
 use super::{query_shape, settle};
 use crate::handler::RetrieveRequest;

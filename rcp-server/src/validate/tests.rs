@@ -1,8 +1,8 @@
 //! Unit tests of params validation: each finding of the gating module becomes `-32005` under
 //! `strict` and a fallback plus a note under `strict:false`.
 
-use rcp_protocol::capabilities::default_encodings;
-use rcp_protocol::{Capabilities, ErrorCode, RetrieveParams};
+use rcp_wire::capabilities::default_encodings;
+use rcp_wire::{Capabilities, ErrorCode, RetrieveParams};
 use serde_json::{Value, json};
 
 use super::*;
@@ -39,7 +39,7 @@ fn unadvertised_mode_is_refused_or_falls_back_to_the_default() {
     assert_eq!(e.code, ErrorCode::OPTION_UNSUPPORTED);
     assert_eq!(e.option(), Some("mode"));
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "mode": "dense", "strict": false}));
-    assert_eq!(r.expect("fallback").params.mode, Some(rcp_protocol::Mode::Sparse));
+    assert_eq!(r.expect("fallback").params.mode, Some(rcp_wire::Mode::Sparse));
     assert_eq!(notes, ["mode 'dense' not advertised; using 'sparse'"]);
 }
 

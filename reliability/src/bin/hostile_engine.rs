@@ -1,6 +1,6 @@
 //! `hostile_engine`: an RCP engine that answers `initialize`, `ping` and `info` correctly and
 //! then misbehaves on `retrieve` as `--mode` says, to attack whatever sits between a client
-//! and an engine (the gateway, `rcp`, the inspector, the MCP bridge). The flags are documented
+//! and an engine (the gateway, `rcpctl`, the inspector, the MCP bridge). The flags are documented
 //! in `reliability/README.md`.
 //!
 //! Over stdio by default; `--http ADDR` serves HTTP instead (one request per connection) and

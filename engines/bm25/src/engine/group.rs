@@ -231,7 +231,7 @@ impl Engine {
 mod tests {
     use rcp_corpus::CorpusDoc;
 
-    use rcp_protocol::RcpError;
+    use rcp_wire::RcpError;
 
     use super::*;
     use crate::engine::{EngineOptions, TrustLevel};
@@ -326,7 +326,7 @@ mod tests {
         match refused {
             Some(Err(err @ EngineError::Overloaded { .. })) => {
                 let rcp = RcpError::from(err);
-                assert_eq!(rcp.code, rcp_protocol::ErrorCode::RATE_LIMITED);
+                assert_eq!(rcp.code, rcp_wire::ErrorCode::RATE_LIMITED);
                 assert!(rcp.to_string().contains("retry"), "{rcp}");
             }
             other => panic!("expected a refusal once the queue was full, got {other:?}"),

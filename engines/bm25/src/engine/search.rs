@@ -2,9 +2,9 @@
 //! one page collected from a snapshot, and hits materialised with cancellation checks and
 //! partial-hit progress.
 
-use rcp_protocol::filter::{FieldType, Filter};
-use rcp_protocol::retrieve::{ChunkRef, Citation, Trust};
-use rcp_protocol::{Hit, Meta, Mode};
+use rcp_wire::filter::{FieldType, Filter};
+use rcp_wire::retrieve::{ChunkRef, Citation, Trust};
+use rcp_wire::{Hit, Meta, Mode};
 use serde_json::Value;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Term, Value as _};

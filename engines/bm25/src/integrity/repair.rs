@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rcp_corpus::CorpusDoc;
-use rcp_protocol::Meta;
+use rcp_wire::Meta;
 use serde_json::Value;
 use tantivy::directory::{INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::schema::Value as _;

@@ -12,11 +12,11 @@ use std::time::Instant;
 
 use rcp_graph::terms::followup;
 use rcp_graph::{NodeId, personalized_pagerank, strongest_paths};
-use rcp_protocol::capabilities::GraphCapability;
-use rcp_protocol::graph::{Community as WireCommunity, GraphEdge, GraphNode, GraphParams, GraphResult};
-use rcp_protocol::retrieve::{Citation, Provenance, ProvenanceEdge, Usage};
-use rcp_protocol::{Hit, RcpError};
 use rcp_server::{Graph, HandlerResult, Lane, RequestContext};
+use rcp_wire::capabilities::GraphCapability;
+use rcp_wire::graph::{Community as WireCommunity, GraphEdge, GraphNode, GraphParams, GraphResult};
+use rcp_wire::retrieve::{Citation, Provenance, ProvenanceEdge, Usage};
+use rcp_wire::{Hit, RcpError};
 
 use super::GraphIndex;
 use super::communities::Communities;
@@ -260,8 +260,8 @@ impl Op<'_> {
         let mut followups = Vec::new();
         for hit in &hits {
             let node = match &hit.id {
-                rcp_protocol::message::RequestId::String(id) => graph.node(id),
-                rcp_protocol::message::RequestId::Number(_) => None,
+                rcp_wire::message::RequestId::String(id) => graph.node(id),
+                rcp_wire::message::RequestId::Number(_) => None,
             };
             let Some(node) = node else { continue };
             let Some(c) = communities.of(0, node) else { continue };

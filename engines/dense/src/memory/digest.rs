@@ -4,7 +4,7 @@
 
 use rcp_graph::DocGraph;
 use rcp_graph::terms::followup;
-use rcp_protocol::memory::Clue;
+use rcp_wire::memory::Clue;
 
 use crate::ann::dot;
 use crate::graph::communities::{Communities, Community};

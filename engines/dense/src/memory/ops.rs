@@ -13,10 +13,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use rcp_protocol::RcpError;
-use rcp_protocol::capabilities::MemoryCapability;
-use rcp_protocol::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
 use rcp_server::{HandlerResult, Lane, Memory, RequestContext};
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::MemoryCapability;
+use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
 
 use super::{Digest, INDEX_MEMORY, MAX_INLINE_DOCS, MemoryIndex};
 use crate::DenseEngine;
@@ -81,7 +81,7 @@ impl DenseMemory {
 
 /// The inline documents as (id, text), ids defaulting to `doc-{i}`; refused when empty, too
 /// many, or an id repeats.
-fn inline_documents(docs: &[rcp_protocol::index::Document]) -> HandlerResult<Vec<(String, String)>> {
+fn inline_documents(docs: &[rcp_wire::index::Document]) -> HandlerResult<Vec<(String, String)>> {
     if docs.is_empty() {
         return Err(RcpError::invalid_params(
             "documents",

@@ -14,7 +14,7 @@
 
 use std::io::{self, Write};
 
-use rcp_protocol::Meta;
+use rcp_wire::Meta;
 
 use crate::wal::{Origin, StoredDoc};
 

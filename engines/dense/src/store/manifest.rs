@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 use serde::{Deserialize, Serialize};
 
 use crate::ann::{Backend, HnswParams};

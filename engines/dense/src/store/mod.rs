@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::RwLock;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 
 use crate::ann::HnswParams;
 use crate::wal::{Op, Origin, StoredDoc, Wal};
@@ -251,6 +251,6 @@ impl Store {
 }
 
 /// The document a corpus or `index/add` document becomes.
-pub fn stored(id: String, text: String, meta: rcp_protocol::Meta, origin: Origin) -> StoredDoc {
+pub fn stored(id: String, text: String, meta: rcp_wire::Meta, origin: Origin) -> StoredDoc {
     StoredDoc { id, text, meta, origin }
 }

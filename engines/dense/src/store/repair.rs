@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 
 use crate::ann::{Backend, HnswParams};
 use crate::wal::StoredDoc;

@@ -2,7 +2,7 @@
 //! vectors, then the fallbacks that guarantee `want` results whenever that many documents
 //! match.
 
-use rcp_protocol::filter::Filter;
+use rcp_wire::filter::Filter;
 
 use crate::ann::{self, Scored};
 

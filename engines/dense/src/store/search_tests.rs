@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rcp_protocol::Meta;
-use rcp_protocol::filter::{FieldType, Filter};
+use rcp_wire::Meta;
+use rcp_wire::filter::{FieldType, Filter};
 use serde_json::json;
 
 use super::*;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 
 use crate::ann::{self, AnnIndex, Backend, HnswParams};
 use crate::wal::{Op, StoredDoc};

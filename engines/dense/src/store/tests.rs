@@ -3,8 +3,8 @@
 
 use std::fs;
 
-use rcp_protocol::Meta;
-use rcp_protocol::filter::Filter;
+use rcp_wire::Meta;
+use rcp_wire::filter::Filter;
 use serde_json::json;
 
 use crate::ann::Backend;

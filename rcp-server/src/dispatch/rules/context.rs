@@ -3,9 +3,9 @@
 //! `_meta.progressToken`; log frames (§17.1) only when the server advertises `log` and the
 //! request (`_meta.logLevel`) or the session (at `initialize`) asked for them.
 
-use rcp_protocol::Meta;
-use rcp_protocol::capabilities::Capabilities;
-use rcp_protocol::notifications::LogLevel;
+use rcp_wire::Meta;
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::notifications::LogLevel;
 use serde_json::Value;
 
 use crate::outbound::Outbound;
@@ -33,7 +33,7 @@ pub(crate) fn log(
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::capabilities::{Flag, LogCapability};
+    use rcp_wire::capabilities::{Flag, LogCapability};
     use serde_json::json;
 
     use super::*;

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use rcp_protocol::methods::Method;
-use rcp_protocol::{Meta, RcpError};
+use rcp_wire::methods::Method;
+use rcp_wire::{Meta, RcpError};
 use tokio::time::Instant;
 
 use crate::options::ServerOptions;
@@ -45,7 +45,7 @@ impl Deadline {
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::ErrorCode;
+    use rcp_wire::ErrorCode;
     use serde_json::json;
 
     use super::*;

@@ -6,7 +6,7 @@
 //! answer pings and write answers. An error, from any earlier rule or from the handler, becomes
 //! an error frame carrying the request's id.
 
-use rcp_protocol::RcpError;
+use rcp_wire::RcpError;
 
 use crate::dispatch::envelope::error_frame;
 use crate::exec::Executor;
@@ -76,7 +76,7 @@ pub(crate) async fn answer(executor: &Executor, outcome: Result<Body, RcpError>,
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::{Hit, RetrieveResult};
+    use rcp_wire::{Hit, RetrieveResult};
     use serde_json::Value;
 
     use super::*;

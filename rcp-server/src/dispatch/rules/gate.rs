@@ -1,11 +1,11 @@
 //! Rule: gating (§7, §12, §13). A request that is not a lifecycle method reaches its handler
 //! only if it is not a notification carrying an id, its session is initialised, the method
 //! exists in the negotiated revision, and the session's capabilities advertise it. The
-//! capability rules themselves are `rcp_protocol::gating`'s, shared with the client.
+//! capability rules themselves are `rcp_wire::gating`'s, shared with the client.
 
-use rcp_protocol::RcpError;
-use rcp_protocol::gating;
-use rcp_protocol::methods::Method;
+use rcp_wire::RcpError;
+use rcp_wire::gating;
+use rcp_wire::methods::Method;
 
 use crate::session::{Negotiated, Session};
 
@@ -33,8 +33,8 @@ pub(crate) fn admit<'s>(
 mod tests {
     use std::sync::Arc;
 
-    use rcp_protocol::ErrorCode;
-    use rcp_protocol::capabilities::{Capabilities, RetrieveCapability};
+    use rcp_wire::ErrorCode;
+    use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
 
     use super::*;
     use crate::profile::Profile;

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use rcp_protocol::RcpError;
-use rcp_protocol::methods::Method;
+use rcp_wire::RcpError;
+use rcp_wire::methods::Method;
 use tokio_util::sync::CancellationToken;
 
 use super::deadline::Deadline;
@@ -43,7 +43,7 @@ pub(crate) async fn run(
 mod tests {
     use std::time::Duration;
 
-    use rcp_protocol::ErrorCode;
+    use rcp_wire::ErrorCode;
     use tokio::time::Instant;
 
     use super::*;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rcp_protocol::{RcpError, RequestId};
+use rcp_wire::{RcpError, RequestId};
 
 use crate::dispatch::envelope::error_frame;
 use crate::session::{InFlight, Session};

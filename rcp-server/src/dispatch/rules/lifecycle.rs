@@ -1,15 +1,15 @@
 //! Rule: the four REQUIRED methods are the framework's own (§7.1, §7.2, §7.12, §7.15, §13).
 //! `initialize`, `info`, `ping` and `shutdown` are answered at once, before `initialize` too,
 //! never gated and whatever handlers were registered. Which methods these are is
-//! `Method::callable_before_initialize`'s to say (one table, in `rcp_protocol`).
+//! `Method::callable_before_initialize`'s to say (one table, in `rcp_wire`).
 
 use std::sync::Arc;
 
-use rcp_protocol::capabilities::Capabilities;
-use rcp_protocol::lifecycle::{ConformanceLevel, InitializeParams, InitializeResult, PeerInfo};
-use rcp_protocol::methods::Method;
-use rcp_protocol::notifications::LogLevel;
-use rcp_protocol::{Meta, RcpError};
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::lifecycle::{ConformanceLevel, InitializeParams, InitializeResult, PeerInfo};
+use rcp_wire::methods::Method;
+use rcp_wire::notifications::LogLevel;
+use rcp_wire::{Meta, RcpError};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -130,7 +130,7 @@ pub(crate) fn answer(
 /// in-flight caps, so a client at its cap can still check liveness and cancel.
 #[cfg(feature = "http")]
 pub(crate) fn answered_at_once(name: &str) -> bool {
-    name == rcp_protocol::notifications::CANCEL || matches!(Method::from_name(name), Some(Method::Ping | Method::Info))
+    name == rcp_wire::notifications::CANCEL || matches!(Method::from_name(name), Some(Method::Ping | Method::Info))
 }
 
 /// `initialize` (§7.1): negotiates once per session; on a stateless session it only reports

@@ -4,7 +4,7 @@
 //! [`MAX_META_BYTES`] is refused (`-32602`, `error.data.limit`) from its borrowed text,
 //! before it is parsed into a tree many times its size.
 
-use rcp_protocol::{Meta, RcpError};
+use rcp_wire::{Meta, RcpError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

@@ -13,8 +13,8 @@ mod persist;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
-use rcp_protocol::Meta;
-use rcp_protocol::filter::{FieldType, Filter, Op, date_to_epoch_ms};
+use rcp_wire::Meta;
+use rcp_wire::filter::{FieldType, Filter, Op, date_to_epoch_ms};
 use roaring::RoaringBitmap;
 use serde_json::Value;
 

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use rcp_protocol::filter::FieldType;
+use rcp_wire::filter::FieldType;
 use roaring::RoaringBitmap;
 
 use super::{FieldPostings, Kind, MetaIndex};
@@ -177,7 +177,7 @@ impl<'a> Cursor<'a> {
 
 #[cfg(test)]
 mod tests {
-    use rcp_protocol::Meta;
+    use rcp_wire::Meta;
     use serde_json::json;
 
     use super::*;
@@ -206,9 +206,9 @@ mod tests {
         index.write_to(&mut bytes).unwrap();
         let back = MetaIndex::read_from(&bytes, &declared(), 51).unwrap();
         for filter in [
-            rcp_protocol::filter::Filter::eq("lang", "de"),
-            rcp_protocol::filter::Filter::eq("year", 1993),
-            rcp_protocol::filter::Filter::eq("ok", true),
+            rcp_wire::filter::Filter::eq("lang", "de"),
+            rcp_wire::filter::Filter::eq("year", 1993),
+            rcp_wire::filter::Filter::eq("ok", true),
         ] {
             assert_eq!(back.candidates(&filter), index.candidates(&filter), "{filter:?}");
         }

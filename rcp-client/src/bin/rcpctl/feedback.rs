@@ -1,0 +1,177 @@
+//! `rcpctl feedback`: signals about earlier hits sent with `feedback` (§7.16). Each flag names a
+//! hit; the flags naming the same hit make one signal, in the order the hits first appear.
+
+use clap::Args;
+use rcp_wire::capabilities::Capability;
+use rcp_wire::feedback::{FeedbackParams, Signal};
+use rcp_wire::message::RequestId;
+use serde_json::json;
+
+use crate::out::outln;
+use crate::print_json;
+use crate::target::{self, Auth, Target};
+
+/// `rcpctl feedback` flags.
+#[derive(Args)]
+pub(crate) struct FeedbackArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The trajectory the hits came from (§7.7.3).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The query the hits answered.
+    #[arg(long, short = 'q')]
+    pub query: Option<String>,
+    /// The hit was placed in the final context (repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub used: Vec<String>,
+    /// The hit was cited in the answer (repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub cited: Vec<String>,
+    /// A judge found the hit helpful (repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub helpful: Vec<String>,
+    /// A judge found the hit not helpful (repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub unhelpful: Vec<String>,
+    /// A scalar reward for a hit, HIT_ID=R with R in [-1, 1] (repeatable).
+    #[arg(long, value_name = "HIT_ID=R", value_parser = reward)]
+    pub reward: Vec<(String, f64)>,
+    /// The hit is suspected of poisoning the corpus (§15.3; repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub poison: Vec<String>,
+    /// The hit is suspected of carrying a prompt injection (§15.2; repeatable).
+    #[arg(long, value_name = "HIT_ID")]
+    pub injection: Vec<String>,
+}
+
+/// `HIT_ID=R` with `R` a number in `[-1, 1]` (the id may itself contain `=`: the last one splits).
+fn reward(s: &str) -> Result<(String, f64), String> {
+    let (id, r) = s.rsplit_once('=').ok_or_else(|| format!("'{s}': expected HIT_ID=R, e.g. doc-7=0.8"))?;
+    if id.is_empty() {
+        return Err(format!("'{s}': the hit id before '=' is empty"));
+    }
+    let r: f64 = r.trim().parse().map_err(|_| format!("'{s}': the reward '{r}' is not a number"))?;
+    if !(-1.0..=1.0).contains(&r) {
+        return Err(format!("'{s}': a reward lies in [-1, 1] (§7.16)"));
+    }
+    Ok((id.to_owned(), r))
+}
+
+impl FeedbackArgs {
+    /// One signal per hit named, carrying every flag given for it.
+    pub(crate) fn signals(&self) -> Vec<Signal> {
+        let mut out: Vec<Signal> = Vec::new();
+        let mut at = |id: &str| -> usize {
+            match out.iter().position(|s| s.hit_id == RequestId::from(id)) {
+                Some(i) => i,
+                None => {
+                    out.push(Signal {
+                        hit_id: id.into(),
+                        used: None,
+                        cited: None,
+                        helpful: None,
+                        reward: None,
+                        poison_suspected: None,
+                        injection_suspected: None,
+                    });
+                    out.len() - 1
+                }
+            }
+        };
+        let mut marks: Vec<(usize, &str, f64)> = Vec::new();
+        let flags: [(&[String], &str); 6] = [
+            (&self.used, "used"),
+            (&self.cited, "cited"),
+            (&self.helpful, "helpful"),
+            (&self.unhelpful, "unhelpful"),
+            (&self.poison, "poison"),
+            (&self.injection, "injection"),
+        ];
+        for (ids, flag) in flags {
+            for id in ids {
+                marks.push((at(id), flag, 0.0));
+            }
+        }
+        for (id, r) in &self.reward {
+            marks.push((at(id), "reward", *r));
+        }
+        for (i, flag, r) in marks {
+            let s = &mut out[i];
+            match flag {
+                "used" => s.used = Some(true),
+                "cited" => s.cited = Some(true),
+                "helpful" => s.helpful = Some(true),
+                "unhelpful" => s.helpful = Some(false),
+                "poison" => s.poison_suspected = Some(true),
+                "injection" => s.injection_suspected = Some(true),
+                _ => s.reward = Some(r),
+            }
+        }
+        out
+    }
+}
+
+/// Sends the signals and prints how many the engine accepted.
+pub(crate) async fn run(args: &FeedbackArgs, auth: &Auth, json: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let signals = args.signals();
+    if signals.is_empty() {
+        return Err("no signal to send: name a hit with --used, --cited, --helpful, --unhelpful, --reward ID=R, \
+                    --poison or --injection"
+            .into());
+    }
+    let both: Vec<&String> = args.helpful.iter().filter(|id| args.unhelpful.contains(id)).collect();
+    if let Some(id) = both.first() {
+        return Err(format!("hit '{id}' is given both --helpful and --unhelpful: pick one").into());
+    }
+    let sent = signals.len();
+    let params = FeedbackParams { session_id: args.session.clone(), query: args.query.clone(), signals, meta: None };
+    let c = target::connect(&args.target, auth, Some(Capability::Feedback)).await?;
+    let res = c.feedback(params).await;
+    let _ = c.shutdown().await;
+    let res = res?;
+    if json {
+        print_json(&json!({"sent": sent, "accepted": res.accepted}));
+    } else {
+        outln!("accepted {} of {sent} signals", res.accepted);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_naming_one_hit_make_one_signal() {
+        let args = FeedbackArgs {
+            target: Target { stdio: Some("x".into()), http: None, registry: None },
+            session: None,
+            query: None,
+            used: vec!["a".into(), "b".into()],
+            cited: vec!["a".into()],
+            helpful: vec![],
+            unhelpful: vec!["b".into()],
+            reward: vec![("a".into(), 0.5)],
+            poison: vec!["c".into()],
+            injection: vec![],
+        };
+        let v = serde_json::to_value(args.signals()).unwrap();
+        assert_eq!(
+            v,
+            json!([
+                {"hitId": "a", "used": true, "cited": true, "reward": 0.5},
+                {"hitId": "b", "used": true, "helpful": false},
+                {"hitId": "c", "poisonSuspected": true},
+            ])
+        );
+    }
+
+    #[test]
+    fn rewards_are_checked_before_sending() {
+        assert_eq!(reward("doc=7=0.25").unwrap(), ("doc=7".to_owned(), 0.25));
+        assert!(reward("doc-7=1.5").unwrap_err().contains("[-1, 1]"));
+        assert!(reward("doc-7").unwrap_err().contains("HIT_ID=R"));
+        assert!(reward("doc-7=x").unwrap_err().contains("not a number"));
+    }
+}
