@@ -7,15 +7,20 @@
 //! produces bit-identical scores, and ties are broken by (1) higher fused score, (2) higher
 //! summed engine weight, (3) lexicographically smaller stringified id (§16.3).
 //!
-//! Every fused hit carries, in `meta`:
-//! - `engine`: the engine that ranked it best (lowest rank; ties by engine name), with its
-//!   `engineRank` and `engineScore` (§16.3);
+//! The body (`text`, `content`, `citation` and every other field) is the richest one returned
+//! (§16.3 dedup): the longest `text`, else the most `content` blocks, ties by better rank then
+//! engine name. Every fused hit carries, in `meta`:
+//! - `engine`: the engine whose body is kept (§16.3 "its origin"), with its `engineRank` and
+//!   `engineScore` in its own list, so a hit never names one engine while carrying another's
+//!   text or citation (the public SDKs' `rrf_fuse` also names the body's engine);
 //! - `engineRanks` / `engineScores`: objects engine → 1-based rank / original score;
-//! - `fusedScore`: the fused score, which is also the hit's `score`.
+//! - `fusedScore`: the fused score, which is also the hit's `score`;
+//! - `engineMeta` (only when engines disagree): engine → the `meta` values of that engine that
+//!   lost a conflict.
 //!
-//! The body (`text`, `content` and every other field) is the richest one returned (§16.3
-//! dedup): the longest `text`, else the most `content` blocks, ties by better rank then
-//! engine name. `meta` is merged across engines, keys from richer hits winning.
+//! The one rule for `meta` (§16.3 "merge `meta`"): every key any engine returned is kept; where
+//! engines return different values for one key, the body's engine wins, and among the others
+//! the richer hit wins; each losing value stays visible under `engineMeta.<engine>.<key>`.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
@@ -369,11 +374,6 @@ fn richness(a: &Contribution<'_>, b: &Contribution<'_>) -> Ordering {
 
 fn build_hit(r: Ranked<'_>, order: &[&EngineList]) -> Hit {
     let mut contributions = r.contributions;
-    // Best-ranked engine: lowest rank; contributions are in engine-name order, so
-    // `min_by_key` keeps the smallest name on a tie.
-    let (best_engine, best_rank, best_score) =
-        contributions.iter().min_by_key(|c| c.rank).map(|c| (c.engine_idx, c.rank, c.hit.score)).unwrap_or((0, 0, 0.0));
-
     let mut ranks = Meta::new();
     let mut scores = Meta::new();
     for c in &contributions {
@@ -382,25 +382,38 @@ fn build_hit(r: Ranked<'_>, order: &[&EngineList]) -> Hit {
         scores.insert(name, Value::from(c.hit.score));
     }
 
-    // Poorest first, so richer hits overwrite meta keys and the richest supplies the body.
+    // Poorest first: the last contribution supplies the body and names the engine, and its
+    // meta values win every conflict (the richer of the others win among themselves).
     contributions.sort_by(richness);
+    let Some(body) = contributions.last() else { return Hit::new(r.key.as_str(), r.fused) };
+    let body_engine = order[body.engine_idx].engine.as_str();
     let mut merged = Meta::new();
     for c in &contributions {
         if let Some(m) = &c.hit.meta {
             merged.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
     }
-    let mut hit = match contributions.last() {
-        Some(richest) => richest.hit.clone(),
-        None => Hit::new(r.key.as_str(), r.fused),
-    };
+    // What each engine said that the merged meta does not show.
+    let mut overruled = Meta::new();
+    for c in &contributions {
+        let Some(m) = &c.hit.meta else { continue };
+        let lost: Meta =
+            m.iter().filter(|(k, v)| merged.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !lost.is_empty() {
+            overruled.insert(order[c.engine_idx].engine.clone(), Value::Object(lost));
+        }
+    }
+    let mut hit = body.hit.clone();
     hit.score = r.fused;
-    merged.insert("engine".into(), Value::from(order.get(best_engine).map_or("", |l| l.engine.as_str())));
-    merged.insert("engineRank".into(), Value::from(best_rank as u64));
-    merged.insert("engineScore".into(), Value::from(best_score));
+    merged.insert("engine".into(), Value::from(body_engine));
+    merged.insert("engineRank".into(), Value::from(body.rank as u64));
+    merged.insert("engineScore".into(), Value::from(body.hit.score));
     merged.insert("engineRanks".into(), Value::Object(ranks));
     merged.insert("engineScores".into(), Value::Object(scores));
     merged.insert("fusedScore".into(), Value::from(r.fused));
+    if !overruled.is_empty() {
+        merged.insert("engineMeta".into(), Value::Object(overruled));
+    }
     hit.meta = Some(merged);
     hit
 }

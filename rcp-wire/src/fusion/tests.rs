@@ -240,11 +240,15 @@ fn dedup_keeps_richest_body_and_merges_meta() {
     assert_eq!(d.text.as_deref(), Some("a much longer body"));
     let m = d.meta.as_ref().unwrap();
     assert_eq!(m["lang"], "en");
-    assert_eq!(m["src"], "B", "the richer hit's keys win");
+    assert_eq!(m["src"], "B", "the body's engine wins a conflict");
     assert_eq!(m["year"], 2024);
-    // meta.engine is the best-ranked engine (A, rank 1), not the body's engine.
-    assert_eq!(m["engine"], "A");
+    // meta.engine names the engine whose body is kept (B), with its own rank and score, even
+    // though A ranked the document better; A's overruled value stays visible.
+    assert_eq!(m["engine"], "B");
+    assert_eq!(m["engineRank"], 2);
+    assert_eq!(m["engineScore"], 0.1);
     assert_eq!(m["engineRanks"], json!({"A": 1, "B": 2}));
+    assert_eq!(m["engineMeta"], json!({"A": {"src": "A"}}));
     assert_eq!(d.score, 1.0 / 61.0 + 1.0 / 62.0);
 }
 
@@ -264,6 +268,25 @@ fn dedup_by_content_blocks_and_rank_ties() {
     assert_eq!(meta(&out[0], "engine"), "A");
     assert_eq!(meta(&out[0], "from"), "A");
     assert_eq!(meta(&out[0], "engineScore"), 2.0);
+}
+
+#[test]
+fn two_documents_under_one_id_never_mix() {
+    // Two engines holding different documents under one id: the fused hit's text, citation
+    // and every conflicting meta value come from the engine meta.engine names.
+    let tokio = Hit::new("rust-3", 3.0)
+        .with_text("Tokio: an asynchronous runtime for Rust with a work-stealing scheduler")
+        .with_meta("year", 2016)
+        .with_meta("topic", "async");
+    let tantivy = Hit::new("rust-3", 9.0).with_text("Tantivy").with_meta("year", 2018).with_meta("lang", "en");
+    let lists = [EngineList::new("one", vec![tantivy]), EngineList::new("two", vec![tokio.clone()])];
+    let out = fuse(&lists, &FusionMethod::rrf(), 10).unwrap();
+    let m = out[0].meta.as_ref().unwrap();
+    assert_eq!(m["engine"], "two");
+    assert_eq!(out[0].text, tokio.text);
+    assert_eq!((m["year"].clone(), m["topic"].clone(), m["lang"].clone()), (json!(2016), json!("async"), json!("en")));
+    assert_eq!(m["engineMeta"], json!({"one": {"year": 2018}}));
+    assert!(m.get("engineMeta").and_then(|e| e.get("two")).is_none(), "the winner lost nothing");
 }
 
 #[test]
