@@ -12,7 +12,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod capabilities;
 pub mod gateway;
 pub mod hop;
 pub mod mcp;

@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use rcp_client::registry::{self, EngineSpec, RawEntry, RegistryError};
+use rcp_client::registry::{self, Corpora, EngineSpec, Entries, RawEntry, RegistryError};
 use serde_json::Value;
 
 /// One engine of the gateway's registry.
@@ -44,6 +44,10 @@ pub struct RerankEntry {
 pub struct GatewayRegistry {
     /// Engines in file order.
     pub engines: Vec<GatewayEntry>,
+    /// Whether the collections hold one corpus or different ones (the top-level `corpora`
+    /// key, [`Corpora`]): with `"distinct"`, every id the gateway returns is
+    /// `<collection>:<id>`. Collection names may not contain `:` then.
+    pub corpora: Corpora,
 }
 
 impl GatewayRegistry {
@@ -60,8 +64,10 @@ impl GatewayRegistry {
     }
 
     /// The registry of `entries`; a second reranking entry is refused, naming the first.
-    fn from_entries(entries: Vec<(EngineSpec, GatewayKeys)>, path: Option<&Path>) -> Result<Self, RegistryError> {
+    fn from_entries(entries: Entries<GatewayKeys>, path: Option<&Path>) -> Result<Self, RegistryError> {
+        let corpora = entries.corpora;
         let engines: Vec<GatewayEntry> = entries
+            .engines
             .into_iter()
             .map(|(spec, GatewayKeys { collection, expose, rerank })| GatewayEntry { spec, collection, expose, rerank })
             .collect();
@@ -74,7 +80,20 @@ impl GatewayRegistry {
                 detail: format!("at most one entry may have 'rerank'; '{}' already does", first.spec.id),
             });
         }
-        Ok(Self { engines })
+        if corpora == Corpora::Distinct
+            && let Some((index, e)) = engines.iter().enumerate().find(|(_, e)| e.collection.contains(':'))
+        {
+            return Err(RegistryError::Entry {
+                path: path.map(Path::to_path_buf),
+                index,
+                id: Some(e.spec.id.clone()),
+                detail: format!(
+                    "'collection' may not contain ':' when \"corpora\" is \"distinct\": '{}'",
+                    e.collection
+                ),
+            });
+        }
+        Ok(Self { engines, corpora })
     }
 
     /// The index of the reranking entry, if the registry names one.
@@ -85,7 +104,7 @@ impl GatewayRegistry {
     /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
     pub fn single(spec: EngineSpec) -> Self {
         let collection = spec.id.clone();
-        Self { engines: vec![GatewayEntry { spec, collection, expose: false, rerank: None }] }
+        Self { engines: vec![GatewayEntry { spec, collection, expose: false, rerank: None }], corpora: Corpora::Shared }
     }
 
     /// Collection names in first-appearance order (the reranking entry is none).

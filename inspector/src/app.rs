@@ -98,7 +98,7 @@ impl App {
                     .collect();
                 let options =
                     FederationOptions { fusion, engine_timeout: Duration::from_secs(30), ..Default::default() };
-                Arc::new(Federation::new(Registry { engines }, options))
+                Arc::new(Federation::new(Registry { engines, ..Default::default() }, options))
             })
             .clone()
     }

@@ -61,7 +61,7 @@ impl Target {
                     .unwrap_or("engine")
                     .to_owned();
                 let spec = EngineSpec::new(id, Transport::Stdio { command: command.clone() });
-                Ok((Registry { engines: vec![spec] }, false))
+                Ok((Registry { engines: vec![spec], ..Default::default() }, false))
             }
             Target::Http { url, headers, token_env } => {
                 if !url.starts_with("http://") && !url.starts_with("https://") {
@@ -70,7 +70,7 @@ impl Target {
                 let mut spec = EngineSpec::new("engine", Transport::Http { url: url.clone() });
                 spec.headers = headers.clone();
                 spec.token_env = token_env.clone();
-                Ok((Registry { engines: vec![spec] }, false))
+                Ok((Registry { engines: vec![spec], ..Default::default() }, false))
             }
             Target::Registry(path) => Ok((Registry::load(path)?, true)),
         }

@@ -114,6 +114,37 @@ fn bearer(var: &str, value: Option<String>) -> Result<(String, String), TokenErr
 pub struct Registry {
     /// Engines in file order.
     pub engines: Vec<EngineSpec>,
+    /// Whether the engines index one corpus or different ones (the top-level `corpora` key).
+    pub corpora: Corpora,
+}
+
+/// What the engines of a registry hold, from its top-level `"corpora"` key (an extension of
+/// §16.1's format).
+///
+/// - `"shared"` (the default): the engines index the same corpus, so one id names one document
+///   everywhere; a federation collapses hits by id (§16.3 dedup: "found by bm25+dense").
+/// - `"distinct"`: the engines hold different corpora, so one id may name two different
+///   documents. A federation then returns every id namespaced as `<engine>:<id>` (the engine's
+///   registry id, or the gateway collection), so different documents never collapse, and
+///   accepts ids back in that form (`graph` seeds, `feedback`, `index/delete`). Engine ids of
+///   such a registry may not contain `:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Corpora {
+    /// One corpus: ids are shared.
+    #[default]
+    Shared,
+    /// Different corpora: ids are namespaced per engine.
+    Distinct,
+}
+
+/// A registry's entries as the one loader validated them, each with what the caller read of
+/// its own keys, and the registry-wide keys.
+#[derive(Debug, Clone)]
+pub struct Entries<X> {
+    /// Entries in file order.
+    pub engines: Vec<(EngineSpec, X)>,
+    /// The top-level `corpora` key.
+    pub corpora: Corpora,
 }
 
 /// Why a registry could not be loaded. Every error names the file it came from (when it came
@@ -144,6 +175,14 @@ pub enum RegistryError {
         /// The file, when the text came from one.
         path: Option<PathBuf>,
     },
+    /// The top-level `corpora` key is invalid.
+    #[error("{}{detail}", origin(path.as_deref()))]
+    Corpora {
+        /// The file, when the text came from one.
+        path: Option<PathBuf>,
+        /// What is wrong, and what is allowed.
+        detail: String,
+    },
     /// An entry is invalid.
     #[error("{}engines[{index}]{}: {detail}", origin(path.as_deref()), id.as_ref().map(|i| format!(" ('{i}')")).unwrap_or_default())]
     Entry {
@@ -163,7 +202,10 @@ impl RegistryError {
     fn in_file(mut self, file: &Path) -> Self {
         match &mut self {
             Self::Io { .. } => {}
-            Self::Json { path, .. } | Self::MissingEngines { path } | Self::Entry { path, .. } => {
+            Self::Json { path, .. }
+            | Self::MissingEngines { path }
+            | Self::Entry { path, .. }
+            | Self::Corpora { path, .. } => {
                 *path = Some(file.to_path_buf());
             }
         }
@@ -184,14 +226,16 @@ impl Registry {
     /// Loads and validates an `rcp.json`. Relative program paths in `command` (containing a
     /// `/`) are resolved against the file's directory; bare names are looked up on `PATH`.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
-        let entries = load_entries(path, |_, _| Ok(()))?;
-        Ok(Self { engines: entries.into_iter().map(|(spec, ())| spec).collect() })
+        Ok(Self::of(load_entries(path, |_, _| Ok(()))?))
     }
 
     /// Parses registry JSON; `base` resolves relative program paths.
     pub fn parse(text: &str, base: Option<&Path>) -> Result<Self, RegistryError> {
-        let entries = parse_entries(text, base, |_, _| Ok(()))?;
-        Ok(Self { engines: entries.into_iter().map(|(spec, ())| spec).collect() })
+        Ok(Self::of(parse_entries(text, base, |_, _| Ok(()))?))
+    }
+
+    fn of(entries: Entries<()>) -> Self {
+        Self { engines: entries.engines.into_iter().map(|(spec, ())| spec).collect(), corpora: entries.corpora }
     }
 
     /// The entry with this id.
@@ -214,7 +258,7 @@ impl Registry {
 pub fn load_entries<X>(
     path: impl AsRef<Path>,
     extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
-) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
+) -> Result<Entries<X>, RegistryError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|cause| RegistryError::Io { path: path.to_path_buf(), cause })?;
     parse_entries(&text, path.parent(), extend).map_err(|e| e.in_file(path))
@@ -226,9 +270,18 @@ pub fn parse_entries<X>(
     text: &str,
     base: Option<&Path>,
     mut extend: impl FnMut(&EngineSpec, &RawEntry) -> Result<X, String>,
-) -> Result<Vec<(EngineSpec, X)>, RegistryError> {
+) -> Result<Entries<X>, RegistryError> {
     let v: Value = serde_json::from_str(text).map_err(|cause| RegistryError::Json { path: None, cause })?;
     let entries = v.get("engines").and_then(Value::as_array).ok_or(RegistryError::MissingEngines { path: None })?;
+    let corpora = match v.get("corpora") {
+        None | Some(Value::Null) => Corpora::Shared,
+        Some(Value::String(s)) if s == "shared" => Corpora::Shared,
+        Some(Value::String(s)) if s == "distinct" => Corpora::Distinct,
+        Some(other) => {
+            let detail = format!("'corpora' must be \"shared\" or \"distinct\", got {other}");
+            return Err(RegistryError::Corpora { path: None, detail });
+        }
+    };
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(entries.len());
     for (index, raw) in entries.iter().enumerate() {
@@ -241,10 +294,16 @@ pub fn parse_entries<X>(
         if !seen.insert(spec.id.clone()) {
             return Err(bad(format!("duplicate id '{}'", spec.id)));
         }
+        if corpora == Corpora::Distinct && spec.id.contains(':') {
+            return Err(bad(format!(
+                "'id' may not contain ':' when \"corpora\" is \"distinct\" (ids are namespaced as '{}:<id>')",
+                spec.id
+            )));
+        }
         let extra = extend(&spec, raw).map_err(bad)?;
         out.push((spec, extra));
     }
-    Ok(out)
+    Ok(Entries { engines: out, corpora })
 }
 
 /// The client's view of one entry, or what is wrong with it.
@@ -412,7 +471,7 @@ mod tests {
             Some(v) if v.is_u64() => Ok(v.as_u64()),
             other => Err(format!("'shard' must be an integer, got {other:?}")),
         });
-        assert_eq!(extra.unwrap()[0].1, Some(3));
+        assert_eq!(extra.unwrap().engines[0].1, Some(3));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

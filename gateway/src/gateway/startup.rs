@@ -17,9 +17,9 @@ use rcp_wire::fusion::FusionMethod;
 use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
 
 use super::reranker::Reranker;
-use crate::capabilities::{FederatedRetrieve, federate_retrieve};
 use crate::pool::{PATH_ENV, Pool, PoolOptions};
 use crate::registry::GatewayRegistry;
+use rcp_client::federation::capabilities::{FUSION_METHODS, FederatedRetrieve, federate_retrieve};
 
 /// `_meta` key of `retrieve` restricting the fan-out to some collections (an array of names).
 pub const META_COLLECTIONS: &str = "collections";
@@ -146,7 +146,7 @@ impl Gateway {
         let federated = if caps.is_empty() && !pool.entries().is_empty() {
             Some(FederatedRetrieve {
                 retrieve: RetrieveCapability {
-                    fusion: Some(crate::capabilities::FUSION_METHODS.map(String::from).to_vec()),
+                    fusion: Some(FUSION_METHODS.map(String::from).to_vec()),
                     ..Default::default()
                 },
                 ..Default::default()

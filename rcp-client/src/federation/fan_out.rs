@@ -1,5 +1,7 @@
-//! [`FanOut`]: one `retrieve` sent to several engines at once (§16.2), the mechanism under both
-//! [`super::Federation`] and rcp-gateway's aggregator.
+//! [`FanOut`]: one call sent to several engines at once (§16.2, §16.4), the mechanism under
+//! both [`super::Federation`] and rcp-gateway's aggregator, for `retrieve` ([`FanOut::run`],
+//! relaying progress) and for every other fanned-out method ([`FanOut::run_with`]: `graph`,
+//! `memory/recall`, `catalog/list`).
 //!
 //! A fan-out takes each engine's connection outcome, asks a caller-supplied plan whether (and
 //! with which params) to ask it, calls every planned engine concurrently under one per-engine
@@ -39,11 +41,11 @@ pub struct Target<K> {
 
 /// What one engine contributed to a fan-out.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub enum Reply<R = RetrieveResult> {
     /// It answered.
     Answered {
         /// Its own result.
-        result: RetrieveResult,
+        result: R,
         /// From the call to its answer.
         latency: Duration,
     },
@@ -55,9 +57,9 @@ pub enum Reply {
 
 /// Everything a fan-out gathered.
 #[derive(Debug)]
-pub struct Gathered<K> {
+pub struct Gathered<K, R = RetrieveResult> {
     /// Per target, in the order the targets were given.
-    pub replies: Vec<(K, Reply)>,
+    pub replies: Vec<(K, Reply<R>)>,
     /// The connected engines, in target order (whether asked or skipped).
     pub clients: Vec<(K, Client)>,
     /// How many engines were sent the query.
@@ -99,15 +101,54 @@ impl FanOut {
     }
 
     /// Asks every connected target that `plan` accepts (`Ok`: the params it receives; `Err`:
-    /// why it is skipped), concurrently, and gathers the replies.
+    /// why it is skipped), concurrently, with `retrieve`, and gathers the replies.
     pub async fn run<K: Clone>(
         &self,
         targets: Vec<Target<K>>,
-        mut plan: impl FnMut(&K, &Client) -> Result<RetrieveParams, String>,
+        plan: impl FnMut(&K, &Client) -> Result<RetrieveParams, String>,
     ) -> Result<Gathered<K>, RequiredFailed<K>> {
         let total = targets.len();
         let done = Arc::new(AtomicUsize::new(0));
-        let mut replies: Vec<(usize, K, Reply)> = Vec::with_capacity(total);
+        let counter = Arc::clone(&done);
+        self.run_counted(targets, plan, counter, |id, client, params| {
+            let done = Arc::clone(&done);
+            async move { self.call(&client, params, &id, &done, total).await }
+        })
+        .await
+    }
+
+    /// The fan-out of any method: every connected target `plan` accepts is sent its params
+    /// through `call` (given the engine's id, its client and the params), concurrently, each
+    /// under this fan-out's deadline; the replies are gathered in target order. A `required`
+    /// target's failure ends the fan-out with its error.
+    pub async fn run_with<K, P, R, Fut>(
+        &self,
+        targets: Vec<Target<K>>,
+        plan: impl FnMut(&K, &Client) -> Result<P, String>,
+        call: impl Fn(String, Client, P) -> Fut,
+    ) -> Result<Gathered<K, R>, RequiredFailed<K>>
+    where
+        K: Clone,
+        Fut: Future<Output = Result<R, ClientError>>,
+    {
+        self.run_counted(targets, plan, Arc::new(AtomicUsize::new(0)), call).await
+    }
+
+    /// [`Self::run_with`], counting finished engines in `done` (which `retrieve`'s progress
+    /// relay reads to place an engine's own progress within the whole).
+    async fn run_counted<K, P, R, Fut>(
+        &self,
+        targets: Vec<Target<K>>,
+        mut plan: impl FnMut(&K, &Client) -> Result<P, String>,
+        done: Arc<AtomicUsize>,
+        call: impl Fn(String, Client, P) -> Fut,
+    ) -> Result<Gathered<K, R>, RequiredFailed<K>>
+    where
+        K: Clone,
+        Fut: Future<Output = Result<R, ClientError>>,
+    {
+        let total = targets.len();
+        let mut replies: Vec<(usize, K, Reply<R>)> = Vec::with_capacity(total);
         let mut clients = Vec::new();
         let mut calls = FuturesUnordered::new();
         for (position, target) in targets.into_iter().enumerate() {
@@ -128,10 +169,14 @@ impl FanOut {
                     continue;
                 }
             };
-            let done = Arc::clone(&done);
+            let pending = call(id.clone(), client, params);
+            let done = &done;
             calls.push(async move {
                 let started = Instant::now();
-                let r = self.call(&client, params, &id, &done, total).await;
+                let r = match tokio::time::timeout(self.timeout, pending).await {
+                    Ok(r) => r,
+                    Err(_) => Err(ClientError::Timeout(self.timeout.as_millis() as u64)),
+                };
                 let latency = started.elapsed();
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if let Some(progress) = &self.progress {
@@ -153,7 +198,8 @@ impl FanOut {
         Ok(Gathered { replies: replies.into_iter().map(|(_, k, r)| (k, r)).collect(), clients, asked })
     }
 
-    /// One engine's call under the deadline, relaying its progress when there is a sink.
+    /// One engine's `retrieve` (the deadline is the caller's), relaying its progress when there
+    /// is a sink.
     async fn call(
         &self,
         client: &Client,
@@ -165,12 +211,11 @@ impl FanOut {
         let shares_deadline = params.meta.as_ref().is_some_and(|m| m.contains_key("deadlineMs"));
         let timed_out = ClientError::Timeout(self.timeout.as_millis() as u64);
         let share = Share { id, done, total };
-        match tokio::time::timeout(self.timeout, self.relay(client, params, share)).await {
+        match self.relay(client, params, share).await {
             // The engine was given this budget as its `deadlineMs`: whether its clock or ours
             // fired first, it is one outcome and is reported as one.
-            Ok(Err(ClientError::Rpc(e))) if shares_deadline && e.code == ErrorCode::TIMEOUT => Err(timed_out),
-            Ok(r) => r,
-            Err(_) => Err(timed_out),
+            Err(ClientError::Rpc(e)) if shares_deadline && e.code == ErrorCode::TIMEOUT => Err(timed_out),
+            r => r,
         }
     }
 

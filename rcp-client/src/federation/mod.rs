@@ -30,9 +30,13 @@ use crate::error::{ClientError, ConnectError};
 use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
 
+pub mod capabilities;
 mod failure;
 mod fan_out;
+pub mod merge;
+pub mod origin;
 mod params;
+pub mod route;
 
 pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};

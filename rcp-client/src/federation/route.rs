@@ -1,0 +1,268 @@
+//! Which engines of a federation serve a call (§16.4): the routing rules, pure functions of
+//! what each engine advertised, shared by [`super::Federation`] and rcp-gateway.
+//!
+//! Every method is one of three kinds:
+//! - **fanned out** ([`fan_out`]): `retrieve`, `graph` (to the engines advertising that op),
+//!   `memory/recall`, `catalog/list`; every capable engine is asked and the answers merged;
+//! - **routed to one engine** ([`route_one`]): `embed`, `embed/sparse`, `embed/multi`,
+//!   `rerank`, `query/transform`, `memory/build`: the engine named in `_meta.engine`, else the
+//!   capable engine of highest registry `priority` (registry order on ties), so vectors of two
+//!   models are never mixed in one answer;
+//! - **routed back to the origin** ([`super::origin`]): `feedback` on a hit goes to the engines
+//!   that produced it; `index/add` and `index/delete` keep the gateway's shard routing.
+
+use rcp_wire::RcpError;
+use rcp_wire::capabilities::{Capabilities, EmbedCapability, MultiVectorCapability, SparseEmbedCapability};
+
+/// `_meta` key of a routed call naming the engine (its registry id) that must serve it.
+pub const META_ENGINE: &str = "engine";
+
+/// One engine as the routing rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineView<'a> {
+    /// Its registry id.
+    pub id: &'a str,
+    /// Its registry `priority` (higher first).
+    pub priority: i64,
+    /// What it advertised in `initialize`.
+    pub caps: &'a Capabilities,
+}
+
+/// What a call needs of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need<'a> {
+    /// `retrieve`.
+    Retrieve,
+    /// `embed`.
+    Embed,
+    /// `embed/sparse`.
+    SparseEmbed,
+    /// `embed/multi`.
+    MultiVector,
+    /// `rerank` with this method (`None`: the engine's default).
+    Rerank(Option<&'a str>),
+    /// `query/transform` with this method.
+    Transform(&'a str),
+    /// `graph` with this op.
+    Graph(&'a str),
+    /// `memory/build` in this scope (`None`: the engine's default).
+    MemoryBuild(Option<&'a str>),
+    /// `memory/recall`.
+    MemoryRecall,
+    /// `feedback`.
+    Feedback,
+    /// `catalog/list`.
+    Catalog,
+}
+
+impl Need<'_> {
+    /// Why an engine with `caps` cannot serve this need, or `None` when it can.
+    pub fn unmet(&self, caps: &Capabilities) -> Option<String> {
+        let has = |ok: bool, what: &str| (!ok).then(|| format!("does not advertise {what}"));
+        match *self {
+            Need::Retrieve => has(caps.retrieve.is_some(), "retrieve"),
+            Need::Embed => has(caps.embed.is_some(), "embed"),
+            Need::SparseEmbed => has(caps.sparse_embed.is_some(), "sparseEmbed"),
+            Need::MultiVector => has(caps.multi_vector.is_some(), "multiVector"),
+            Need::Rerank(method) => match (&caps.rerank, method) {
+                (None, _) => has(false, "rerank"),
+                (Some(r), Some(m)) if !r.methods.iter().any(|x| x == m) => {
+                    Some(format!("does not offer rerank method '{m}' (offers: {})", r.methods.join(", ")))
+                }
+                _ => None,
+            },
+            Need::Transform(method) => match &caps.transform {
+                None => has(false, "transform"),
+                Some(t) if !t.methods.iter().any(|x| x == method) => {
+                    Some(format!("does not offer transform method '{method}' (offers: {})", t.methods.join(", ")))
+                }
+                Some(_) => None,
+            },
+            Need::Graph(op) => match &caps.graph {
+                None => has(false, "graph"),
+                Some(g) if !g.ops.iter().any(|x| x == op) => {
+                    Some(format!("does not offer graph op '{op}' (offers: {})", g.ops.join(", ")))
+                }
+                Some(_) => None,
+            },
+            Need::MemoryBuild(scope) => match (&caps.memory, scope) {
+                (None, _) => has(false, "memory"),
+                (Some(m), Some(s)) if !m.scopes.iter().any(|x| x == s) => {
+                    Some(format!("does not offer memory scope '{s}' (offers: {})", m.scopes.join(", ")))
+                }
+                _ => None,
+            },
+            Need::MemoryRecall => has(caps.memory.is_some(), "memory"),
+            Need::Feedback => has(caps.feedback.is_some(), "feedback"),
+            Need::Catalog => has(caps.catalog.is_some(), "catalog"),
+        }
+    }
+
+    /// The model descriptor a routed answer depends on: two engines may stand in for each
+    /// other (failover) only when these are equal, so an answer never mixes models.
+    fn descriptor(&self, caps: &Capabilities) -> Descriptor {
+        match self {
+            Need::Embed => Descriptor::Embed(caps.embed.as_ref().map(embed_identity)),
+            Need::SparseEmbed => Descriptor::Sparse(caps.sparse_embed.as_ref().map(sparse_identity)),
+            Need::MultiVector => Descriptor::Multi(caps.multi_vector.as_ref().map(multi_identity)),
+            _ => Descriptor::Any,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Descriptor {
+    Any,
+    Embed(Option<(u32, String)>),
+    Sparse(Option<String>),
+    Multi(Option<(u32, String)>),
+}
+
+fn embed_identity(e: &EmbedCapability) -> (u32, String) {
+    (e.dimension, e.identity.clone())
+}
+
+fn sparse_identity(e: &SparseEmbedCapability) -> String {
+    e.identity.clone()
+}
+
+fn multi_identity(e: &MultiVectorCapability) -> (u32, String) {
+    (e.dimension, e.identity.clone())
+}
+
+/// The engines (indices into `views`) that may serve a routed call, best first: with
+/// `chosen` (`_meta.engine`), that engine alone; otherwise every capable engine by descending
+/// `priority`, registry order on ties. The first is the route; the others are its failover,
+/// kept only when they serve the same model as the first (same `embed` dimension and
+/// identity, ...), so a failover never changes what the answer means.
+///
+/// Errors (`-32602` on `_meta.engine`): the chosen engine is unknown or cannot serve the
+/// call. With no capable engine at all, an empty list: the caller answers as the method's
+/// gate says (capability missing) or as a degraded federation does (backend unavailable).
+pub fn route_one(need: &Need<'_>, views: &[EngineView<'_>], chosen: Option<&str>) -> Result<Vec<usize>, RcpError> {
+    if let Some(id) = chosen {
+        let Some(index) = views.iter().position(|v| v.id == id) else {
+            let known: Vec<&str> = views.iter().map(|v| v.id).collect();
+            return Err(RcpError::invalid_params(
+                format!("_meta.{META_ENGINE}"),
+                format!("no engine '{id}' is connected; connected: {}", known.join(", ")),
+            ));
+        };
+        if let Some(why) = need.unmet(views[index].caps) {
+            return Err(RcpError::invalid_params(format!("_meta.{META_ENGINE}"), format!("engine '{id}' {why}")));
+        }
+        return Ok(vec![index]);
+    }
+    let mut capable: Vec<usize> = (0..views.len()).filter(|i| need.unmet(views[*i].caps).is_none()).collect();
+    // Stable: registry order among equal priorities.
+    capable.sort_by(|a, b| views[*b].priority.cmp(&views[*a].priority));
+    let Some(first) = capable.first().copied() else { return Ok(capable) };
+    let model = need.descriptor(views[first].caps);
+    capable.retain(|i| need.descriptor(views[*i].caps) == model);
+    Ok(capable)
+}
+
+/// Whether each engine is asked by a fanned-out call: `Ok(())`, or the reason it is skipped
+/// (reported in `usage.notes` and `_meta.degraded`, §16.2). One entry per view, in order.
+pub fn fan_out(need: &Need<'_>, views: &[EngineView<'_>]) -> Vec<Result<(), String>> {
+    views.iter().map(|v| need.unmet(v.caps).map_or(Ok(()), Err)).collect()
+}
+
+/// The engine a routed call names in `_meta.engine`, if any: a string, or `-32602`.
+pub fn chosen_engine(meta: Option<&rcp_wire::Meta>) -> Result<Option<&str>, RcpError> {
+    match meta.and_then(|m| m.get(META_ENGINE)) {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s.as_str())),
+        Some(other) => Err(RcpError::invalid_params(
+            format!("_meta.{META_ENGINE}"),
+            format!("expected an engine id (a string), got {other}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caps(v: serde_json::Value) -> Capabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn views<'a>(c: &'a [(&'a str, i64, Capabilities)]) -> Vec<EngineView<'a>> {
+        c.iter().map(|(id, priority, caps)| EngineView { id, priority: *priority, caps }).collect()
+    }
+
+    #[test]
+    fn routed_calls_go_to_the_capable_engine_of_highest_priority() {
+        let engines = [
+            ("bm25", 0, caps(json!({"retrieve": {}, "transform": {"methods": ["multi-query"]}}))),
+            ("dense", 1, caps(json!({"retrieve": {}, "embed": {"dimension": 384, "identity": "minilm"}}))),
+            ("rerank", 5, caps(json!({"rerank": {"methods": ["cross-encoder", "colbert"]}}))),
+            ("dense2", 1, caps(json!({"embed": {"dimension": 384, "identity": "minilm"}}))),
+        ];
+        let v = views(&engines);
+        assert_eq!(route_one(&Need::Embed, &v, None).unwrap(), [1, 3], "priority tie: registry order");
+        assert_eq!(route_one(&Need::Rerank(Some("colbert")), &v, None).unwrap(), [2]);
+        assert_eq!(route_one(&Need::Transform("multi-query"), &v, None).unwrap(), [0]);
+        assert!(route_one(&Need::Transform("hyde"), &v, None).unwrap().is_empty());
+        assert!(route_one(&Need::MultiVector, &v, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_explicit_engine_is_obeyed_or_refused_with_the_reason() {
+        let engines = [
+            ("a", 0, caps(json!({"embed": {"dimension": 384, "identity": "minilm"}}))),
+            ("b", 9, caps(json!({"embed": {"dimension": 768, "identity": "bge"}}))),
+            ("c", 0, caps(json!({"retrieve": {}}))),
+        ];
+        let v = views(&engines);
+        assert_eq!(route_one(&Need::Embed, &v, Some("a")).unwrap(), [0]);
+        let e = route_one(&Need::Embed, &v, Some("c")).unwrap_err();
+        assert_eq!(e.code, rcp_wire::ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains("engine 'c' does not advertise embed"), "{e}");
+        let e = route_one(&Need::Embed, &v, Some("zz")).unwrap_err();
+        assert!(e.message.contains("no engine 'zz'") && e.message.contains("a, b, c"), "{e}");
+    }
+
+    #[test]
+    fn failover_never_changes_the_model() {
+        // Two embedders that conflict: the route is the higher priority one, and the other
+        // is not its failover (different dimension), so no answer can mix them.
+        let engines = [
+            ("small", 0, caps(json!({"embed": {"dimension": 384, "identity": "minilm"}}))),
+            ("large", 3, caps(json!({"embed": {"dimension": 768, "identity": "bge"}}))),
+            ("large2", 3, caps(json!({"embed": {"dimension": 768, "identity": "bge"}}))),
+        ];
+        assert_eq!(route_one(&Need::Embed, &views(&engines), None).unwrap(), [1, 2]);
+        // Rerank has no model descriptor to compare: any engine offering the method stands in.
+        let engines = [
+            ("r1", 0, caps(json!({"rerank": {"methods": ["cross-encoder"]}}))),
+            ("r2", 0, caps(json!({"rerank": {"methods": ["cross-encoder"]}}))),
+        ];
+        assert_eq!(route_one(&Need::Rerank(Some("cross-encoder")), &views(&engines), None).unwrap(), [0, 1]);
+    }
+
+    #[test]
+    fn graph_fans_out_to_the_engines_with_that_op() {
+        let engines = [
+            ("d1", 0, caps(json!({"graph": {"ops": ["neighbors", "local"]}}))),
+            ("d2", 0, caps(json!({"graph": {"ops": ["global"]}}))),
+            ("b", 0, caps(json!({"retrieve": {}}))),
+        ];
+        let plan = fan_out(&Need::Graph("neighbors"), &views(&engines));
+        assert_eq!(plan[0], Ok(()));
+        assert!(plan[1].as_ref().unwrap_err().contains("does not offer graph op 'neighbors' (offers: global)"));
+        assert_eq!(plan[2], Err("does not advertise graph".into()));
+    }
+
+    #[test]
+    fn meta_engine_must_be_a_string() {
+        let mut m = rcp_wire::Meta::new();
+        assert_eq!(chosen_engine(Some(&m)).unwrap(), None);
+        m.insert(META_ENGINE.into(), json!("x"));
+        assert_eq!(chosen_engine(Some(&m)).unwrap(), Some("x"));
+        m.insert(META_ENGINE.into(), json!(3));
+        assert_eq!(chosen_engine(Some(&m)).unwrap_err().code, rcp_wire::ErrorCode::INVALID_PARAMS);
+    }
+}
