@@ -10,11 +10,12 @@ use rcp_client::federation::{FanOut, Gathered, ProgressSink, RequiredFailed, Tar
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
-use rcp_wire::{Meta, RcpError, RetrieveParams, RetrieveResult};
-use serde_json::json;
+use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 
+use super::forward::Onward;
 use super::fusion::empty_result;
-use super::limits::{self, GATEWAY_META_KEYS};
+use super::limits;
+use super::pages;
 use super::startup::{Gateway, META_COLLECTIONS};
 use crate::hop::Hop;
 
@@ -29,23 +30,22 @@ impl Gateway {
         let started = Instant::now();
         let params = req.params;
         let k = req.k.max(1);
+        // The page: from the cursor's offset, with one hit more than the page to tell whether
+        // another page follows.
+        let offset = pages::offset(&params)?;
+        let want = offset + k + 1;
         // With a rerank stage, recall and fusion keep `candidateK` hits for the reranker.
         let funnel = self.funnel(&params, k, req.candidate_k.max(k));
-        let recall = funnel.as_ref().map_or(k, |f| f.candidates);
-        let hop = Hop::from_meta(params.meta.as_ref(), self.options.depth)?;
+        let recall = funnel.as_ref().map_or(want, |f| f.candidates);
         limits::check(&params)?;
         let wanted = limits::collections(&params)?;
         let mut notes: Vec<String> = Vec::new();
-        if hop.visited(&self.options.identity) {
-            notes.push(format!(
-                "gateway '{}' is already on the federation path {:?}: not forwarded (cycle)",
-                self.options.identity, hop.path
-            ));
-            return Ok(empty_result(notes, &[], started));
-        }
-        let Some(next) = hop.forward(&self.options.identity) else {
-            notes.push(format!("federation depth exhausted at gateway '{}': not forwarded", self.options.identity));
-            return Ok(empty_result(notes, &[], started));
+        let next = match self.onward(params.meta.as_ref())? {
+            Onward::Next(next) => next,
+            Onward::Stop(why) => {
+                notes.push(why);
+                return Ok(empty_result(notes, &[], started));
+            }
         };
         if let Some(w) = &wanted
             && let Some(unknown) = w.iter().find(|n| !self.collections.iter().any(|c| c.name == **n))
@@ -55,9 +55,7 @@ impl Gateway {
                 format!("unknown collection '{unknown}'; the gateway has: {}", self.collections().join(", ")),
             ));
         }
-        let remaining = ctx.remaining();
-        let reserve = (remaining / 10).max(Duration::from_millis(5));
-        let budget = self.options.engine_timeout.min(remaining.saturating_sub(reserve)).max(Duration::from_millis(1));
+        let budget = self.engine_budget(ctx);
 
         let targets: Vec<usize> = self
             .collections
@@ -101,7 +99,10 @@ impl Gateway {
                 err
             })?,
         };
-        let Some(funnel) = funnel else { return self.fuse(gathered, notes, started, &params, k) };
+        let Some(funnel) = funnel else {
+            let fused = self.fuse(gathered, notes, started, &params, want)?;
+            return Ok(pages::page(fused, &params, offset, k));
+        };
         // `minScore` is on the reranker's scale then: applied after the rerank.
         let fused =
             self.fuse(gathered, notes, started, &RetrieveParams { min_score: None, ..params.clone() }, recall)?;
@@ -139,7 +140,7 @@ impl Gateway {
     /// it before the handler runs, so a request carrying it may not have asked for any mode:
     /// engines without it run their own default instead of being skipped.
     fn is_default_mode(&self, mode: &rcp_wire::Mode) -> bool {
-        let rc = self.federated.as_ref().map(|f| &f.retrieve);
+        let rc = self.retrieval.as_ref().map(|f| &f.retrieve);
         let default = rc.and_then(|r| r.default_mode());
         default == Some(mode)
     }
@@ -163,15 +164,7 @@ impl Gateway {
         }
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
-        let mut meta = Meta::new();
-        for (key, v) in params.meta.iter().flatten() {
-            if !GATEWAY_META_KEYS.contains(&key.as_str()) {
-                meta.insert(key.clone(), v.clone());
-            }
-        }
-        meta.insert("federation".into(), next.to_value());
-        meta.insert("deadlineMs".into(), json!(budget.as_millis() as u64));
-        p.meta = Some(meta);
+        p.meta = Some(self.forwarded_meta(params.meta.as_ref(), next, budget));
         p
     }
 }
@@ -182,15 +175,20 @@ fn offers_mode(rc: &RetrieveCapability, mode: &rcp_wire::Mode) -> bool {
 
 impl Retrieve for Gateway {
     fn capability(&self) -> RetrieveCapability {
-        self.federated.as_ref().map(|f| f.retrieve.clone()).unwrap_or_default()
+        self.retrieval.as_ref().map(|f| f.retrieve.clone()).unwrap_or_default()
     }
 
     fn filter(&self) -> Option<FilterCapability> {
-        self.federated.as_ref().and_then(|f| f.filter.clone())
+        self.retrieval.as_ref().and_then(|f| f.filter.clone())
     }
 
     fn citations(&self) -> bool {
-        self.federated.as_ref().is_some_and(|f| f.citations)
+        self.retrieval.as_ref().is_some_and(|f| f.citations)
+    }
+
+    /// The gateway's own cursor over its fused list ([`pages`]).
+    fn pagination(&self) -> bool {
+        true
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -63,11 +63,28 @@ impl Gateway {
         }
         let mut lists = Vec::new();
         let mut candidates = 0u64;
-        for c in &self.collections {
+        for (owner, c) in self.collections.iter().enumerate() {
+            // Ids as the client sees them (namespaced by collection when the corpora are
+            // distinct), each recorded with the shard that returned it, for `feedback`.
             let shard_answers: Vec<(String, Vec<Hit>)> = c
                 .shards
                 .iter()
-                .filter_map(|i| answers.get(i).map(|r| (self.pool.entries()[*i].spec.id.clone(), r.hits.clone())))
+                .filter_map(|i| {
+                    let hits: Vec<Hit> = answers
+                        .get(i)?
+                        .hits
+                        .iter()
+                        .map(|h| {
+                            let mut h = h.clone();
+                            if self.namespaces.enabled() {
+                                h.id = rcp_wire::RequestId::String(self.namespaces.qualify(owner, &h.key()));
+                            }
+                            self.ledger.record(&h.key(), *i);
+                            h
+                        })
+                        .collect();
+                    Some((self.pool.entries()[*i].spec.id.clone(), hits))
+                })
                 .collect();
             if shard_answers.is_empty() {
                 continue;

@@ -22,7 +22,8 @@ pub const MAX_META_VALUES: usize = 4_096;
 pub const MAX_QUERY_BLOCKS: usize = 256;
 
 /// The `_meta` keys the gateway reads itself; every other key is forwarded to each engine.
-pub(super) const GATEWAY_META_KEYS: [&str; 4] = ["federation", "deadlineMs", "progressToken", META_COLLECTIONS];
+pub(super) const GATEWAY_META_KEYS: [&str; 5] =
+    ["federation", "deadlineMs", "progressToken", META_COLLECTIONS, rcp_client::federation::route::META_ENGINE];
 
 /// Checks what `params` would carry into a fan-out against the limits above, without copying.
 pub(super) fn check(params: &RetrieveParams) -> Result<(), RcpError> {

@@ -18,10 +18,16 @@
 
 mod catalog;
 mod fan_out;
+mod feedback;
+mod forward;
 mod fusion;
+mod graph;
 pub mod limits;
+mod memory;
+mod pages;
 mod rerank;
 mod reranker;
+mod routed;
 mod startup;
 mod writes;
 

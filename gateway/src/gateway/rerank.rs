@@ -12,8 +12,7 @@
 
 use std::time::Duration;
 
-use rcp_server::{Funnel, HandlerResult, RequestContext, Rerank, RerankRequest};
-use rcp_wire::capabilities::RerankCapability;
+use rcp_server::{Funnel, HandlerResult, RequestContext};
 use rcp_wire::rerank::RerankParams;
 use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 use serde_json::json;
@@ -110,28 +109,5 @@ impl Gateway {
             return Err(RcpError::backend_unavailable(format!("{} scores for {n} passages", result.scores.len())));
         }
         Ok(result.scores)
-    }
-}
-
-/// `rerank` on the gateway: forwarded to the reranking entry.
-impl Rerank for Gateway {
-    fn capability(&self) -> RerankCapability {
-        self.reranker.as_ref().map(|r| r.capability.clone()).unwrap_or_default()
-    }
-
-    async fn rerank(&self, req: RerankRequest, ctx: RequestContext) -> HandlerResult<Vec<f64>> {
-        let Some(reranker) = &self.reranker else {
-            return Err(RcpError::backend_unavailable("the gateway has no reranker"));
-        };
-        let call = RerankParams {
-            query: req.query,
-            passages: req.passages,
-            method: Some(req.method),
-            model: req.model,
-            top_n: None,
-            strict: Some(true),
-            meta: None,
-        };
-        self.call_reranker(reranker.index, call, &ctx).await
     }
 }

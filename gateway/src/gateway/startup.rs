@@ -10,8 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rcp_client::breaker::Backoff;
+use rcp_client::federation::capabilities::{Federated, federate};
+use rcp_client::federation::origin::{Namespaces, OriginLedger};
+use rcp_client::federation::route::EngineView;
 use rcp_client::{Client, Limits};
-use rcp_server::{EngineStats, Server, ServerBuilder, Status};
+use rcp_server::{EngineStats, Server, ServerBuilder, SessionOptions, Status, TokenCounter};
 use rcp_wire::capabilities::{Capabilities, IndexCapability, RetrieveCapability};
 use rcp_wire::fusion::FusionMethod;
 use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
@@ -82,7 +85,17 @@ pub struct Gateway {
     pub(super) pool: Pool,
     pub(super) collections: Vec<Collection>,
     pub(super) options: GatewayOptions,
-    pub(super) federated: Option<FederatedRetrieve>,
+    /// The federated `retrieve` (with `filter` and `citations`) over the collections.
+    pub(super) retrieval: Option<FederatedRetrieve>,
+    /// Every engine's capabilities as it answered at start-up (`None`: it did not), by
+    /// registry index: what the routing rules route by.
+    pub(super) engine_caps: Vec<Option<Capabilities>>,
+    /// The union of the engines' capabilities (§16.4) and where each key comes from.
+    pub(super) federated: Federated,
+    /// How ids are named: shared, or `<collection>:<id>` (the registry's `corpora`).
+    pub(super) namespaces: Namespaces,
+    /// Which engines returned each id the gateway relayed (for `feedback`).
+    pub(super) ledger: OriginLedger,
     /// Collections whose every shard advertised `index` at start-up.
     pub(super) indexable: Vec<String>,
     pub(super) writable: bool,
@@ -99,6 +112,7 @@ impl Gateway {
     /// cycle stops spawning processes. When no engine is reachable at start-up, `retrieve` is
     /// advertised without options (nothing can be promised about engines not yet seen).
     pub async fn start(registry: GatewayRegistry, options: GatewayOptions) -> Self {
+        let corpora = registry.corpora;
         let mut ancestry: Vec<String> = std::env::var(PATH_ENV)
             .unwrap_or_default()
             .split(',')
@@ -143,7 +157,7 @@ impl Gateway {
             .collect();
         // With no engine reachable yet (or inside a start-up cycle), `retrieve` is still
         // advertised, without options, so the gateway serves engines that come up later.
-        let federated = if caps.is_empty() && !pool.entries().is_empty() {
+        let retrieval = if caps.is_empty() && !pool.entries().is_empty() {
             Some(FederatedRetrieve {
                 retrieve: RetrieveCapability {
                     fusion: Some(FUSION_METHODS.map(String::from).to_vec()),
@@ -154,7 +168,7 @@ impl Gateway {
         } else {
             federate_retrieve(&caps.iter().collect::<Vec<_>>())
         };
-        let federated = federated.map(|mut f| {
+        let retrieval = retrieval.map(|mut f| {
             f.retrieve.rerank_builtin = reranker.is_some().then_some(true);
             f
         });
@@ -168,7 +182,29 @@ impl Gateway {
                 writable |= index.iter().flatten().all(|ix| ix.writable);
             }
         }
-        Self { pool, collections, options, federated, indexable, writable, reranker }
+        let engine_caps: Vec<Option<Capabilities>> =
+            connected.iter().map(|c| c.as_ref().map(Client::capabilities)).collect();
+        let views: Vec<EngineView<'_>> = pool
+            .entries()
+            .iter()
+            .zip(&engine_caps)
+            .filter_map(|(e, c)| c.as_ref().map(|caps| EngineView { id: &e.spec.id, priority: e.spec.priority, caps }))
+            .collect();
+        let federated = federate(&views);
+        let namespaces = Namespaces::new(corpora, collections.iter().map(|c| c.name.clone()));
+        Self {
+            pool,
+            collections,
+            options,
+            retrieval,
+            engine_caps,
+            federated,
+            namespaces,
+            ledger: OriginLedger::default(),
+            indexable,
+            writable,
+            reranker,
+        }
     }
 
     /// The gateway's identity (§16.2).
@@ -178,7 +214,18 @@ impl Gateway {
 
     /// The federated `retrieve` capability computed at start-up (`None`: no engine retrieves).
     pub fn federated(&self) -> Option<&FederatedRetrieve> {
-        self.federated.as_ref()
+        self.retrieval.as_ref()
+    }
+
+    /// The union of the engines' capabilities computed at start-up (§16.4), with provenance.
+    pub fn union(&self) -> &Federated {
+        &self.federated
+    }
+
+    /// The collection (its index, the namespace of its ids) registry entry `index` is a shard
+    /// of; `None` for the reranking entry.
+    pub(super) fn namespace_of(&self, index: usize) -> Option<usize> {
+        self.collections.iter().position(|c| c.shards.contains(&index))
     }
 
     /// Collection names, in registry order.
@@ -191,24 +238,68 @@ impl Gateway {
         &self.pool
     }
 
-    /// A server builder with the gateway's handlers registered: `catalog` always, `retrieve`
-    /// when some engine retrieves, `index` when a collection is indexable on every shard.
+    /// A server builder with the gateway's handlers registered: `catalog` always, and each
+    /// capability its engines offer (§16.4, [`federate`]): `retrieve` when some engine
+    /// retrieves, `index` when a collection is indexable on every shard, and every routed or
+    /// fanned-out key any engine advertised. `session`, `pagination`, `tokenBudget` (counted
+    /// in words), `streaming` and `log` are the gateway's own, applied to the federated
+    /// answer. The vendor key `x-federation` says which engines each key comes from.
     pub fn builder(self: &Arc<Self>) -> ServerBuilder {
+        let union = &self.federated.capabilities;
         let mut b = Server::builder(self.options.identity.clone(), env!("CARGO_PKG_VERSION"))
             .catalog(Arc::clone(self))
             .status(Arc::clone(self))
             .streaming()
+            .log()
+            .extension("x-federation", serde_json::json!({"provenance": self.federated.provenance}))
             .conformance(ConformanceLevel::L1);
-        if self.federated.is_some() {
-            b = b.retrieve(Arc::clone(self));
+        if self.retrieval.is_some() {
+            b = b.retrieve(Arc::clone(self)).session(SessionOptions::default()).token_counter(Words);
         }
         if !self.indexable.is_empty() {
             b = b.index(Arc::clone(self));
         }
-        if self.reranker.is_some() {
+        if union.rerank.is_some() {
             b = b.rerank(Arc::clone(self));
         }
+        if union.embed.is_some() {
+            b = b.embed(Arc::clone(self));
+        }
+        if union.sparse_embed.is_some() {
+            b = b.sparse_embed(Arc::clone(self));
+        }
+        if union.multi_vector.is_some() {
+            b = b.multi_vector(Arc::clone(self));
+        }
+        if union.transform.is_some() {
+            b = b.transform(Arc::clone(self));
+        }
+        if union.graph.is_some() {
+            b = b.graph(Arc::clone(self));
+        }
+        if union.memory.is_some() {
+            b = b.memory(Arc::clone(self));
+        }
+        if union.feedback.is_some() {
+            b = b.feedback(Arc::clone(self));
+        }
         b
+    }
+}
+
+/// The gateway's `tokenBudget` counter: words (runs of letters and digits). The gateway has
+/// no model of its own; an engine's tokenizer would count differently, so the budget is in
+/// the gateway's words, as its notes say.
+#[derive(Debug, Clone, Copy)]
+struct Words;
+
+impl TokenCounter for Words {
+    fn name(&self) -> String {
+        "the gateway's word count (runs of letters and digits; not a model's subword tokenizer)".into()
+    }
+
+    fn count(&self, text: &str) -> usize {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).count()
     }
 }
 

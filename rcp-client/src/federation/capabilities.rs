@@ -87,7 +87,7 @@ pub fn federate(views: &[EngineView<'_>]) -> Federated {
 /// The views by descending `priority`, registry order on ties.
 fn by_priority<'a>(views: &[EngineView<'a>]) -> Vec<EngineView<'a>> {
     let mut v = views.to_vec();
-    v.sort_by(|a, b| b.priority.cmp(&a.priority));
+    v.sort_by_key(|v| std::cmp::Reverse(v.priority));
     v
 }
 

@@ -55,6 +55,26 @@ pub enum Need<'a> {
     Catalog,
 }
 
+impl std::fmt::Display for Need<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Need::Retrieve => f.write_str("retrieve"),
+            Need::Embed => f.write_str("embed"),
+            Need::SparseEmbed => f.write_str("embed/sparse"),
+            Need::MultiVector => f.write_str("embed/multi"),
+            Need::Rerank(Some(m)) => write!(f, "rerank with method '{m}'"),
+            Need::Rerank(None) => f.write_str("rerank"),
+            Need::Transform(m) => write!(f, "query/transform with method '{m}'"),
+            Need::Graph(op) => write!(f, "graph op '{op}'"),
+            Need::MemoryBuild(Some(s)) => write!(f, "memory/build in scope '{s}'"),
+            Need::MemoryBuild(None) => f.write_str("memory/build"),
+            Need::MemoryRecall => f.write_str("memory/recall"),
+            Need::Feedback => f.write_str("feedback"),
+            Need::Catalog => f.write_str("catalog/list"),
+        }
+    }
+}
+
 impl Need<'_> {
     /// Why an engine with `caps` cannot serve this need, or `None` when it can.
     pub fn unmet(&self, caps: &Capabilities) -> Option<String> {
@@ -155,7 +175,7 @@ pub fn route_one(need: &Need<'_>, views: &[EngineView<'_>], chosen: Option<&str>
     }
     let mut capable: Vec<usize> = (0..views.len()).filter(|i| need.unmet(views[*i].caps).is_none()).collect();
     // Stable: registry order among equal priorities.
-    capable.sort_by(|a, b| views[*b].priority.cmp(&views[*a].priority));
+    capable.sort_by_key(|i| std::cmp::Reverse(views[*i].priority));
     let Some(first) = capable.first().copied() else { return Ok(capable) };
     let model = need.descriptor(views[first].caps);
     capable.retain(|i| need.descriptor(views[*i].caps) == model);

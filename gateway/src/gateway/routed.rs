@@ -1,0 +1,240 @@
+//! Calls routed to one engine (§16.4): `embed`, `embed/sparse`, `embed/multi`, `rerank`,
+//! `query/transform` and `memory/build` go to the engine named in `_meta.engine`, else to the
+//! capable engine of highest registry priority ([`route_one`]). When that engine cannot be
+//! reached or does not answer in time, the next engine serving the same model takes the call
+//! (a note names both); an engine's own refusal is the answer. Every answer's notes name the
+//! engine that served it.
+
+use std::future::Future;
+
+use rcp_client::ClientError;
+use rcp_client::federation::no_answer;
+use rcp_client::federation::route::{EngineView, Need, chosen_engine, route_one};
+use rcp_server::{
+    EmbedRequest, HandlerResult, MultiVector, RequestContext, Rerank, RerankRequest, SparseEmbed, Transform,
+};
+use rcp_wire::capabilities::{
+    EmbedCapability, MultiVectorCapability, RerankCapability, SparseEmbedCapability, TransformCapability,
+};
+use rcp_wire::embed::{EmbedParams, SparseEmbedParams, SparseVector};
+use rcp_wire::rerank::RerankParams;
+use rcp_wire::transform::{TransformParams, TransformResult};
+use rcp_wire::{ErrorCode, Meta, RcpError};
+
+use super::forward::Onward;
+use super::startup::Gateway;
+
+impl Gateway {
+    /// The engines that answered at start-up as the routing rules see them, with each one's
+    /// registry index.
+    pub(super) fn views(&self) -> (Vec<usize>, Vec<EngineView<'_>>) {
+        let mut indices = Vec::new();
+        let mut views = Vec::new();
+        for (index, caps) in self.engine_caps.iter().enumerate() {
+            if let Some(caps) = caps {
+                let spec = &self.pool.entries()[index].spec;
+                indices.push(index);
+                views.push(EngineView { id: &spec.id, priority: spec.priority, caps });
+            }
+        }
+        (indices, views)
+    }
+
+    /// Runs a routed call: to `chosen` (a registry id) when given, else by the routing rules;
+    /// `call` is given the engine's client and the `_meta` to send. Returns the answer and the
+    /// registry index of the engine that gave it.
+    pub(super) async fn routed<R, Fut>(
+        &self,
+        need: Need<'_>,
+        chosen: Option<&str>,
+        meta: Option<&Meta>,
+        ctx: &RequestContext,
+        call: impl Fn(rcp_client::Client, Meta) -> Fut,
+    ) -> HandlerResult<(R, usize)>
+    where
+        Fut: Future<Output = Result<R, ClientError>>,
+    {
+        let (indices, views) = self.views();
+        let route = route_one(&need, &views, chosen)?;
+        if route.is_empty() {
+            return Err(RcpError::backend_unavailable(format!("no engine that answered at start-up serves {need}")));
+        }
+        let next = match self.onward(meta)? {
+            Onward::Next(next) => next,
+            Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
+        };
+        let mut failures: Vec<(String, ClientError)> = Vec::new();
+        for v in route {
+            let index = indices[v];
+            let id = self.pool.entries()[index].spec.id.clone();
+            let client = match self.pool.client(index).await {
+                Ok(c) => c,
+                Err(e) => {
+                    failures.push((id, e));
+                    continue;
+                }
+            };
+            let budget = self.engine_budget(ctx);
+            let pending = call(client, self.forwarded_meta(meta, &next, budget));
+            let cancelled = ctx.cancellation().clone();
+            let outcome = tokio::select! {
+                () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; the engine's call cancelled"))),
+                r = tokio::time::timeout(budget, pending) => r,
+            };
+            match outcome {
+                Ok(Ok(answer)) => {
+                    for (failed, e) in &failures {
+                        ctx.note(format!("engine '{failed}' failed: {e}; served by '{id}' instead"));
+                    }
+                    ctx.note(format!("served by engine '{id}'"));
+                    return Ok((answer, index));
+                }
+                // The engine answered with its own error: that is the call's answer, unless it
+                // says it cannot serve now, when another engine of the same model may.
+                Ok(Err(ClientError::Rpc(e)))
+                    if e.code != ErrorCode::BACKEND_UNAVAILABLE && e.code != ErrorCode::TIMEOUT =>
+                {
+                    let mut e = e;
+                    e.message = format!("engine '{id}': {}", e.message);
+                    return Err(e);
+                }
+                Ok(Err(e)) => failures.push((id, e)),
+                Err(_) => failures.push((id, ClientError::Timeout(budget.as_millis() as u64))),
+            }
+        }
+        Err(no_answer(failures.iter().map(|(id, e)| (id.as_str(), e))))
+    }
+}
+
+impl rcp_server::Embed for Gateway {
+    fn capability(&self) -> EmbedCapability {
+        self.federated.capabilities.embed.clone().unwrap_or_default()
+    }
+
+    async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        let meta = req.meta.clone();
+        let (vectors, _) = self
+            .routed(Need::Embed, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
+                let params = EmbedParams {
+                    inputs: Some(req.inputs.clone()),
+                    kind: req.kind.clone(),
+                    meta: Some(meta),
+                    ..EmbedParams::default()
+                };
+                async move { client.embed(params).await }
+            })
+            .await?;
+        Ok(vectors)
+    }
+}
+
+impl SparseEmbed for Gateway {
+    fn capability(&self) -> SparseEmbedCapability {
+        self.federated.capabilities.sparse_embed.clone().unwrap_or_default()
+    }
+
+    async fn embed_sparse(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<SparseVector>> {
+        let meta = req.meta.clone();
+        let (result, _) = self
+            .routed(Need::SparseEmbed, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
+                let params = SparseEmbedParams {
+                    inputs: Some(req.inputs.clone()),
+                    kind: req.kind.clone(),
+                    meta: Some(meta),
+                    ..SparseEmbedParams::default()
+                };
+                async move { client.embed_sparse(params).await }
+            })
+            .await?;
+        Ok(result.sparse)
+    }
+}
+
+impl MultiVector for Gateway {
+    fn capability(&self) -> MultiVectorCapability {
+        self.federated.capabilities.multi_vector.clone().unwrap_or_default()
+    }
+
+    async fn embed_multi(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<Vec<f32>>>> {
+        let meta = req.meta.clone();
+        let (matrices, _) = self
+            .routed(Need::MultiVector, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
+                let params = EmbedParams {
+                    inputs: Some(req.inputs.clone()),
+                    kind: req.kind.clone(),
+                    meta: Some(meta),
+                    ..EmbedParams::default()
+                };
+                async move { client.embed_multi(params).await }
+            })
+            .await?;
+        Ok(matrices)
+    }
+}
+
+/// `rerank` on the gateway: routed by method to an engine offering it. The scores are the
+/// engine's, so the order the framework builds from them is the engine's own.
+impl Rerank for Gateway {
+    fn capability(&self) -> RerankCapability {
+        self.federated.capabilities.rerank.clone().unwrap_or_default()
+    }
+
+    async fn rerank(&self, req: RerankRequest, ctx: RequestContext) -> HandlerResult<Vec<f64>> {
+        let n = req.passages.len();
+        let meta = req.meta.clone();
+        let (result, index) = self
+            .routed(
+                Need::Rerank(Some(&req.method)),
+                chosen_engine(meta.as_ref())?,
+                meta.as_ref(),
+                &ctx,
+                |client, meta| {
+                    let params = RerankParams {
+                        query: req.query.clone(),
+                        passages: req.passages.clone(),
+                        method: Some(req.method.clone()),
+                        model: req.model.clone(),
+                        top_n: None,
+                        strict: Some(true),
+                        meta: Some(meta),
+                    };
+                    async move { client.rerank(params).await }
+                },
+            )
+            .await?;
+        if result.scores.len() != n {
+            let id = &self.pool.entries()[index].spec.id;
+            return Err(RcpError::backend_unavailable(format!(
+                "engine '{id}' returned {} scores for {n} passages",
+                result.scores.len()
+            )));
+        }
+        Ok(result.scores)
+    }
+}
+
+impl Transform for Gateway {
+    fn capability(&self) -> TransformCapability {
+        self.federated.capabilities.transform.clone().unwrap_or_default()
+    }
+
+    async fn transform(&self, params: TransformParams, ctx: RequestContext) -> HandlerResult<TransformResult> {
+        let meta = params.meta.clone();
+        let (mut result, _) = self
+            .routed(
+                Need::Transform(&params.method),
+                chosen_engine(meta.as_ref())?,
+                meta.as_ref(),
+                &ctx,
+                |client, meta| {
+                    let params = TransformParams { meta: Some(meta), ..params.clone() };
+                    async move { client.transform(params).await }
+                },
+            )
+            .await?;
+        // The engine's side-band data stays its own; the gateway's notes are added by the
+        // framework.
+        result.meta = None;
+        Ok(result)
+    }
+}
