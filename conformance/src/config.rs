@@ -1,10 +1,12 @@
-//! What to run, against what: the server under test ([`Target`]) and the run's settings
-//! ([`Config`]).
+//! What to run, against what: the server under test ([`Target`]), the schema frames are
+//! validated against ([`SchemaSource`]) and the run's settings ([`Config`]).
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::report::Level;
+use crate::schema::{BUILTIN_SCHEMA_NAME, Schemas};
 
 /// Where the server under test is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,13 +28,73 @@ pub enum Target {
     },
 }
 
+/// The JSON Schema received frames are validated against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaSource {
+    /// The RCP 1.0 schema shipped in this crate ([`Schemas::builtin`]).
+    Builtin,
+    /// A schema file, e.g. the specification's normative `rcp-1.0.json`.
+    File(PathBuf),
+}
+
+impl SchemaSource {
+    /// Reads (for a file) and compiles the schema.
+    pub fn load(&self) -> Result<Schemas, String> {
+        match self {
+            Self::Builtin => Ok(Schemas::builtin()),
+            Self::File(path) => Schemas::load(path),
+        }
+    }
+}
+
+impl fmt::Display for SchemaSource {
+    /// [`BUILTIN_SCHEMA_NAME`], or the file's path.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Builtin => f.write_str(BUILTIN_SCHEMA_NAME),
+            Self::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl From<PathBuf> for SchemaSource {
+    fn from(path: PathBuf) -> Self {
+        Self::File(path)
+    }
+}
+
+impl From<&Path> for SchemaSource {
+    fn from(path: &Path) -> Self {
+        Self::File(path.to_path_buf())
+    }
+}
+
+impl From<&PathBuf> for SchemaSource {
+    fn from(path: &PathBuf) -> Self {
+        Self::File(path.clone())
+    }
+}
+
+impl From<&str> for SchemaSource {
+    fn from(path: &str) -> Self {
+        Self::File(path.into())
+    }
+}
+
+impl From<String> for SchemaSource {
+    fn from(path: String) -> Self {
+        Self::File(path.into())
+    }
+}
+
 /// What to run, against what.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The server under test.
     pub target: Target,
-    /// The normative JSON Schema; when set, every received frame is validated against it.
-    pub schema: Option<PathBuf>,
+    /// The JSON Schema every received frame is validated against; `None` (the default of
+    /// [`Config::new`]) enforces the JSON-RPC envelope rules only.
+    pub schema: Option<SchemaSource>,
     /// Run checks up to this level only.
     pub level: Level,
     /// How long to wait for any one response.
@@ -63,10 +125,17 @@ impl Config {
         Self { target, schema: None, level: Level::L2, timeout: Duration::from_secs(10), query: None }
     }
 
-    /// Validates every frame against the schema at `path`.
-    pub fn with_schema(mut self, path: impl Into<PathBuf>) -> Self {
-        self.schema = Some(path.into());
+    /// Validates every frame against `schema`: a path (the schema file there) or a
+    /// [`SchemaSource`].
+    pub fn with_schema(mut self, schema: impl Into<SchemaSource>) -> Self {
+        self.schema = Some(schema.into());
         self
+    }
+
+    /// Validates every frame against the RCP 1.0 schema shipped in this crate
+    /// ([`SchemaSource::Builtin`]).
+    pub fn with_builtin_schema(self) -> Self {
+        self.with_schema(SchemaSource::Builtin)
     }
 
     /// Runs checks up to `level` only.

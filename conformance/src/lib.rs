@@ -11,7 +11,7 @@
 //! # async fn demo() -> Result<(), rcp_conformance::Error> {
 //! use rcp_conformance::{Config, Level, run};
 //!
-//! let config = Config::stdio("my-rcp-server", ["serve"]).with_schema("../shared/schema/rcp-1.0.json");
+//! let config = Config::stdio("my-rcp-server", ["serve"]).with_builtin_schema();
 //! let report = run(&config).await?;
 //! print!("{}", report.render_text());
 //! assert!(report.certified() >= Some(Level::L1));
@@ -20,7 +20,10 @@
 //!
 //! With a schema, every frame received is validated against it (the root schema for frames,
 //! `$defs/ResultFor` for each result given the method that was asked); a violation fails the
-//! check that received the frame. Without one, the JSON-RPC envelope rules are still enforced.
+//! check that received the frame. The schema is either the RCP 1.0 schema shipped in this crate
+//! ([`Config::with_builtin_schema`], what the `rcp-conformance` binary uses unless given
+//! `--schema`) or a file such as the specification's normative `rcp-1.0.json`
+//! ([`Config::with_schema`]). Without one, the JSON-RPC envelope rules are still enforced.
 
 #![forbid(unsafe_code)]
 
@@ -37,9 +40,9 @@ mod verdict;
 
 use std::sync::{Arc, Mutex};
 
-pub use config::{Config, Target};
+pub use config::{Config, SchemaSource, Target};
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
-pub use schema::{Schemas, envelope_errors};
+pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, Schemas, envelope_errors};
 
 /// Why a run could not produce a report at all.
 #[derive(Debug)]
@@ -65,7 +68,7 @@ impl std::error::Error for Error {}
 /// processes are asynchronous).
 pub async fn run(config: &Config) -> Result<Report, Error> {
     let schemas = match &config.schema {
-        Some(p) => Some(Arc::new(Schemas::load(p).map_err(Error::Schema)?)),
+        Some(source) => Some(Arc::new(source.load().map_err(Error::Schema)?)),
         None => None,
     };
     let env = conn::Env {

@@ -8,6 +8,9 @@
 //!
 //! `--json` prints the full report as JSON; `--junit FILE` also writes it as JUnit XML.
 //!
+//! Every frame is validated against the RCP 1.0 JSON Schema shipped in the crate, or against the
+//! schema at `--schema PATH` instead (e.g. the specification's normative `rcp-1.0.json`).
+//!
 //! Exit status: 0 when no check failed and the declared level is honest (warnings and infos do
 //! not count), 1 on any failed check or overclaim, 2 when the suite could not run (bad arguments,
 //! unreadable schema, a server that cannot be started, a JUnit file that cannot be written).
@@ -17,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rcp_conformance::{Config, Level, Target, run};
+use rcp_conformance::{Config, Level, SchemaSource, Target, run};
 
 /// Runs every MUST of the RCP specification against a server and reports the conformance level
 /// it proves (L0 base, L1 retrieval, L2 SOTA) next to the level it declares.
@@ -32,7 +35,8 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
 
-    /// Validate every frame against this JSON Schema (the normative rcp-1.0.json).
+    /// Validate every frame against this JSON Schema (e.g. the spec's normative rcp-1.0.json)
+    /// instead of the RCP 1.0 schema built into rcp-conformance.
     #[arg(long, value_name = "PATH")]
     schema: Option<PathBuf>,
 
@@ -110,7 +114,7 @@ fn config(args: &Args) -> Result<Config, String> {
         _ => return Err("give either --http URL, --stdio \"COMMAND\" or -- <server command> [args...]".into()),
     };
     let mut c = Config::new(target).with_level(args.level).with_timeout(Duration::from_millis(args.timeout_ms.max(1)));
-    c.schema = args.schema.clone();
+    c.schema = Some(args.schema.clone().map_or(SchemaSource::Builtin, SchemaSource::File));
     c.query = args.query.clone();
     Ok(c)
 }
@@ -168,6 +172,13 @@ mod tests {
         assert_eq!(flag.0, "rcp-bm25");
         assert!(parse(&["--stdio", "a", "--", "b"]).is_err(), "one command, not two");
         assert!(parse(&[]).unwrap_err().contains("--stdio"));
+    }
+
+    #[test]
+    fn the_builtin_schema_unless_one_is_given() {
+        assert_eq!(parse(&["--", "srv"]).expect("parse").schema, Some(SchemaSource::Builtin));
+        let given = parse(&["--schema", "rcp-1.0.json", "--", "srv"]).expect("parse").schema;
+        assert_eq!(given, Some(SchemaSource::File(PathBuf::from("rcp-1.0.json"))));
     }
 
     #[test]

@@ -103,7 +103,7 @@ fn the_cli_prints_the_summary_and_exits_non_zero_on_failure() {
     let bin = common::own_example("broken_engine");
     let run = |mode: &str, json: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rcp-conformance"));
-        cmd.arg("--schema").arg(common::schema()).args(["--timeout-ms", "5000"]);
+        cmd.args(common::schema_args()).args(["--timeout-ms", "5000"]);
         if json {
             cmd.arg("--json");
         }

@@ -1,5 +1,6 @@
 //! Test harness for RCP servers: spawn an engine binary, talk NDJSON over real pipes, and validate every
-//! frame the server writes against the normative JSON Schema.
+//! frame the server writes against the RCP JSON Schema: the one built into rcp-conformance, and also
+//! the file `RCP_SCHEMA` names (the spec's normative `rcp-1.0.json`) when that is set.
 
 #![forbid(unsafe_code)]
 
@@ -18,23 +19,53 @@ pub use sample::{MemField, PeakSampler, status_kb};
 
 use rcp_client::ndjson::MAX_READ_LINE_BYTES;
 use rcp_client::ndjson::blocking::{BlockingChild, LineReader, write_line};
-use rcp_conformance::Schemas;
+use rcp_conformance::{BUILTIN_SCHEMA, Schemas};
 use serde_json::{Value, json};
 
-/// The schema path: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the workspace.
-pub fn schema_path() -> PathBuf {
-    if let Ok(p) = std::env::var("RCP_SCHEMA") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json")
+/// The file `RCP_SCHEMA` names, when it is set. Panics when it names no file: a run that sets it
+/// (CI, to the spec's normative `rcp-1.0.json`) and has no file is misconfigured.
+fn env_schema() -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var_os("RCP_SCHEMA")?);
+    assert!(path.is_file(), "RCP_SCHEMA is set to {}, which is not a file", path.display());
+    Some(path)
 }
 
-/// The schema validators, compiled once per test binary by the conformance suite's loader.
+/// A schema file for tools that take `--schema PATH`: `RCP_SCHEMA` when it is set, else a copy
+/// of the schema built into rcp-conformance, written once under `target/<profile>/`.
+pub fn schema_path() -> PathBuf {
+    static BUILTIN_COPY: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(path) = env_schema() {
+        return path;
+    }
+    BUILTIN_COPY
+        .get_or_init(|| {
+            let dir = profile_dir().join("rcp-conformance-schema");
+            let path = dir.join("rcp-1.0.json");
+            if std::fs::read_to_string(&path).is_ok_and(|text| text == BUILTIN_SCHEMA) {
+                return path;
+            }
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+            // Written aside and renamed, so a test binary running beside this one never reads half.
+            let tmp = dir.join(format!("rcp-1.0.json.{}", std::process::id()));
+            std::fs::write(&tmp, BUILTIN_SCHEMA).unwrap_or_else(|e| panic!("write {}: {e}", tmp.display()));
+            std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("rename to {}: {e}", path.display()));
+            path
+        })
+        .clone()
+}
+
+/// The schema validators, compiled once per test binary: the schema built into rcp-conformance,
+/// and with it the one at `RCP_SCHEMA` when that is set (a frame is valid only if both accept it).
 fn schemas() -> &'static Schemas {
     static S: OnceLock<Schemas> = OnceLock::new();
     S.get_or_init(|| {
-        let path = schema_path();
-        Schemas::load(&path).unwrap_or_else(|e| panic!("the RCP JSON Schema is required at {} ({e})", path.display()))
+        let builtin = Schemas::builtin();
+        match env_schema() {
+            Some(path) => builtin.and(
+                Schemas::load(&path).unwrap_or_else(|e| panic!("the RCP JSON Schema at {} ({e})", path.display())),
+            ),
+            None => builtin,
+        }
     })
 }
 
@@ -284,4 +315,40 @@ pub fn code(err: &Value) -> i64 {
 /// Kills the engine with SIGKILL (no chance to flush or clean up) and reaps it.
 pub fn kill9(engine: &mut Engine) {
     engine.child.kill_now();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_path_is_rcp_schema_or_a_copy_of_the_builtin_schema() {
+        let path = schema_path();
+        match std::env::var_os("RCP_SCHEMA") {
+            Some(set) => assert_eq!(path, PathBuf::from(set)),
+            None => {
+                let text = std::fs::read_to_string(&path).expect("the copy is readable");
+                assert_eq!(text, BUILTIN_SCHEMA, "{} is not the built-in schema", path.display());
+                assert_eq!(schema_path(), path, "written once");
+            }
+        }
+    }
+
+    #[test]
+    fn valid_frames_and_results_pass() {
+        assert_valid_frame(&json!({"jsonrpc": "2.0", "id": 1, "result": {"hits": []}}));
+        assert_valid_result("retrieve", &json!({"hits": [{"id": "a", "score": 1.0}]}));
+    }
+
+    #[test]
+    #[should_panic(expected = "frame violates the schema")]
+    fn a_frame_without_jsonrpc_fails() {
+        assert_valid_frame(&json!({"id": 1, "result": {}}));
+    }
+
+    #[test]
+    #[should_panic(expected = "retrieve result violates the schema")]
+    fn a_hit_without_score_fails() {
+        assert_valid_result("retrieve", &json!({"hits": [{"id": "a"}]}));
+    }
 }

@@ -1,19 +1,35 @@
-//! Helpers shared by the integration tests: the schema (required) and binaries built beside the
-//! test executable.
+//! Helpers shared by the integration tests: the schema and binaries built beside the test
+//! executable.
 
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The normative schema: `RCP_SCHEMA`, else `../shared/schema/rcp-1.0.json` beside the
-/// workspace. Panics when it is absent: the suite is only meaningful with it.
-pub(crate) fn schema() -> PathBuf {
-    let path = std::env::var_os("RCP_SCHEMA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/schema/rcp-1.0.json"));
-    assert!(path.is_file(), "the RCP JSON Schema is required at {} (set RCP_SCHEMA)", path.display());
-    path
+use rcp_conformance::SchemaSource;
+
+/// The schema the suite validates against: the file `RCP_SCHEMA` names when it is set (CI sets
+/// it to the spec's normative `rcp-1.0.json`), else the schema built into rcp-conformance.
+/// Panics when `RCP_SCHEMA` names no file: that is a misconfigured run, not a missing option.
+pub(crate) fn schema() -> SchemaSource {
+    match std::env::var_os("RCP_SCHEMA") {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(path.is_file(), "RCP_SCHEMA is set to {}, which is not a file", path.display());
+            SchemaSource::File(path)
+        }
+        None => SchemaSource::Builtin,
+    }
+}
+
+/// The `rcp-conformance` arguments selecting [`schema`]: `--schema PATH`, or none for the
+/// built-in schema (the binary's default).
+pub(crate) fn schema_args() -> Vec<OsString> {
+    match schema() {
+        SchemaSource::File(path) => vec!["--schema".into(), path.into_os_string()],
+        SchemaSource::Builtin => Vec::new(),
+    }
 }
 
 /// `target/<profile>`, the directory holding `deps/<this test>`.
