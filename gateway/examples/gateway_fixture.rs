@@ -4,15 +4,19 @@
 //! Flags: `--name N` (server name), `--doc id:text` (repeatable), `--sleep-ms MS`, `--fail`,
 //! `--events FILE` (appends `<name> start`, `<name> meta <_meta json>`, `<name> cancelled`),
 //! `--filter-field NAME` (advertises a keyword filter field; hits carry `meta.NAME = "x"`),
-//! `--exit-after N` (exits when asked an (N+1)th retrieve), `--mode M` (the one retrieval mode
-//! advertised; default `sparse`).
+//! `--exit-after N` (exits when asked an (N+1)th retrieve or embed), `--mode M` (the one
+//! retrieval mode advertised; default `sparse`), `--embed DIM` (also serves `embed`: identity
+//! `fixture-DIM`, each vector `[len(text), 1, 0, ...]` of DIM numbers, `fail` and `exit-after`
+//! apply to it too).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
-use rcp_wire::capabilities::RetrieveCapability;
+use std::sync::Arc;
+
+use rcp_server::{Embed, EmbedRequest, HandlerResult, RequestContext, Retrieve, RetrieveRequest, Server};
+use rcp_wire::capabilities::{EmbedCapability, RetrieveCapability};
 use rcp_wire::filter::{FieldType, FilterCapability};
 use rcp_wire::{Hit, RcpError, RetrieveResult};
 use serde_json::json;
@@ -28,6 +32,7 @@ struct Fixture {
     exit_after: Option<usize>,
     served: AtomicUsize,
     mode: Option<String>,
+    embed: Option<u32>,
 }
 
 impl Fixture {
@@ -51,6 +56,36 @@ impl Drop for Abandoned<'_> {
         if !self.done {
             self.fixture.event("cancelled");
         }
+    }
+}
+
+impl Embed for Fixture {
+    fn capability(&self) -> EmbedCapability {
+        let dimension = self.embed.unwrap_or(2);
+        EmbedCapability { dimension, identity: format!("fixture-{dimension}"), ..Default::default() }
+    }
+
+    async fn embed(&self, req: EmbedRequest, _ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
+        if self.exit_after.is_some_and(|n| self.served.fetch_add(1, Ordering::SeqCst) >= n) {
+            std::process::exit(3);
+        }
+        self.event("embed");
+        if self.fail {
+            return Err(RcpError::backend_unavailable(format!("{} is configured to fail", self.name)));
+        }
+        let dim = self.embed.unwrap_or(2) as usize;
+        Ok(req
+            .inputs
+            .iter()
+            .map(|i| {
+                let mut v = vec![0.0f32; dim];
+                v[0] = i.text().len() as f32;
+                if dim > 1 {
+                    v[1] = 1.0;
+                }
+                v
+            })
+            .collect())
     }
 }
 
@@ -122,10 +157,17 @@ async fn main() -> std::io::Result<()> {
             "--filter-field" => f.filter_field = Some(val()),
             "--exit-after" => f.exit_after = val().parse().ok(),
             "--mode" => f.mode = Some(val()),
+            "--embed" => f.embed = val().parse().ok(),
             other => eprintln!("fixture: ignoring unknown flag {other}"),
         }
     }
     f.event("start");
     let name = f.name.clone();
-    Server::builder(name, "0").retrieve(f).streaming().build().serve_stdio().await
+    let embeds = f.embed.is_some();
+    let f = Arc::new(f);
+    let mut builder = Server::builder(name, "0").retrieve(Arc::clone(&f)).streaming();
+    if embeds {
+        builder = builder.embed(f);
+    }
+    builder.build().serve_stdio().await
 }

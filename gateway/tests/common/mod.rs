@@ -32,6 +32,12 @@ pub(crate) fn bm25_bin() -> String {
     built_bin(&BUILT, "rcp-bm25")
 }
 
+/// `rcp-dense`, built into the same target directory when it is not there yet.
+pub(crate) fn dense_bin() -> String {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    built_bin(&BUILT, "rcp-dense")
+}
+
 /// `rcp-rerank`, built into the same target directory when it is not there yet.
 pub(crate) fn rerank_bin() -> String {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();

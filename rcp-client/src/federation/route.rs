@@ -156,29 +156,44 @@ fn multi_identity(e: &MultiVectorCapability) -> (u32, String) {
 /// kept only when they serve the same model as the first (same `embed` dimension and
 /// identity, ...), so a failover never changes what the answer means.
 ///
-/// Errors (`-32602` on `_meta.engine`): the chosen engine is unknown or cannot serve the
-/// call. With no capable engine at all, an empty list: the caller answers as the method's
+/// Errors (`-32602` on `_meta.engine`): the chosen engine is unknown, cannot serve the call,
+/// or (for the encodings) serves another model than the default route's, which is the one the
+/// federation advertises. With no capable engine at all, an empty list: the caller answers as the method's
 /// gate says (capability missing) or as a degraded federation does (backend unavailable).
 pub fn route_one(need: &Need<'_>, views: &[EngineView<'_>], chosen: Option<&str>) -> Result<Vec<usize>, RcpError> {
+    let mut capable: Vec<usize> = (0..views.len()).filter(|i| need.unmet(views[*i].caps).is_none()).collect();
+    // Stable: registry order among equal priorities.
+    capable.sort_by_key(|i| std::cmp::Reverse(views[*i].priority));
+    let model = capable.first().map(|first| need.descriptor(views[*first].caps));
     if let Some(id) = chosen {
+        let field = || format!("_meta.{META_ENGINE}");
         let Some(index) = views.iter().position(|v| v.id == id) else {
             let known: Vec<&str> = views.iter().map(|v| v.id).collect();
             return Err(RcpError::invalid_params(
-                format!("_meta.{META_ENGINE}"),
+                field(),
                 format!("no engine '{id}' is connected; connected: {}", known.join(", ")),
             ));
         };
         if let Some(why) = need.unmet(views[index].caps) {
-            return Err(RcpError::invalid_params(format!("_meta.{META_ENGINE}"), format!("engine '{id}' {why}")));
+            return Err(RcpError::invalid_params(field(), format!("engine '{id}' {why}")));
+        }
+        // The federation advertises one model per encoding (the default route's): an engine
+        // of another model would answer vectors the advertised descriptor does not describe.
+        if model.as_ref().is_some_and(|m| *m != need.descriptor(views[index].caps)) {
+            let default = capable.first().map_or("", |i| views[*i].id);
+            return Err(RcpError::invalid_params(
+                field(),
+                format!(
+                    "engine '{id}' serves another model than the one this federation advertises for {need} (that of '{default}'); \
+                     ask '{id}' directly for its vectors"
+                ),
+            ));
         }
         return Ok(vec![index]);
     }
-    let mut capable: Vec<usize> = (0..views.len()).filter(|i| need.unmet(views[*i].caps).is_none()).collect();
-    // Stable: registry order among equal priorities.
-    capable.sort_by_key(|i| std::cmp::Reverse(views[*i].priority));
-    let Some(first) = capable.first().copied() else { return Ok(capable) };
-    let model = need.descriptor(views[first].caps);
-    capable.retain(|i| need.descriptor(views[*i].caps) == model);
+    if let Some(model) = model {
+        capable.retain(|i| need.descriptor(views[*i].caps) == model);
+    }
     Ok(capable)
 }
 
@@ -237,7 +252,9 @@ mod tests {
             ("c", 0, caps(json!({"retrieve": {}}))),
         ];
         let v = views(&engines);
-        assert_eq!(route_one(&Need::Embed, &v, Some("a")).unwrap(), [0]);
+        assert_eq!(route_one(&Need::Embed, &v, Some("b")).unwrap(), [1]);
+        let e = route_one(&Need::Embed, &v, Some("a")).unwrap_err();
+        assert!(e.message.contains("another model") && e.message.contains("that of 'b'"), "{e}");
         let e = route_one(&Need::Embed, &v, Some("c")).unwrap_err();
         assert_eq!(e.code, rcp_wire::ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("engine 'c' does not advertise embed"), "{e}");
