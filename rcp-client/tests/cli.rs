@@ -296,9 +296,9 @@ fn eval_reports_engines_and_fusions_on_a_cranfield_subset() {
 #[test]
 fn completions_and_logging_follow_the_environment() {
     let o = rcp(&["completions", "bash"], &[]);
-    assert!(o.status.success() && stdout(&o).contains("_rcp()"), "{}", stderr(&o));
+    assert!(o.status.success() && stdout(&o).contains("_rcpctl()"), "{}", stderr(&o));
     let o = rcp(&["completions", "zsh"], &[]);
-    assert!(stdout(&o).contains("#compdef rcp"));
+    assert!(stdout(&o).contains("#compdef rcpctl"));
     // RUST_LOG is honoured, and a pipe gets no colour codes.
     // The fixture's stderr line is forwarded to tracing at info level (target rcp_client::engine).
     let stdio = format!("{} --name logged --no-such-flag", fixture());
