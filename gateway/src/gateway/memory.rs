@@ -4,15 +4,14 @@
 //! and without one is fanned out to every engine with memory, the clues merged by weight and
 //! the hits fused ([`merge_recall`]).
 
+use rcp_client::federation::exec;
 use rcp_client::federation::merge::{Answer, merge_recall, qualify_memory};
 use rcp_client::federation::origin::NAMESPACE_SEPARATOR;
-use rcp_client::federation::route::{Need, chosen_engine, fan_out};
-use rcp_client::federation::{FanOut, Gathered, Reply, Target, no_answer};
+use rcp_client::federation::route::{Need, chosen_engine};
 use rcp_server::{HandlerResult, Memory, RequestContext};
+use rcp_wire::RcpError;
 use rcp_wire::capabilities::MemoryCapability;
 use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_wire::{Meta, RcpError};
-use serde_json::json;
 
 use super::forward::Onward;
 use super::startup::Gateway;
@@ -79,60 +78,17 @@ impl Memory for Gateway {
             Onward::Next(next) => next,
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
-        let (indices, views) = self.views();
-        let plan = fan_out(&Need::MemoryRecall, &views);
         let budget = self.engine_budget(&ctx);
-        let capable: Vec<usize> = indices.iter().zip(&plan).filter(|(_, p)| p.is_ok()).map(|(i, _)| *i).collect();
-        let clients = futures::future::join_all(capable.iter().map(|i| self.pool.client(*i))).await;
-        let targets: Vec<Target<usize>> = capable
-            .iter()
-            .zip(clients)
-            .map(|(index, client)| {
-                let spec = &self.pool.entries()[*index].spec;
-                Target { key: *index, id: spec.id.clone(), required: spec.required, client }
-            })
-            .collect();
-        let meta: Meta = self.forwarded_meta(params.meta.as_ref(), &next, budget);
-        let fan_out = FanOut::new(budget);
-        let fan = fan_out.run_with(
-            targets,
-            |_, _| Ok(MemoryRecallParams { meta: Some(meta.clone()), ..params.clone() }),
-            |_, client, p| async move { client.memory_recall(p).await },
-        );
+        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget);
+        let merged = exec::memory_recall(self, &self.namespaces, &self.ledger, &params, meta, budget);
         let cancelled = ctx.cancellation().clone();
-        let gathered: Gathered<usize, MemoryRecallResult> = tokio::select! {
+        let merged = tokio::select! {
             () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
-            g = fan => g.map_err(|f| {
-                let mut err = f.error.to_rcp();
-                err.message = format!("required engine '{}' failed: {}", f.id, err.message);
-                err
-            })?,
+            m = merged => m?,
         };
-        let mut answers = Vec::new();
-        let mut failures = Vec::new();
-        for (index, reply) in gathered.replies {
-            let id = self.pool.entries()[index].spec.id.clone();
-            match reply {
-                Reply::Answered { result, .. } => {
-                    let owner = self.namespace_of(index).unwrap_or(index);
-                    for h in result.hits.iter().flatten() {
-                        self.ledger.record(&self.namespaces.qualify(owner, &h.key()), index);
-                    }
-                    answers.push(Answer { name: id, index: owner, result });
-                }
-                Reply::Skipped(why) => ctx.note(format!("engine '{id}' skipped: {why}")),
-                Reply::Failed(e) => {
-                    ctx.note(format!("engine '{id}' failed: {e}"));
-                    failures.push((id, e));
-                }
-            }
+        for n in merged.notes {
+            ctx.note(n);
         }
-        if answers.is_empty() {
-            return Err(no_answer(failures.iter().map(|(id, e)| (id.as_str(), e))));
-        }
-        let mut merged = merge_recall(answers, &self.namespaces, n)?;
-        let degraded: Vec<&str> = failures.iter().map(|(id, _)| id.as_str()).collect();
-        merged.meta.get_or_insert_with(Default::default).insert("degraded".into(), json!(degraded));
-        Ok(merged)
+        Ok(merged.answer)
     }
 }

@@ -7,102 +7,78 @@
 
 use std::future::Future;
 
-use rcp_client::ClientError;
-use rcp_client::federation::no_answer;
-use rcp_client::federation::route::{EngineView, Need, chosen_engine, route_one};
+use rcp_client::federation::exec::{Engines, call_routed};
+use rcp_client::federation::route::{Need, chosen_engine};
+use rcp_client::{Client, ClientError, EngineSpec};
 use rcp_server::{
     EmbedRequest, HandlerResult, MultiVector, RequestContext, Rerank, RerankRequest, SparseEmbed, Transform,
 };
 use rcp_wire::capabilities::{
-    EmbedCapability, MultiVectorCapability, RerankCapability, SparseEmbedCapability, TransformCapability,
+    Capabilities, EmbedCapability, MultiVectorCapability, RerankCapability, SparseEmbedCapability, TransformCapability,
 };
 use rcp_wire::embed::{EmbedParams, SparseEmbedParams, SparseVector};
 use rcp_wire::rerank::RerankParams;
 use rcp_wire::transform::{TransformParams, TransformResult};
-use rcp_wire::{ErrorCode, Meta, RcpError};
+use rcp_wire::{Meta, RcpError};
 
 use super::forward::Onward;
 use super::startup::Gateway;
 
-impl Gateway {
-    /// The engines that answered at start-up as the routing rules see them, with each one's
-    /// registry index.
-    pub(super) fn views(&self) -> (Vec<usize>, Vec<EngineView<'_>>) {
-        let mut indices = Vec::new();
-        let mut views = Vec::new();
-        for (index, caps) in self.engine_caps.iter().enumerate() {
-            if let Some(caps) = caps {
-                let spec = &self.pool.entries()[index].spec;
-                indices.push(index);
-                views.push(EngineView { id: &spec.id, priority: spec.priority, caps });
-            }
-        }
-        (indices, views)
+impl Engines for Gateway {
+    fn count(&self) -> usize {
+        self.pool.entries().len()
     }
 
-    /// Runs a routed call: to `chosen` (a registry id) when given, else by the routing rules;
-    /// `call` is given the engine's client and the `_meta` to send. Returns the answer and the
-    /// registry index of the engine that gave it.
+    fn spec(&self, index: usize) -> &EngineSpec {
+        &self.pool.entries()[index].spec
+    }
+
+    fn capabilities(&self, index: usize) -> Option<&Capabilities> {
+        self.engine_caps.get(index).and_then(Option::as_ref)
+    }
+
+    /// A shard's ids are its collection's.
+    fn namespace(&self, index: usize) -> Option<usize> {
+        self.namespace_of(index)
+    }
+
+    fn client(&self, index: usize) -> impl Future<Output = Result<Client, ClientError>> + Send {
+        self.pool.client(index)
+    }
+}
+
+impl Gateway {
+    /// Runs a routed call ([`call_routed`]) within the request: to `chosen` (a registry id)
+    /// when given, else by the routing rules; `call` is given the engine's client and the
+    /// `_meta` to send (hop, deadline). Cancelled with the request; the engine that served
+    /// and any failover are noted. Returns the answer and the engine's registry index.
     pub(super) async fn routed<R, Fut>(
         &self,
         need: Need<'_>,
         chosen: Option<&str>,
         meta: Option<&Meta>,
         ctx: &RequestContext,
-        call: impl Fn(rcp_client::Client, Meta) -> Fut,
+        call: impl Fn(Client, Meta) -> Fut,
     ) -> HandlerResult<(R, usize)>
     where
         Fut: Future<Output = Result<R, ClientError>>,
     {
-        let (indices, views) = self.views();
-        let route = route_one(&need, &views, chosen)?;
-        if route.is_empty() {
-            return Err(RcpError::backend_unavailable(format!("no engine that answered at start-up serves {need}")));
-        }
         let next = match self.onward(meta)? {
             Onward::Next(next) => next,
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
-        let mut failures: Vec<(String, ClientError)> = Vec::new();
-        for v in route {
-            let index = indices[v];
-            let id = self.pool.entries()[index].spec.id.clone();
-            let client = match self.pool.client(index).await {
-                Ok(c) => c,
-                Err(e) => {
-                    failures.push((id, e));
-                    continue;
-                }
-            };
-            let budget = self.engine_budget(ctx);
-            let pending = call(client, self.forwarded_meta(meta, &next, budget));
-            let cancelled = ctx.cancellation().clone();
-            let outcome = tokio::select! {
-                () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; the engine's call cancelled"))),
-                r = tokio::time::timeout(budget, pending) => r,
-            };
-            match outcome {
-                Ok(Ok(answer)) => {
-                    for (failed, e) in &failures {
-                        ctx.note(format!("engine '{failed}' failed: {e}; served by '{id}' instead"));
-                    }
-                    ctx.note(format!("served by engine '{id}'"));
-                    return Ok((answer, index));
-                }
-                // The engine answered with its own error: that is the call's answer, unless it
-                // says it cannot serve now, when another engine of the same model may.
-                Ok(Err(ClientError::Rpc(e)))
-                    if e.code != ErrorCode::BACKEND_UNAVAILABLE && e.code != ErrorCode::TIMEOUT =>
-                {
-                    let mut e = e;
-                    e.message = format!("engine '{id}': {}", e.message);
-                    return Err(e);
-                }
-                Ok(Err(e)) => failures.push((id, e)),
-                Err(_) => failures.push((id, ClientError::Timeout(budget.as_millis() as u64))),
-            }
+        let budget = self.engine_budget(ctx);
+        let forwarded = self.forwarded_meta(meta, &next, budget);
+        let served = call_routed(self, need, chosen, budget, |client| call(client, forwarded.clone()));
+        let cancelled = ctx.cancellation().clone();
+        let served = tokio::select! {
+            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; the engine's call cancelled"))),
+            s = served => s?,
+        };
+        for n in served.notes {
+            ctx.note(n);
         }
-        Err(no_answer(failures.iter().map(|(id, e)| (id.as_str(), e))))
+        Ok((served.answer, served.index))
     }
 }
 

@@ -31,6 +31,7 @@ use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
 
 pub mod capabilities;
+pub mod exec;
 mod failure;
 mod fan_out;
 pub mod merge;
