@@ -1,5 +1,8 @@
-//! [`Federation`]: fan one `retrieve` out to every engine of a registry and fuse the ranked
-//! lists (§16.2, §16.3).
+//! [`Federation`]: the engines of a registry as one (§16): `retrieve` fanned out to every
+//! engine and the ranked lists fused (§16.2, §16.3), and every other method through the
+//! federation core ([`exec`]): `graph` and `memory/recall` fanned out and merged; `embed`,
+//! `embed/sparse`, `embed/multi`, `rerank`, `query/transform` and `memory/build` routed to one
+//! engine; `feedback` routed back to the engines that produced each hit.
 //!
 //! The fan-out itself ([`FanOut`]) and the per-engine params ([`engine_params`]) are shared
 //! with aggregators such as rcp-gateway.
@@ -29,7 +32,9 @@ use crate::client::{Client, ClientOptions};
 use crate::error::{ClientError, ConnectError};
 use crate::registry::{Registry, RegistryError};
 use crate::selector::connect;
+use origin::{Namespaces, OriginLedger};
 
+mod calls;
 pub mod capabilities;
 pub mod exec;
 mod failure;
@@ -142,6 +147,10 @@ pub struct Federation {
     options: FederationOptions,
     clients: Mutex<HashMap<String, Connection>>,
     attempts: AtomicUsize,
+    /// How ids are named (the registry's `corpora`), by registry index.
+    namespaces: Namespaces,
+    /// Which engines returned each id this federation answered with (for `feedback`).
+    ledger: OriginLedger,
 }
 
 impl Federation {
@@ -152,7 +161,15 @@ impl Federation {
 
     /// A federation over `registry`.
     pub fn new(registry: Registry, options: FederationOptions) -> Self {
-        Self { registry, options, clients: Mutex::new(HashMap::new()), attempts: AtomicUsize::new(0) }
+        let namespaces = Namespaces::new(registry.corpora, registry.engines.iter().map(|e| e.id.clone()));
+        Self {
+            registry,
+            options,
+            clients: Mutex::new(HashMap::new()),
+            attempts: AtomicUsize::new(0),
+            namespaces,
+            ledger: OriginLedger::default(),
+        }
     }
 
     /// Replaces the options (before first use).
@@ -320,7 +337,20 @@ impl Federation {
                 Reply::Answered { result, latency } => {
                     candidates += result.usage.as_ref().and_then(|u| u.candidates).unwrap_or(result.hits.len() as u64);
                     let weight = self.registry.get(&id).map_or(1.0, |s| s.weight);
-                    let mut list = EngineList::new(id.clone(), result.hits.clone()).with_weight(weight);
+                    let index = self.registry.engines.iter().position(|e| e.id == id).unwrap_or_default();
+                    let hits: Vec<Hit> = result
+                        .hits
+                        .iter()
+                        .map(|h| {
+                            let mut h = h.clone();
+                            if self.namespaces.enabled() {
+                                h.id = rcp_wire::RequestId::String(self.namespaces.qualify(index, &h.key()));
+                            }
+                            self.ledger.record(&h.key(), index);
+                            h
+                        })
+                        .collect();
+                    let mut list = EngineList::new(id.clone(), hits).with_weight(weight);
                     let floor = clients.get(&id).and_then(|c| c.capabilities().retrieve).and_then(|r| r.score_floor);
                     if let Some(floor) = floor {
                         list = list.with_score_floor(floor);
