@@ -312,7 +312,9 @@ fn id_text(id: &RequestId) -> String {
 
 /// `feedback` routed back to the origin (§7.16): each signal goes to the engines `ledger`
 /// recorded as having returned its hit (that advertise `feedback`), with the namespace
-/// removed; never by anything the client sends. A signal is accepted when every engine it
+/// removed; a namespaced id the ledger does not know goes to its namespace's engines (the id
+/// names them itself). A shared id is never routed by anything but the ledger, so a client
+/// cannot make one engine's hit count against another's. A signal is accepted when every engine it
 /// went to took all it was sent; `_meta.engines` says what each engine accepted and
 /// `_meta.unrouted` lists hits the federation did not serve (or has forgotten).
 pub async fn feedback<E: Engines + ?Sized>(
@@ -328,8 +330,16 @@ pub async fn feedback<E: Engines + ?Sized>(
     for (position, signal) in params.signals.iter().enumerate() {
         let hit = id_text(&signal.hit_id);
         let local = if ns.enabled() { ns.split(&hit).map(|(_, l)| l.to_owned()) } else { Some(hit.clone()) };
-        let targets: Vec<usize> = ledger
-            .origins(&hit)
+        // The ledger says which engines returned the hit; a namespaced id the ledger does not
+        // know (served by another process of this federation, or forgotten) names its
+        // namespace's engines itself.
+        let mut origins = ledger.origins(&hit);
+        if origins.is_empty()
+            && let Some((owner, _)) = ns.split(&hit)
+        {
+            origins = (0..engines.count()).filter(|i| engines.namespace(*i) == Some(owner)).collect();
+        }
+        let targets: Vec<usize> = origins
             .into_iter()
             .filter(|i| engines.capabilities(*i).is_some_and(|c| c.feedback.is_some()))
             .collect();
