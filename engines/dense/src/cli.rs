@@ -125,7 +125,12 @@ struct IndexCmd {
     #[command(flatten)]
     hnsw: HnswArgs,
     /// The corpus: JSONL, one `{"_id","title","text",...}` per line.
-    corpus: PathBuf,
+    #[arg(required_unless_present = "builtin", conflicts_with = "builtin")]
+    corpus: Option<PathBuf>,
+    /// Index the built-in demo corpus (30 documents with `topic` and `year`) instead of a
+    /// file, as `rcp-pg index --builtin` does.
+    #[arg(long)]
+    builtin: bool,
 }
 
 #[derive(Debug, Args)]
@@ -409,17 +414,24 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options)?;
-    let total = rcp_corpus::count_lines(&cmd.corpus)?;
-    let bar = rcp_corpus::progress::bar(total, "embedding");
-    let started = Instant::now();
     // Declared fields (this run's --field, else the store's) are checked on every line: a
     // value of the wrong type is refused, never stored (rcp_corpus::validate).
     let declared: BTreeMap<String, FieldType> =
         if cmd.fields.is_empty() { store.fields() } else { cmd.fields.iter().cloned().collect() };
-    if cmd.strict {
-        check_corpus(&cmd.corpus, &declared)?;
-    }
-    let docs = rcp_corpus::read_jsonl_checked(&cmd.corpus, declared)?;
+    let (total, docs): (u64, Box<dyn Iterator<Item = Result<CorpusDoc, CorpusError>>>) = match &cmd.corpus {
+        Some(corpus) => {
+            if cmd.strict {
+                check_corpus(corpus, &declared)?;
+            }
+            (rcp_corpus::count_lines(corpus)?, Box::new(rcp_corpus::read_jsonl_checked(corpus, declared)?))
+        }
+        None => {
+            let docs = rcp_corpus::builtin();
+            (docs.len() as u64, Box::new(docs.into_iter().map(Ok)))
+        }
+    };
+    let bar = rcp_corpus::progress::bar(total, "embedding");
+    let started = Instant::now();
     let mut metas = Vec::new();
     let loaded = load_corpus(&store, &embedder, docs, cmd.batch_size, &bar, &mut metas)?;
     bar.finish_and_clear();
@@ -438,7 +450,7 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     say(&format!(
         "indexed {read} documents from {} ({embedded} embedded, {} metadata-only, {} unchanged; {} lines skipped) \
          in {elapsed:.1} s: {:.1} docs/s; {live} documents in {}",
-        cmd.corpus.display(),
+        cmd.corpus.as_ref().map_or_else(|| "the built-in corpus".to_owned(), |c| c.display().to_string()),
         loaded.restamped,
         read - embedded - loaded.restamped,
         loaded.skipped,
