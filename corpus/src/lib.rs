@@ -6,6 +6,11 @@
 //!
 //! Reading is strict about what it cannot use and precise about where: invalid UTF-8,
 //! invalid JSON, a non-object line or a missing `text` is an error naming the line.
+//!
+//! # Cargo features
+//!
+//! - `progress` (off by default): the `progress` module, the progress bar the engines' index
+//!   commands draw while a corpus loads (indicatif).
 
 #![forbid(unsafe_code)]
 

@@ -1,6 +1,13 @@
 //! The async client for RCP, the Retrieval Context Protocol: one [`Client`] per engine,
 //! a [`Selector`] that picks the best live engine for a job, and a [`Federation`] that fans a
 //! query out to every engine in an `rcp.json` [`Registry`] and fuses the ranked lists (§16).
+//!
+//! # Cargo features
+//!
+//! - `cli` (default): the `rcpctl` command-line binary and what only it uses (clap and its
+//!   shell completions, the progress bar and the corpus reader of `rcpctl index`,
+//!   tracing-subscriber). The library is the same with or without it: a program that only links
+//!   the client can depend on `rcp-client` with `default-features = false`.
 
 #![forbid(unsafe_code)]
 

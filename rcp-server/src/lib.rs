@@ -13,12 +13,6 @@
 //! and, by supplying its tokenizer ([`ServerBuilder::token_counter`], [`TokenCounter`]),
 //! `tokenBudget` packing (§7.7.2).
 //!
-//! Cargo features, all on by default: `http` (the HTTP transport of §5.2 on axum, in
-//! [`http`], with the operations endpoints `/healthz`, `/readyz`, `/metrics`), `cli`
-//! (the clap `ServeArgs` of `cli` and `init_logging`; implies `http`) and `metrics` (the
-//! Prometheus recorder behind `/metrics`). Without them the crate serves NDJSON over stdio or
-//! any async byte stream (§5.1).
-//!
 //! The public surface: for an engine author, [`Server`] and [`ServerBuilder`], the capability
 //! traits, [`RequestContext`], [`HandlerResult`] and the request types; for a transport author,
 //! [`transport`] ([`transport::IntoTransport`], [`transport::Connection`]) and [`http`]; the
@@ -49,6 +43,22 @@
 //!     Server::builder("echo", "0.1.0").retrieve(Echo).build().serve_stdio().await
 //! }
 //! ```
+//!
+//! # Cargo features
+//!
+//! All of them are on by default (`tuning` through `cli`). Without them the crate serves
+//! NDJSON over stdio or any async byte stream (§5.1), with the same dispatcher and rules.
+//!
+//! - `http`: the HTTP transport of §5.2 on axum, in [`http`]: sessions, SSE streaming, bearer
+//!   auth, admission limits, CORS, and the operations endpoints `/healthz` and `/readyz`.
+//! - `metrics`: Prometheus metrics (requests, latency, rejections, the engine's gauges) served on
+//!   `/metrics` by the HTTP transport.
+//! - `cli` (implies `http` and `tuning`): the clap scaffold of an engine binary in [`cli`]
+//!   (`ServeArgs` with `--http`, `--stateful`, the limits, `--io-nice` and `--cpu-nice`; the
+//!   `EngineCli` trait; the data-directory arguments), and [`init_tracing`] / [`init_logging`]
+//!   (tracing-subscriber, text or JSON).
+//! - `tuning`: [`exec::Scheduling`]: thread niceness through `thread-priority` and a runtime
+//!   that looks at its sockets more often, applied only when a binary asks, per server.
 
 #![forbid(unsafe_code)]
 

@@ -30,6 +30,17 @@
 //! let page = engine.search(&SearchRequest::new("inverted index", 3), &Hooks::default()).unwrap();
 //! assert_eq!(page.hits[0].key(), "bm25-2");
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `jemalloc` (default): the `rcp-bm25` binary allocates with jemalloc, which under load is
+//!   faster here than glibc's malloc and returns freed memory to the OS sooner; without it the
+//!   system allocator is used. The library never sets an allocator.
+//! - `rerank` (default): `--rerank cross-encoder|colbert` on `serve`: reranking inside
+//!   `retrieve` (`retrieve.rerankBuiltin`) with rcp-rerank's models on ONNX Runtime, loaded at
+//!   run time and provisioned from pinned wheels. Without it `serve` has no `--rerank` flag.
+//! - `splade`: `--scorer splade`, learned-sparse ranking with SPLADE-tiny (rcp-embedder's CPU
+//!   encoder); without it [`splade::load`] returns an error saying so.
 
 #![forbid(unsafe_code)]
 

@@ -13,6 +13,18 @@
 //! rcp-dense serve --data-dir idx                          # serve it over stdio
 //! rcp-dense serve                                         # serve the built-in demo corpus
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `jemalloc` (default): the `rcp-dense` binary allocates with jemalloc, which under load is
+//!   faster here than glibc's malloc and returns freed memory to the OS sooner; without it the
+//!   system allocator is used. The library never sets an allocator.
+//! - `usearch` (default): the `usearch` ANN backend (`--ann usearch`), a C++ library kept for
+//!   comparison with the default rcp-hnsw graph; without it the crate compiles no C or C++ code
+//!   of its own and `--ann usearch` is refused.
+//! - `rerank` (default): `--rerank cross-encoder|colbert` on `serve`: reranking inside
+//!   `retrieve` (`retrieve.rerankBuiltin`) with rcp-rerank's models on ONNX Runtime, loaded at
+//!   run time and provisioned from pinned wheels. Without it `serve` has no `--rerank` flag.
 
 #![forbid(unsafe_code)]
 

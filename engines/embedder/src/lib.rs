@@ -6,6 +6,17 @@
 //! (§7.7.2). `rcp-dense` serves the vectors from its own HNSW index, `rcp-pg` from pgvector;
 //! both load the model through this crate, so their vectors and confidences agree.
 //! With the `splade` feature, [`splade::Splade`] encodes learned-sparse term weights (§7.4).
+//!
+//! # Cargo features
+//!
+//! None is on by default; the encoder itself needs none of them.
+//!
+//! - `cli`: [`cli`], the model flags the engines share (`--model-dir`, `--fetch-model`,
+//!   `--max-length`, `--threads`, `--onnx-arena`), on clap.
+//! - `serve`: [`serve`], the `embed` capability of an RCP server (rcp-server), encoding on the
+//!   server's CPU executor.
+//! - `splade`: [`splade`], SPLADE-tiny learned-sparse encoding on the CPU (a BERT MLM forward on
+//!   ndarray over the model's safetensors).
 
 #![forbid(unsafe_code)]
 

@@ -22,6 +22,15 @@
 //! rcp-pg index corpus.jsonl                # embed and upsert a JSONL corpus
 //! rcp-pg serve --http 0.0.0.0:8080         # serve it; start as many as you like
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `jemalloc` (default): the `rcp-pg` binary allocates with jemalloc, which under load is
+//!   faster here than glibc's malloc and returns freed memory to the OS sooner; without it the
+//!   system allocator is used. The library never sets an allocator.
+//! - `rerank` (default): `--rerank cross-encoder|colbert` on `serve`: reranking inside
+//!   `retrieve` (`retrieve.rerankBuiltin`) with rcp-rerank's models on ONNX Runtime, loaded at
+//!   run time and provisioned from pinned wheels. Without it `serve` has no `--rerank` flag.
 
 #![forbid(unsafe_code)]
 
