@@ -1,12 +1,19 @@
 //! `rcpctl feedback`: signals about earlier hits sent with `feedback` (§7.16). Each flag names a
 //! hit; the flags naming the same hit make one signal, in the order the hits first appear.
+//!
+//! With `--registry` the federation core routes each signal back to the engines that returned
+//! its hit. It knows that from the answers it relayed itself (its origin ledger), which a new
+//! `rcpctl` process has none of: a shared id is then not routed, and says so. In a registry
+//! with `"corpora": "distinct"` an id is `<engine>:<id>` and routes by its namespace.
 
 use clap::Args;
+use rcp_client::registry::Corpora;
 use rcp_wire::capabilities::Capability;
-use rcp_wire::feedback::{FeedbackParams, Signal};
+use rcp_wire::feedback::{FeedbackParams, FeedbackResult, Signal};
 use rcp_wire::message::RequestId;
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::federated::{self, Fed};
 use crate::out::outln;
 use crate::print_json;
 use crate::target::{self, Auth, Target};
@@ -126,6 +133,18 @@ pub(crate) async fn run(args: &FeedbackArgs, auth: &Auth, json: bool) -> Result<
     }
     let sent = signals.len();
     let params = FeedbackParams { session_id: args.session.clone(), query: args.query.clone(), signals, meta: None };
+    if let Some(path) = &args.target.registry {
+        let fed = federated::open(path, auth).await?;
+        let res = fed.fed.feedback(params).await;
+        if let Ok(m) = &res {
+            // Unrouted signals are explained below, with the reason for this registry.
+            let notes: Vec<String> = m.notes.iter().filter(|n| !n.ends_with(": not routed")).cloned().collect();
+            fed.merged(None, &notes);
+        }
+        let outcome = res.map(|m| report(&fed, m.answer, sent, json));
+        fed.close().await;
+        return outcome?;
+    }
     let c = target::connect(&args.target, auth, Some(Capability::Feedback)).await?;
     let res = c.feedback(params).await;
     let _ = c.shutdown().await;
@@ -134,6 +153,49 @@ pub(crate) async fn run(args: &FeedbackArgs, auth: &Auth, json: bool) -> Result<
         print_json(&json!({"sent": sent, "accepted": res.accepted}));
     } else {
         outln!("accepted {} of {sent} signals", res.accepted);
+    }
+    Ok(())
+}
+
+/// Prints the federation's answer to `sent` signals: what each engine accepted (stderr), the
+/// hits it could not route and why; none routed at all is an error.
+fn report(fed: &Fed, res: FeedbackResult, sent: usize, json: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let meta = res.meta.clone().unwrap_or_default();
+    for (engine, accepted) in meta.get("engines").and_then(Value::as_object).into_iter().flatten() {
+        eprintln!("rcp: engine '{engine}' accepted {accepted}");
+    }
+    let unrouted: Vec<&str> =
+        meta.get("unrouted").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    if json {
+        let mut v = serde_json::to_value(&res).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("sent".into(), json!(sent));
+        }
+        print_json(&v);
+    } else {
+        outln!("accepted {} of {sent} signals", res.accepted);
+        if !unrouted.is_empty() {
+            outln!("not routed ({}): {}", unrouted.len(), unrouted.join(", "));
+        }
+    }
+    if unrouted.is_empty() {
+        return Ok(());
+    }
+    let path = fed.path.display();
+    let why = match fed.fed.registry().corpora {
+        Corpora::Shared => format!(
+            "the engines of {path} share ids, so the federation sends a signal only to the engines it saw \
+             return that hit, and this rcpctl process has returned none: send feedback to the engine that \
+             served the hit (--stdio or --http), or through the rcp-gateway that served it"
+        ),
+        Corpora::Distinct => format!(
+            "{path} has \"corpora\": \"distinct\": a hit id is <engine>:<id>, naming a connected engine of \
+             the registry that advertises feedback, and these ids do not"
+        ),
+    };
+    eprintln!("rcp: {} signal(s) not routed: {why}", unrouted.len());
+    if unrouted.len() == sent {
+        return Err(format!("none of the {sent} signal(s) could be routed to an engine (see above)").into());
     }
     Ok(())
 }

@@ -1,11 +1,15 @@
-//! `rcpctl graph`: one `graph` op (§7.9) against an engine, printed per op (nodes and edges,
-//! hits with their provenance, communities, the drift follow-ups) or as the result's JSON.
+//! `rcpctl graph`: one `graph` op (§7.9) against an engine, or with `--registry` against every
+//! engine of the registry that offers the op, the answers merged by the federation core (hits
+//! fused, nodes and edges united, communities kept per engine as `<engine>:<id>`); printed per
+//! op (nodes and edges, hits with their provenance, communities, the drift follow-ups) or as
+//! the result's JSON.
 
 use clap::Args;
 use rcp_wire::capabilities::Capability;
 use rcp_wire::graph::{Community, GraphParams, GraphResult};
 use serde_json::Value;
 
+use crate::federated;
 use crate::out::outln;
 use crate::print_json;
 use crate::table::{self, clip, plain};
@@ -61,6 +65,25 @@ impl GraphArgs {
 
 /// Runs the op and prints its result.
 pub(crate) async fn run(args: &GraphArgs, auth: &Auth, json: bool) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(path) = &args.target.registry {
+        let fed = federated::open(path, auth).await?;
+        let res = fed.fed.graph(args.params()).await;
+        if let Ok(m) = &res {
+            fed.merged(m.answer.meta.as_ref(), &m.notes);
+        }
+        fed.close().await;
+        let mut res = res?.answer;
+        if json {
+            print_json(&res);
+        } else {
+            // The core's notes are already on stderr.
+            if let Some(u) = res.usage.as_mut() {
+                u.notes.clear();
+            }
+            print(&res);
+        }
+        return Ok(());
+    }
     let c = target::connect(&args.target, auth, Some(Capability::Graph)).await?;
     let res = c.graph(args.params()).await;
     let _ = c.shutdown().await;

@@ -7,15 +7,20 @@
 //! rcpctl graph --stdio "rcp-dense serve" --op neighbors --seed doc-7 --hops 2
 //! rcpctl feedback --http http://127.0.0.1:8080/rcp --session s1 --used doc-7 --reward doc-7=0.8
 //! rcpctl memory recall --stdio "rcp-dense serve" "wing lift" -n 3
+//! rcpctl graph --registry examples/rcp.json --op communities   # every graph engine, merged
+//! rcpctl embed --registry examples/rcp.json "wing lift" --engine dense
+//! rcpctl rerank --stdio "rcp-rerank serve" --query "wing lift" "lift of a wing" "heat transfer"
 //! rcpctl federate examples/rcp.json "wing lift" -k 5 --fusion convex
 //! rcpctl index add --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN corpus.jsonl
 //! rcpctl eval ../shared/data/cranfield --registry examples/rcp.json --limit 50
 //! rcpctl inspect --registry examples/rcp.json          # the RCP Inspector, in a browser
 //! ```
 
+mod embed;
 mod eval;
 mod eval_rerank;
 mod explain;
+mod federated;
 mod feedback;
 mod filter;
 mod graph;
@@ -23,6 +28,7 @@ mod index;
 mod inspect;
 mod memory;
 mod out;
+mod rerank;
 mod table;
 mod target;
 mod transform;
@@ -80,7 +86,8 @@ enum Command {
         #[arg(long, value_name = "FILTER")]
         filter: Vec<String>,
     },
-    /// Rewrite a query with an engine's `query/transform` (e.g. rcp-bm25's RM3 `rewrite`).
+    /// Rewrite a query with an engine's `query/transform` (e.g. rcp-bm25's RM3 `rewrite`); with
+    /// --registry, routed by the federation core to one engine offering the method.
     Transform {
         #[command(flatten)]
         target: Target,
@@ -93,15 +100,33 @@ enum Command {
         /// How many queries, for methods that make several (multi-query, decompose).
         #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
         n: Option<u32>,
+        /// With --registry: the engine (its registry id) that transforms (sent as
+        /// `_meta.engine`); without it, the engine of highest priority offering the method.
+        #[arg(long, value_name = "ID", conflicts_with_all = ["stdio", "http"])]
+        engine: Option<String>,
+    },
+    /// Embed texts with an engine's `embed`: each input's dimension and first numbers; with
+    /// --registry, routed by the federation core to one embedder.
+    Embed {
+        #[command(flatten)]
+        args: embed::EmbedArgs,
+    },
+    /// Score passages against a query with an engine's `rerank`, printed best first; with
+    /// --registry, routed by the federation core to one reranker.
+    Rerank {
+        #[command(flatten)]
+        args: rerank::RerankArgs,
     },
     /// Run one `graph` op (neighbors, local, global, drift, communities) against an engine
-    /// that advertises `graph`.
+    /// that advertises `graph`; with --registry, against every engine offering the op, the
+    /// answers merged.
     Graph {
         #[command(flatten)]
         args: graph::GraphArgs,
     },
     /// Tell an engine how earlier hits fared (`feedback`): used, cited, helpful, a reward, or
-    /// suspected poisoning or injection.
+    /// suspected poisoning or injection; with --registry, each signal routed back to the
+    /// engines that returned its hit.
     Feedback {
         #[command(flatten)]
         args: feedback::FeedbackArgs,
@@ -215,6 +240,8 @@ impl Command {
             Self::Info { target, .. }
             | Self::Retrieve { target, .. }
             | Self::Transform { target, .. }
+            | Self::Embed { args: embed::EmbedArgs { target, .. } }
+            | Self::Rerank { args: rerank::RerankArgs { target, .. } }
             | Self::Graph { args: graph::GraphArgs { target, .. } }
             | Self::Feedback { args: feedback::FeedbackArgs { target, .. } }
             | Self::Memory {
@@ -275,9 +302,12 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             let _ = c.shutdown().await;
         }
-        Command::Transform { target, query, method, n } => {
-            transform::run(&target, auth, query, method, n, cli.json).await?;
+        Command::Transform { target, query, method, n, engine } => {
+            let params = rcp_wire::transform::TransformParams { query, method, n, meta: None };
+            transform::run(&target, auth, params, engine.as_deref(), cli.json).await?;
         }
+        Command::Embed { args } => embed::run(&args, auth, cli.json).await?,
+        Command::Rerank { args } => rerank::run(&args, auth, cli.json).await?,
         Command::Graph { args } => graph::run(&args, auth, cli.json).await?,
         Command::Feedback { args } => feedback::run(&args, auth, cli.json).await?,
         Command::Memory { op } => memory::run(&op, auth, cli.json).await?,

@@ -1,5 +1,10 @@
 //! `rcpctl memory build|recall`: an engine's memory (§7.17), built over its live index or over the
 //! documents of a JSONL file, and recalled as clues to feed back into `retrieve` or `graph`.
+//!
+//! With `--registry` both go through the federation core: `build` is routed to one engine
+//! (`--engine ID`, else the capable engine of highest priority) and the memory id comes back as
+//! `<engine>:<id>`; `recall` with such an id goes back to that engine, and without one is asked
+//! of every engine with memory, the clues and hits merged.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,6 +14,7 @@ use rcp_wire::capabilities::Capability;
 use rcp_wire::index::Document;
 use rcp_wire::memory::{MemoryBuildParams, MemoryRecallParams};
 
+use crate::federated;
 use crate::index::document;
 use crate::out::outln;
 use crate::print_json;
@@ -38,6 +44,11 @@ pub(crate) enum MemoryOp {
         /// memory.scopes.
         #[arg(long)]
         scope: Option<String>,
+        /// With --registry: the engine (its registry id) that builds the memory (sent as
+        /// `_meta.engine`); without it, the capable engine of highest priority. A --memory-id
+        /// (`<engine>:<id>`) names its engine itself.
+        #[arg(long, value_name = "ID", conflicts_with_all = ["stdio", "http", "memory_id"])]
+        engine: Option<String>,
     },
     /// Recall clues (surrogate queries, seed node ids) for a query from a memory.
     Recall {
@@ -53,7 +64,8 @@ pub(crate) struct RecallArgs {
     pub target: Target,
     /// The query.
     pub query: String,
-    /// The memory to recall from (as `rcpctl memory build` printed it); absent lets the engine pick.
+    /// The memory to recall from (as `rcpctl memory build` printed it); absent lets the engine pick
+    /// (with --registry: every engine with memory is asked).
     #[arg(long, value_name = "ID")]
     pub memory_id: Option<String>,
     /// The trajectory this call belongs to (§7.7.3).
@@ -88,14 +100,28 @@ fn read_documents(path: &Path) -> Result<Vec<Document>, String> {
 /// Runs one `rcpctl memory` subcommand.
 pub(crate) async fn run(op: &MemoryOp, auth: &Auth, json: bool) -> Result<(), Box<dyn std::error::Error>> {
     match op {
-        MemoryOp::Build { target, documents, memory_id, scope } => {
+        MemoryOp::Build { target, documents, memory_id, scope, engine } => {
             let documents = documents.as_deref().map(read_documents).transpose()?;
             let params =
                 MemoryBuildParams { documents, memory_id: memory_id.clone(), scope: scope.clone(), meta: None };
-            let c = target::connect(target, auth, Some(Capability::Memory)).await?;
-            let res = c.memory_build(params).await;
-            let _ = c.shutdown().await;
-            let res = res?;
+            let res = match &target.registry {
+                Some(path) => {
+                    let fed = federated::open(path, auth).await?;
+                    let meta = federated::engine_meta(engine.as_deref());
+                    let res = fed.fed.memory_build(MemoryBuildParams { meta, ..params }).await;
+                    if let Ok(s) = &res {
+                        fed.served(&s.notes);
+                    }
+                    fed.close().await;
+                    res?.answer
+                }
+                None => {
+                    let c = target::connect(target, auth, Some(Capability::Memory)).await?;
+                    let res = c.memory_build(params).await;
+                    let _ = c.shutdown().await;
+                    res?
+                }
+            };
             if json {
                 print_json(&res);
             } else {
@@ -111,10 +137,26 @@ pub(crate) async fn run(op: &MemoryOp, auth: &Auth, json: bool) -> Result<(), Bo
                 n: args.n,
                 meta: None,
             };
-            let c = target::connect(&args.target, auth, Some(Capability::Memory)).await?;
-            let res = c.memory_recall(params).await;
-            let _ = c.shutdown().await;
-            let res = res?;
+            let res = match &args.target.registry {
+                Some(path) => {
+                    let fed = federated::open(path, auth).await?;
+                    let res = fed.fed.memory_recall(params).await;
+                    match &res {
+                        // A federated memory id is routed back to the engine that built it.
+                        Ok(m) if args.memory_id.is_some() => fed.served(&m.notes),
+                        Ok(m) => fed.merged(m.answer.meta.as_ref(), &m.notes),
+                        Err(_) => {}
+                    }
+                    fed.close().await;
+                    res?.answer
+                }
+                None => {
+                    let c = target::connect(&args.target, auth, Some(Capability::Memory)).await?;
+                    let res = c.memory_recall(params).await;
+                    let _ = c.shutdown().await;
+                    res?
+                }
+            };
             if json {
                 print_json(&res);
                 return Ok(());

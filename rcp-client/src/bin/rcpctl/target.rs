@@ -18,7 +18,9 @@ pub(crate) struct Target {
     /// Talk to this HTTP base URL (e.g. http://127.0.0.1:8080/rcp).
     #[arg(long, value_name = "URL")]
     pub http: Option<String>,
-    /// An rcp.json registry: the highest-priority live engine able to serve the command.
+    /// An rcp.json registry: the highest-priority live engine able to serve the command; for
+    /// graph, memory, feedback, transform, embed and rerank, the registry's engines as one
+    /// federation (fanned out and merged, or routed to one engine).
     #[arg(long, value_name = "RCP_JSON")]
     pub registry: Option<PathBuf>,
 }
