@@ -12,12 +12,32 @@
 //!   otherwise searches for the id itself (`retrieve` with the id as query) and returns the hit
 //!   whose id matches exactly.
 //!
+//! And one tool per capability the federation advertises beyond retrieval (module `tools`), each
+//! listed only when some engine advertises it, its schema and description built from what the
+//! engines advertise and which engines provide it (the gateway's union and its provenance):
+//! - `rerank` — `query`, `passages`, optional `method` (an advertised one), `topN`, `model`:
+//!   the scores, one per passage, and the order, best first.
+//! - `graph` — `op` (an advertised op), `query`, `seedIds`, `k`, `hops`, `level`: what the op
+//!   returns (hits, nodes and edges, communities, a summary, follow-up questions), merged over
+//!   the engines with the op.
+//! - `memory_recall` — `query`, optional `memoryId`, `n`: clues and draft hits.
+//! - `feedback` — `signals` (`hitId` with `used`, `cited`, `helpful`, `reward`,
+//!   `poisonSuspected`, `injectionSuspected`), optional `query`: how many were accepted, by
+//!   which engine, and the hits not routed.
+//!
+//! These run through the bridge's own RCP session on the gateway (module `session`): the gateway's
+//! handlers answer after the framework's rules, as for an RCP client. Hits of `graph` and
+//! `memory_recall` are kept for `fetch` like those of `search`, and every hit the bridge relays
+//! is in the gateway's origin ledger, so `feedback` reaches the engine that returned it.
+//!
 //! Over stdio ([`Bridge::serve_ndjson`]) frames are read by [`frames`]: bounded lines, and
 //! malformed ones answered `-32700` / `-32600` / `-32602` as JSON-RPC 2.0 requires. A tool
 //! whose engines fail says why (the cause rcp-client reports: the spawn error, the exit
 //! status, the engine's last stderr lines), not only "backend unavailable".
 
 pub mod frames;
+mod session;
+mod tools;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -50,6 +70,8 @@ pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct Bridge {
     gateway: Arc<Gateway>,
     recent: Arc<Mutex<Recent>>,
+    /// The RCP session on the gateway the capability tools call through, opened on first use.
+    session: Arc<tokio::sync::OnceCell<session::Session>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -81,7 +103,27 @@ impl Recent {
 impl Bridge {
     /// A bridge over `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
-        Self { gateway, recent: Arc::default() }
+        Self { gateway, recent: Arc::default(), session: Arc::default() }
+    }
+
+    /// Sends one RCP request through the bridge's session on the gateway.
+    async fn rcp(&self, method: &str, params: Value) -> Result<Value, RcpError> {
+        let session = self.session.get_or_try_init(|| session::Session::open(&self.gateway)).await?;
+        session.call(method, params).await
+    }
+
+    /// Keeps `hits` for `fetch`.
+    fn remember(&self, hits: &[Hit]) {
+        if let Ok(mut recent) = self.recent.lock() {
+            hits.iter().for_each(|h| recent.remember(h));
+        }
+    }
+
+    /// The names of the tools offered, in the order [`Bridge::tools`] lists them.
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        let mut names = vec!["search", "list_engines", "fetch"];
+        names.extend(tools::offered(self.gateway.union()));
+        names
     }
 
     /// Serves MCP over NDJSON on `input` and `output` (stdin and stdout for `rcp-gateway
@@ -103,7 +145,8 @@ impl Bridge {
         served.and(drained)
     }
 
-    /// The tools, with input schemas derived from the federation's filter fields.
+    /// The tools, with input schemas derived from what the engines advertise: the federation's
+    /// filter fields for `search`, and one tool per capability beyond retrieval.
     pub fn tools(&self) -> Vec<Tool> {
         let fed = self.gateway.federated();
         let max_k = fed.and_then(|f| f.retrieve.max_k).unwrap_or(100).max(1);
@@ -133,20 +176,22 @@ impl Bridge {
         let fetch = json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The id of a hit returned by search."},
+                "id": {"type": "string", "description": "The id of a hit returned by search, graph or memory_recall."},
                 "engine": {"type": "string", "enum": collections, "description": "The engine the id came from."},
             },
             "required": ["id"],
         });
         let read_only = ToolAnnotations::default().read_only(true);
-        vec![
+        let mut all = vec![
             Tool::new("search", "Search the connected retrieval engines (RCP) and return ranked hits with ids, titles, snippets, scores and the engine each came from.", object(search))
                 .with_annotations(read_only.clone()),
             Tool::new("list_engines", "List the retrieval engines behind this bridge, with their identity and capabilities.", object(list))
                 .with_annotations(read_only.clone()),
-            Tool::new("fetch", "Return the full text of a document by the id a search returned.", object(fetch))
+            Tool::new("fetch", "Return the full text of a document by the id a search, graph or memory_recall returned.", object(fetch))
                 .with_annotations(read_only),
-        ]
+        ];
+        all.extend(tools::tools(self.gateway.union()));
+        all
     }
 
     /// Runs a tool; protocol-level problems (unknown tool, bad arguments) are MCP errors, engine
@@ -156,8 +201,11 @@ impl Bridge {
             "search" => Ok(self.search(&args).await.unwrap_or_else(tool_error)),
             "list_engines" => Ok(self.list_engines().await.unwrap_or_else(tool_error)),
             "fetch" => Ok(self.fetch(&args).await.unwrap_or_else(tool_error)),
+            other if tools::offered(self.gateway.union()).contains(&other) => {
+                Ok(self.capability_tool(other, &args).await.unwrap_or_else(tool_error))
+            }
             other => Err(ErrorData::invalid_params(
-                format!("unknown tool '{other}'; tools: search, list_engines, fetch"),
+                format!("unknown tool '{other}'; tools: {}", self.tool_names().join(", ")),
                 None,
             )),
         }
@@ -179,24 +227,8 @@ impl Bridge {
         let engine = args.get("engine").and_then(Value::as_str);
         let filter = build_filter(args)?;
         let result = self.retrieve(query, k, engine, filter).await?;
-        let mut lines = Vec::new();
-        let mut hits = Vec::new();
-        if let Ok(mut recent) = self.recent.lock() {
-            result.hits.iter().for_each(|h| recent.remember(h));
-        }
-        for (rank, h) in result.hits.iter().enumerate() {
-            let title = title(h);
-            let origin = origin(h);
-            let snippet = snippet(h);
-            lines.push(format!(
-                "{}. [{origin}] {} — {} (score {:.4})\n   {snippet}",
-                rank + 1,
-                h.key(),
-                title.as_deref().unwrap_or("(untitled)"),
-                h.score
-            ));
-            hits.push(json!({"id": h.key(), "title": title, "snippet": snippet, "score": h.score, "engine": origin}));
-        }
+        self.remember(&result.hits);
+        let (mut lines, hits) = listed(&result.hits);
         let notes = result.usage.map(|u| u.notes).unwrap_or_default();
         if lines.is_empty() {
             lines.push("No hits.".into());
@@ -304,8 +336,12 @@ impl ServerHandler for Bridge {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("rcp-gateway-mcp", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
-                "Search retrieval engines ({}) with `search`; `fetch` returns a hit's full text; `list_engines` describes the engines.",
-                self.gateway.collections().join(", ")
+                "Search retrieval engines ({}) with `search`; `fetch` returns a hit's full text; `list_engines` describes the engines.{}",
+                self.gateway.collections().join(", "),
+                match tools::offered(self.gateway.union()).as_slice() {
+                    [] => String::new(),
+                    more => format!(" The engines also offer: {}.", more.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")),
+                }
             ))
     }
 
@@ -405,8 +441,33 @@ fn origin(h: &Hit) -> String {
     }
 }
 
+/// Hits as `search` lists them: a text line each, and `{id, title, snippet, score, engine}`.
+fn listed(hits: &[Hit]) -> (Vec<String>, Vec<Value>) {
+    let mut lines = Vec::new();
+    let mut compact = Vec::new();
+    for (rank, h) in hits.iter().enumerate() {
+        let title = title(h);
+        let origin = origin(h);
+        let snippet = snippet(h);
+        lines.push(format!(
+            "{}. [{origin}] {} — {} (score {:.4})\n   {snippet}",
+            rank + 1,
+            h.key(),
+            title.as_deref().unwrap_or("(untitled)"),
+            h.score
+        ));
+        compact.push(json!({"id": h.key(), "title": title, "snippet": snippet, "score": h.score, "engine": origin}));
+    }
+    (lines, compact)
+}
+
 fn snippet(h: &Hit) -> String {
-    let text = h.text.as_deref().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    snippet_of(h.text.as_deref().unwrap_or_default())
+}
+
+/// `text` on one line, cut to [`SNIPPET`] characters.
+fn snippet_of(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if text.chars().count() <= SNIPPET {
         return text;
     }

@@ -1,11 +1,16 @@
 //! The MCP bridge: in-process with rmcp's own client over an in-memory duplex, and as a process
 //! (`rcp-gateway mcp`) driven by the official Python `mcp` package, an independent client.
+//! The tool list follows the federation's union (a tool per capability its engines advertise),
+//! and the capability tools answer real calls through real engines: `feedback` through
+//! `rcp-bm25`; `rerank`, `graph`, `memory_recall` and `feedback` through `rcp-dense --graph`
+//! and `rcp-rerank` (their models fetched into the user cache on first use).
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::*;
 use rcp_gateway::mcp::Bridge;
@@ -16,6 +21,59 @@ use serde_json::{Value, json};
 
 fn args(v: Value) -> rmcp::model::JsonObject {
     v.as_object().cloned().unwrap_or_default()
+}
+
+type McpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// A bridge over a gateway of `registry` (engines given `timeout` to start and to answer),
+/// served in process to rmcp's client; the task serving it.
+async fn bridge(registry: &Path, timeout: Duration) -> (McpClient, tokio::task::JoinHandle<()>) {
+    let registry = GatewayRegistry::load(registry).unwrap();
+    let options = GatewayOptions { engine_timeout: timeout, connect_timeout: timeout, ..GatewayOptions::default() };
+    let gateway = Arc::new(Gateway::start(registry, options).await);
+    let (server_io, client_io) = tokio::io::duplex(1024 * 1024);
+    let server = tokio::spawn(async move {
+        let running = Bridge::new(gateway).serve(server_io).await.expect("serve");
+        let _ = running.waiting().await;
+    });
+    (().serve(client_io).await.expect("client initialize"), server)
+}
+
+/// Calls `tool`; the structured content with the text content as `_content`, or the text of a
+/// tool error as `Err`.
+async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> Result<Value, String> {
+    let r = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    let text = r.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+    if r.is_error == Some(true) {
+        return Err(text);
+    }
+    let mut structured = r.structured_content.unwrap_or_else(|| panic!("{tool}: no structured content"));
+    structured["_content"] = json!(text);
+    Ok(structured)
+}
+
+fn tool_names(tools: &[rmcp::model::Tool]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_ref()).collect()
+}
+
+fn tool<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
+    tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool '{name}'"))
+}
+
+/// A JSONL corpus of `docs` at `dir/corpus.jsonl`.
+fn corpus(dir: &Path, docs: &[(&str, &str)]) -> std::path::PathBuf {
+    let path = dir.join("corpus.jsonl");
+    let lines: Vec<String> = docs.iter().map(|(id, text)| json!({"_id": id, "text": text}).to_string()).collect();
+    std::fs::write(&path, lines.join("\n")).expect("write corpus");
+    path
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[tokio::test]
@@ -39,8 +97,8 @@ async fn rmcp_client_lists_tools_searches_fetches_and_lists_engines() {
     let client = ().serve(client_io).await.expect("client initialize");
 
     let tools = client.list_all_tools().await.expect("tools/list");
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["search", "list_engines", "fetch"]);
+    // Engines with retrieval alone: no rerank, graph, memory_recall or feedback tool.
+    assert_eq!(tool_names(&tools), ["search", "list_engines", "fetch"]);
     let search = &tools[0];
     let props = &search.input_schema["properties"];
     assert_eq!(props["where"]["properties"]["lang"]["type"], "string", "derived from the filter fields");
@@ -89,6 +147,151 @@ async fn rmcp_client_lists_tools_searches_fetches_and_lists_engines() {
         .await
         .unwrap();
     assert_eq!(bad.is_error, Some(true));
+    drop(client);
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_list_follows_the_union_and_feedback_reaches_the_engine_of_the_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = [
+        ("wing-1", "Lift and drag of a swept wing at transonic speed."),
+        ("wing-2", "Boundary layer transition on a swept wing."),
+        ("heat-1", "Heat transfer to a blunt body at hypersonic speed."),
+    ];
+    let data = dir.path().join("bm25");
+    let corpus = corpus(dir.path(), &docs);
+    run(Command::new(bm25_bin()).args(["index", "--data-dir"]).arg(&data).arg(&corpus), "rcp-bm25 index");
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![
+            fixture("fx", &["--doc", "fx-1:wing lift in ground effect"]),
+            // With a data directory rcp-bm25 records feedback (the fixture does not).
+            json!({"id": "bm25", "command": [bm25_bin(), "serve", "--data-dir", data.to_string_lossy()]}),
+        ],
+    );
+    let (client, server) = bridge(&reg, Duration::from_secs(30)).await;
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tool_names(&tools), ["search", "list_engines", "fetch", "feedback"], "no graph, rerank or memory");
+    let feedback = tool(&tools, "feedback");
+    assert!(feedback.description.as_deref().is_some_and(|d| d.contains("engine 'bm25'")), "{feedback:?}");
+    let signal = &feedback.input_schema["properties"]["signals"]["items"]["properties"];
+    for key in ["hitId", "used", "cited", "helpful", "reward", "poisonSuspected"] {
+        assert!(signal.get(key).is_some(), "signal property '{key}' missing: {signal}");
+    }
+    // A tool the union does not offer is unknown to the bridge.
+    let absent =
+        client.call_tool(CallToolRequestParams::new("graph").with_arguments(args(json!({"op": "neighbors"})))).await;
+    assert!(absent.is_err(), "{absent:?}");
+
+    let found = call(&client, "search", json!({"query": "swept wing lift", "k": 5})).await.expect("search");
+    let hits = found["hits"].as_array().cloned().unwrap_or_default();
+    assert!(hits.iter().any(|h| h["id"] == "wing-1" && h["engine"] == "bm25"), "{found}");
+    assert!(hits.iter().any(|h| h["id"] == "fx-1" && h["engine"] == "fx"), "{found}");
+
+    let signals = json!([
+        {"hitId": "wing-1", "used": true, "cited": true, "reward": 0.5},
+        {"hitId": "fx-1", "used": true},
+        {"hitId": "never-served", "helpful": false},
+    ]);
+    let r = call(&client, "feedback", json!({"signals": signals, "query": "swept wing lift"})).await.expect("feedback");
+    assert_eq!(r["accepted"], 1, "{r}");
+    assert_eq!(r["engines"], json!({"bm25": 1}), "the engine that returned the hit took it: {r}");
+    assert_eq!(r["unrouted"], json!(["fx-1", "never-served"]), "the fixture records no feedback: {r}");
+    assert!(r["_content"].as_str().is_some_and(|t| t.starts_with("Accepted 1 of 3 signal(s).")), "{r}");
+
+    // The framework's rules apply before the gateway's handler: a reward outside [-1, 1].
+    let bad = call(&client, "feedback", json!({"signals": [{"hitId": "wing-1", "reward": 2.0}]})).await;
+    assert!(bad.as_ref().is_err_and(|t| t.contains("reward") && t.contains("-32602")), "{bad:?}");
+    drop(client);
+    server.abort();
+}
+
+const DOCS: [(&str, &str); 8] = [
+    ("wing-1", "Lift and drag of a swept wing at transonic speed, with the shock it forms on the upper surface."),
+    ("wing-2", "Boundary layer transition on a swept wing in supersonic flow and its effect on drag."),
+    ("wing-3", "Wind tunnel measurements of wing lift at high angle of attack before the stall."),
+    ("heat-1", "Heat transfer to a blunt body re-entering the atmosphere at hypersonic speed."),
+    ("heat-2", "Ablation of a heat shield under convective heating during re-entry."),
+    ("heat-3", "Radiative heating of a capsule during atmospheric entry from orbit."),
+    ("shell-1", "Buckling of thin cylindrical shells under axial compression."),
+    ("shell-2", "Vibration of a thin cylindrical shell with a clamped end."),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rerank_graph_memory_and_feedback_tools_answer_through_real_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("dense");
+    let corpus = corpus(dir.path(), &DOCS);
+    run(
+        Command::new(dense_bin()).args(["index", "--fetch-model", "--data-dir"]).arg(&data).arg(&corpus),
+        "rcp-dense index",
+    );
+    run(Command::new(rerank_bin()).arg("fetch-model"), "rcp-rerank fetch-model");
+    let dense = json!([dense_bin(), "serve", "--graph", "--data-dir", data.to_string_lossy()]);
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![
+            json!({"id": "dense", "command": dense}),
+            json!({"id": "rerank", "command": [rerank_bin(), "serve", "--encoder-sessions", "1"]}),
+        ],
+    );
+    let (client, server) = bridge(&reg, Duration::from_secs(120)).await;
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tool_names(&tools), ["search", "list_engines", "fetch", "rerank", "graph", "memory_recall", "feedback"]);
+    let graph = tool(&tools, "graph");
+    assert_eq!(
+        graph.input_schema["properties"]["op"]["enum"],
+        json!(["local", "global", "drift", "communities", "neighbors"]),
+        "the dense engine's ops"
+    );
+    assert!(graph.description.as_deref().is_some_and(|d| d.contains("engine 'dense'")), "{graph:?}");
+    let rerank = tool(&tools, "rerank");
+    let methods = &rerank.input_schema["properties"]["method"]["enum"];
+    assert!(methods.as_array().is_some_and(|m| m.contains(&json!("cross-encoder"))), "{methods}");
+    assert!(rerank.description.as_deref().is_some_and(|d| d.contains("engine 'rerank'")), "{rerank:?}");
+    let memory = tool(&tools, "memory_recall");
+    assert!(memory.description.as_deref().is_some_and(|d| d.contains("engine 'dense'")), "{memory:?}");
+
+    // rerank: the re-entry passages first.
+    let passages: Vec<&str> = DOCS.iter().map(|(_, t)| *t).collect();
+    let ask = json!({"query": "heating during re-entry", "passages": passages, "method": "cross-encoder"});
+    let r = call(&client, "rerank", ask).await.expect("rerank");
+    assert_eq!(r["scores"].as_array().map(Vec::len), Some(DOCS.len()), "{r}");
+    assert_eq!(r["order"].as_array().map(Vec::len), Some(DOCS.len()), "{r}");
+    let best = r["order"][0].as_u64().unwrap_or(99) as usize;
+    assert!(DOCS.get(best).is_some_and(|(id, _)| id.starts_with("heat")), "{r}");
+    assert!(r["notes"].to_string().contains("served by engine 'rerank'"), "{r}");
+
+    // graph neighbors: nodes and edges around a seed.
+    let r = call(&client, "graph", json!({"op": "neighbors", "seedIds": ["wing-1"], "k": 5})).await.expect("neighbors");
+    assert!(r["nodes"].as_array().is_some_and(|n| !n.is_empty()), "{r}");
+    assert!(r["edges"].as_array().is_some_and(|e| !e.is_empty()), "{r}");
+    // graph local: hits, which fetch then answers without a search.
+    let r = call(&client, "graph", json!({"op": "local", "query": "heat shield ablation during re-entry", "k": 3}))
+        .await
+        .expect("local");
+    let hits = r["hits"].as_array().cloned().unwrap_or_default();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h["engine"] == "dense"), "{r}");
+    let first = hits[0]["id"].as_str().unwrap_or_default().to_owned();
+    let fetched = call(&client, "fetch", json!({"id": first})).await.expect("fetch a graph hit");
+    let text = DOCS.iter().find(|(id, _)| *id == first).map(|(_, t)| *t);
+    assert_eq!(fetched["text"].as_str(), text, "{fetched}");
+    // An op the engines do not advertise: the framework's refusal, as a tool error.
+    let bad = call(&client, "graph", json!({"op": "teleport"})).await;
+    assert!(bad.as_ref().is_err_and(|t| t.contains("teleport")), "{bad:?}");
+
+    // memory_recall: clues from the dense engine's memory of its index.
+    let r = call(&client, "memory_recall", json!({"query": "re-entry heating", "n": 3})).await.expect("memory_recall");
+    assert!(r["clues"].as_array().is_some_and(|c| !c.is_empty()), "{r}");
+
+    // feedback on the graph hit reaches the engine that returned it.
+    let r = call(&client, "feedback", json!({"signals": [{"hitId": first, "used": true}]})).await.expect("feedback");
+    assert_eq!((&r["accepted"], &r["engines"]), (&json!(1), &json!({"dense": 1})), "{r}");
     drop(client);
     server.abort();
 }
