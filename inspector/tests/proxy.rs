@@ -222,12 +222,12 @@ async fn an_engine_that_cannot_start_is_reported_not_fatal() {
 
 #[tokio::test]
 async fn rcp_inspect_subcommand_runs_the_inspector() {
-    let rcp = rcp_testkit::workspace_bin("rcp-client", "rcp");
+    let rcp = rcp_testkit::workspace_bin("rcp-client", "rcpctl");
     // `rcpctl` finds rcp-inspect beside itself; place both in a directory of their own so the test
     // does not depend on PATH.
     let dir = tempfile::tempdir().expect("tempdir");
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
-    let local_rcp = dir.path().join("rcp");
+    let local_rcp = dir.path().join("rcpctl");
     link_or_copy(&rcp, &local_rcp);
 
     // Without rcp-inspect anywhere: a clear error.
