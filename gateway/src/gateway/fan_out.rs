@@ -186,7 +186,7 @@ impl Retrieve for Gateway {
         self.retrieval.as_ref().is_some_and(|f| f.citations)
     }
 
-    /// The gateway's own cursor over its fused list ([`pages`]).
+    /// The gateway's own cursor over its fused list (`g1.<offset>.<fingerprint>`).
     fn pagination(&self) -> bool {
         true
     }
