@@ -339,10 +339,8 @@ pub async fn feedback<E: Engines + ?Sized>(
         {
             origins = (0..engines.count()).filter(|i| engines.namespace(*i) == Some(owner)).collect();
         }
-        let targets: Vec<usize> = origins
-            .into_iter()
-            .filter(|i| engines.capabilities(*i).is_some_and(|c| c.feedback.is_some()))
-            .collect();
+        let targets: Vec<usize> =
+            origins.into_iter().filter(|i| engines.capabilities(*i).is_some_and(|c| c.feedback.is_some())).collect();
         match local {
             Some(local) if !targets.is_empty() => {
                 for t in targets {
