@@ -43,9 +43,14 @@ pub fn fuse_hits(lists: Vec<(String, usize, Vec<Hit>)>, ns: &Namespaces, k: usiz
         .map(|(name, index, hits)| EngineList::new(name, hits.into_iter().map(|h| qualify_hit(h, index, ns)).collect()))
         .collect();
     if lists.len() == 1 {
-        // One list: its own order and scores, only truncated (fusion would rescore it).
-        let mut hits = lists.into_iter().next().map(|l| l.hits).unwrap_or_default();
+        // One list: its own order and scores, only truncated (fusion would rescore it), each
+        // hit naming its engine as a fused hit does.
+        let Some(list) = lists.into_iter().next() else { return Ok(Vec::new()) };
+        let mut hits = list.hits;
         hits.truncate(k);
+        for h in &mut hits {
+            h.meta.get_or_insert_with(Meta::new).entry("engine").or_insert_with(|| json!(list.engine));
+        }
         return Ok(hits);
     }
     fusion::fuse(&lists, &FusionMethod::rrf(), k).map_err(RcpError::from)
@@ -258,7 +263,9 @@ mod tests {
         assert_eq!(hits[0].key(), "2", "found by both engines");
         assert_eq!(m.summary.as_deref(), Some("[a] wings\n\n[b] heat"));
         let one = merge_graph(vec![a], &Namespaces::default(), Some(1)).unwrap();
-        assert_eq!((one.hits.unwrap().len(), one.summary.as_deref()), (1, Some("wings")));
+        assert_eq!(one.summary.as_deref(), Some("wings"));
+        let hits = one.hits.unwrap();
+        assert_eq!((hits.len(), hits[0].meta.as_ref().map(|m| m["engine"].clone())), (1, Some(json!("a"))));
     }
 
     #[test]
