@@ -209,22 +209,11 @@ async fn the_tool_list_follows_the_union_and_feedback_reaches_the_engine_of_the_
     server.abort();
 }
 
-const DOCS: [(&str, &str); 8] = [
-    ("wing-1", "Lift and drag of a swept wing at transonic speed, with the shock it forms on the upper surface."),
-    ("wing-2", "Boundary layer transition on a swept wing in supersonic flow and its effect on drag."),
-    ("wing-3", "Wind tunnel measurements of wing lift at high angle of attack before the stall."),
-    ("heat-1", "Heat transfer to a blunt body re-entering the atmosphere at hypersonic speed."),
-    ("heat-2", "Ablation of a heat shield under convective heating during re-entry."),
-    ("heat-3", "Radiative heating of a capsule during atmospheric entry from orbit."),
-    ("shell-1", "Buckling of thin cylindrical shells under axial compression."),
-    ("shell-2", "Vibration of a thin cylindrical shell with a clamped end."),
-];
-
 #[tokio::test(flavor = "multi_thread")]
 async fn rerank_graph_memory_and_feedback_tools_answer_through_real_engines() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("dense");
-    let corpus = corpus(dir.path(), &DOCS);
+    let corpus = corpus(dir.path(), &AERO_DOCS);
     run(
         Command::new(dense_bin()).args(["index", "--fetch-model", "--data-dir"]).arg(&data).arg(&corpus),
         "rcp-dense index",
@@ -258,13 +247,13 @@ async fn rerank_graph_memory_and_feedback_tools_answer_through_real_engines() {
     assert!(memory.description.as_deref().is_some_and(|d| d.contains("engine 'dense'")), "{memory:?}");
 
     // rerank: the re-entry passages first.
-    let passages: Vec<&str> = DOCS.iter().map(|(_, t)| *t).collect();
+    let passages: Vec<&str> = AERO_DOCS.iter().map(|(_, t)| *t).collect();
     let ask = json!({"query": "heating during re-entry", "passages": passages, "method": "cross-encoder"});
     let r = call(&client, "rerank", ask).await.expect("rerank");
-    assert_eq!(r["scores"].as_array().map(Vec::len), Some(DOCS.len()), "{r}");
-    assert_eq!(r["order"].as_array().map(Vec::len), Some(DOCS.len()), "{r}");
+    assert_eq!(r["scores"].as_array().map(Vec::len), Some(AERO_DOCS.len()), "{r}");
+    assert_eq!(r["order"].as_array().map(Vec::len), Some(AERO_DOCS.len()), "{r}");
     let best = r["order"][0].as_u64().unwrap_or(99) as usize;
-    assert!(DOCS.get(best).is_some_and(|(id, _)| id.starts_with("heat")), "{r}");
+    assert!(AERO_DOCS.get(best).is_some_and(|(id, _)| id.starts_with("heat")), "{r}");
     assert!(r["notes"].to_string().contains("served by engine 'rerank'"), "{r}");
 
     // graph neighbors: nodes and edges around a seed.
@@ -279,7 +268,7 @@ async fn rerank_graph_memory_and_feedback_tools_answer_through_real_engines() {
     assert!(!hits.is_empty() && hits.iter().all(|h| h["engine"] == "dense"), "{r}");
     let first = hits[0]["id"].as_str().unwrap_or_default().to_owned();
     let fetched = call(&client, "fetch", json!({"id": first})).await.expect("fetch a graph hit");
-    let text = DOCS.iter().find(|(id, _)| *id == first).map(|(_, t)| *t);
+    let text = AERO_DOCS.iter().find(|(id, _)| *id == first).map(|(_, t)| *t);
     assert_eq!(fetched["text"].as_str(), text, "{fetched}");
     // An op the engines do not advertise: the framework's refusal, as a tool error.
     let bad = call(&client, "graph", json!({"op": "teleport"})).await;

@@ -7,27 +7,16 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bm25_bin, dense_bin, fixture, gateway, rerank_bin, write_registry};
+use common::{AERO_DOCS, bm25_bin, dense_bin, fixture, gateway, rerank_bin, write_registry};
 use rcp_client::{Client, ClientOptions};
 use serde_json::{Value, json};
 
-const DOCS: [(&str, &str); 8] = [
-    ("wing-1", "Lift and drag of a swept wing at transonic speed, with the shock it forms on the upper surface."),
-    ("wing-2", "Boundary layer transition on a swept wing in supersonic flow and its effect on drag."),
-    ("wing-3", "Wind tunnel measurements of wing lift at high angle of attack before the stall."),
-    ("heat-1", "Heat transfer to a blunt body re-entering the atmosphere at hypersonic speed."),
-    ("heat-2", "Ablation of a heat shield under convective heating during re-entry."),
-    ("heat-3", "Radiative heating of a capsule during atmospheric entry from orbit."),
-    ("shell-1", "Buckling of thin cylindrical shells under axial compression."),
-    ("shell-2", "Vibration of a thin cylindrical shell with a clamped end."),
-];
-
-/// A dense data directory over `DOCS`, indexed with the real model.
+/// A dense data directory over `AERO_DOCS`, indexed with the real model.
 fn dense_dir(dir: &Path, name: &str) -> std::path::PathBuf {
     let corpus = dir.join("corpus.jsonl");
     // `topic` and `year` as the built-in corpus of rcp-bm25 types them, so the two engines
     // share a filter field set.
-    let lines: Vec<String> = DOCS
+    let lines: Vec<String> = AERO_DOCS
         .iter()
         .enumerate()
         .map(|(i, (id, text))| {
@@ -141,7 +130,7 @@ async fn the_gateway_serves_every_capability_its_engines_have() {
 
     // A rerank ordered exactly as the reranking engine orders it.
     let reranker = direct(&rerank_cmd()).await;
-    let passages: Vec<&str> = DOCS.iter().map(|(_, t)| *t).collect();
+    let passages: Vec<&str> = AERO_DOCS.iter().map(|(_, t)| *t).collect();
     let ask = json!({"query": "heating during re-entry", "passages": passages, "method": "cross-encoder"});
     let via = gw.call("rerank", ask.clone()).await.expect("rerank through the gateway");
     let own = reranker.call("rerank", ask).await.expect("rerank from rcp-rerank");

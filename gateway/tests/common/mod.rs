@@ -123,3 +123,16 @@ pub(crate) fn ids(result: &Value) -> Vec<String> {
         .map(|a| a.iter().map(|h| h["id"].to_string().trim_matches('"').to_owned()).collect())
         .unwrap_or_default()
 }
+
+/// Eight aerodynamics abstracts in three topics (`wing`, `heat`, `shell`), small enough to
+/// embed in a test: the corpus of the tests over real dense and rerank engines.
+pub(crate) const AERO_DOCS: [(&str, &str); 8] = [
+    ("wing-1", "Lift and drag of a swept wing at transonic speed, with the shock it forms on the upper surface."),
+    ("wing-2", "Boundary layer transition on a swept wing in supersonic flow and its effect on drag."),
+    ("wing-3", "Wind tunnel measurements of wing lift at high angle of attack before the stall."),
+    ("heat-1", "Heat transfer to a blunt body re-entering the atmosphere at hypersonic speed."),
+    ("heat-2", "Ablation of a heat shield under convective heating during re-entry."),
+    ("heat-3", "Radiative heating of a capsule during atmospheric entry from orbit."),
+    ("shell-1", "Buckling of thin cylindrical shells under axial compression."),
+    ("shell-2", "Vibration of a thin cylindrical shell with a clamped end."),
+];
