@@ -254,3 +254,42 @@ async fn a_routed_call_fails_over_within_one_model_and_never_across_models() {
     let err = gw.call("embed", json!({"inputs": ["abc"], "_meta": {"engine": "nope"}})).await.unwrap_err();
     assert_eq!(err.code(), Some(rcp_wire::ErrorCode::INVALID_PARAMS), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn namespaced_ids_are_accepted_back_by_index_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rcp.json");
+    let entries = vec![
+        json!({"id": "one", "command": [bm25_bin(), "serve"]}),
+        json!({"id": "two", "command": [bm25_bin(), "serve"]}),
+    ];
+    std::fs::write(&path, json!({"corpora": "distinct", "engines": entries}).to_string()).expect("write");
+    let gw = gateway(&path, &[]).await;
+    let found = |r: &Value| ids(r, "hits").into_iter().filter(|i| i.ends_with(":rust-3")).collect::<Vec<_>>();
+    let r = gw.call("retrieve", json!({"query": "tantivy", "k": 10})).await.expect("retrieve");
+    let mut both = found(&r);
+    both.sort();
+    assert_eq!(both, ["one:rust-3", "two:rust-3"], "one built-in corpus in each engine: {r}");
+    // Deleting 'one:rust-3' removes the document of collection 'one' only.
+    let d = gw.call("index/delete", json!({"ids": ["one:rust-3"]})).await.expect("index/delete");
+    assert_eq!(d["deleted"], 1, "{d}");
+    let r = gw.call("retrieve", json!({"query": "tantivy", "k": 10})).await.expect("retrieve");
+    assert_eq!(found(&r), ["two:rust-3"], "{r}");
+    // A bare id is refused: it names no collection.
+    let err = gw.call("index/delete", json!({"ids": ["rust-3"]})).await.unwrap_err();
+    assert_eq!(err.code(), Some(rcp_wire::ErrorCode::INVALID_PARAMS), "{err}");
+    // index/add answers ids in the collection's namespace and accepts them so.
+    let a = gw
+        .call(
+            "index/add",
+            json!({"documents": [{"id": "two:gw-1", "text": "a federated write"}], "_meta": {"collection": "two"}}),
+        )
+        .await
+        .expect("index/add");
+    assert_eq!(a["ids"], json!(["two:gw-1"]), "{a}");
+    let err = gw
+        .call("index/add", json!({"documents": [{"id": "one:gw-2", "text": "x"}], "_meta": {"collection": "two"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(rcp_wire::ErrorCode::INVALID_PARAMS), "{err}");
+}

@@ -58,8 +58,25 @@ impl Index for Gateway {
     async fn add(&self, mut params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
         let target = self.write_target(params.meta.as_ref())?;
         let n = target.shards.len();
-        // The documents move to their shards; the per-shard params copy everything else.
-        let documents = std::mem::take(&mut params.documents);
+        let owner = self.collections.iter().position(|c| c.name == target.name).unwrap_or_default();
+        // The documents move to their shards; the per-shard params copy everything else. With
+        // namespaced ids, a document may name its id in the collection's namespace.
+        let mut documents = std::mem::take(&mut params.documents);
+        if self.namespaces.enabled() {
+            for (i, doc) in documents.iter_mut().enumerate() {
+                let Some(id) = doc.id.as_mut() else { continue };
+                match self.namespaces.split(id) {
+                    Some((o, local)) if o == owner => *id = local.to_owned(),
+                    Some(_) => {
+                        return Err(RcpError::invalid_params(
+                            format!("documents[{i}].id"),
+                            format!("'{id}' names another collection than '{}', the one written to", target.name),
+                        ));
+                    }
+                    None => {}
+                }
+            }
+        }
         let mut per_shard: Vec<(Vec<usize>, IndexAddParams)> =
             (0..n).map(|_| (Vec::new(), IndexAddParams { documents: Vec::new(), ..params.clone() })).collect();
         let key = params.meta.as_ref().and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str).map(str::to_owned);
@@ -108,23 +125,39 @@ impl Index for Gateway {
                 chunks = Some(chunks.unwrap_or(0) + c);
             }
         }
+        if self.namespaces.enabled() {
+            ids = ids.into_iter().map(|id| self.namespaces.qualify(owner, &id)).collect();
+        }
         Ok(IndexAddResult { ids, chunks, meta: None })
     }
 
-    /// Deletes each id on the shard that owns it.
+    /// Deletes each id on the shard that owns it: in the collection `_meta.collection` names
+    /// (or the first indexable one), or, with namespaced ids, in the collection its namespace
+    /// names.
     async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
-        let target = self.write_target(params.meta.as_ref())?;
-        let n = target.shards.len();
-        let mut per_shard: Vec<Vec<String>> = vec![Vec::new(); n];
-        for id in params.ids {
-            per_shard[shard::owner(&id, n)].push(id);
-        }
-        let calls = per_shard.into_iter().enumerate().filter(|(_, ids)| !ids.is_empty()).map(|(s, ids)| {
-            let index = target.shards[s];
-            async move {
-                let client = self.shard_client(index).await?;
-                client.index_delete(IndexDeleteParams { ids, meta: None }).await.map_err(|e| e.to_rcp())
+        let mut per_engine: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+        if self.namespaces.enabled() {
+            for (i, id) in params.ids.iter().enumerate() {
+                let bad = |why: String| RcpError::invalid_params(format!("ids[{i}]"), why);
+                let (owner, local) = self.namespaces.split(id).ok_or_else(|| {
+                    bad(format!("'{id}' is not '<collection>:<id>' with a collection among: {}", self.collections().join(", ")))
+                })?;
+                let c = &self.collections[owner];
+                if !self.indexable.contains(&c.name) {
+                    return Err(bad(format!("collection '{}' is not indexable on every shard", c.name)));
+                }
+                per_engine.entry(c.shards[shard::owner(local, c.shards.len())]).or_default().push(local.to_owned());
             }
+        } else {
+            let target = self.write_target(params.meta.as_ref())?;
+            let n = target.shards.len();
+            for id in params.ids {
+                per_engine.entry(target.shards[shard::owner(&id, n)]).or_default().push(id);
+            }
+        }
+        let calls = per_engine.into_iter().map(|(index, ids)| async move {
+            let client = self.shard_client(index).await?;
+            client.index_delete(IndexDeleteParams { ids, meta: None }).await.map_err(|e| e.to_rcp())
         });
         let mut deleted = 0;
         for r in futures::future::join_all(calls).await {
