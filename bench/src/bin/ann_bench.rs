@@ -22,10 +22,14 @@
 //! equal-recall table (recall@10 0.95, 0.99, 0.995, 0.999) shows our figures as ratios of
 //! theirs.
 //!
+//! With `--svg FILE` the run also draws what it measured, as ann-benchmarks plots it: recall@10
+//! (x) against single-thread queries/s (y, log scale), one curve per backend and precision
+//! (hnswlib and faiss included when they ran), one point per `--ef`.
+//!
 //! ```sh
 //! cargo build --release -p rcp-bench --bin ann_bench
 //! target/release/ann_bench --hnswlib-python /tmp/venv/bin/python --faiss-python /tmp/venv/bin/python
-//! target/release/ann_bench --n 5000 --queries 100     # smoke run
+//! target/release/ann_bench --n 5000 --queries 100 --svg /tmp/ann.svg     # smoke run
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -86,6 +90,10 @@ struct Args {
     /// Gaussian spread around the centroids.
     #[arg(long, default_value_t = 0.08)]
     spread: f32,
+    /// Also draw the measured rows into this SVG file: recall@10 (x) against single-thread
+    /// queries/s (y, log scale), one curve per backend and precision, one point per `--ef`.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
     /// Internal: run one backend over the workload in this directory and print JSON.
     #[arg(long, hide = true, value_name = "BACKEND")]
     child: Option<Backend>,
@@ -488,6 +496,10 @@ fn run_in(args: &Args, dir: &Path) -> anyhow::Result<()> {
     }
     let references: Vec<&Value> = reference.iter().chain(&faiss).collect();
     report(args, threads, (exact_qps, batch_qps, batch_all_qps), &rows, &references, &restarts);
+    if let Some(path) = &args.svg {
+        chart::draw(path, args, &rows)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
 }
 
@@ -673,4 +685,196 @@ fn report(
         args.queries,
         args.builds.max(1)
     );
+}
+
+/// The recall/throughput picture of `--svg`, drawn with plotters' SVG backend. Its text goes
+/// into the file as SVG `<text>` for the viewer to set in its own sans-serif; plotters sizes it
+/// with a built-in estimate, so no font is read at build or run time.
+mod chart {
+    use std::path::Path;
+
+    use anyhow::{anyhow, bail};
+    use plotters::coord::Shift;
+    use plotters::prelude::*;
+    use serde_json::Value;
+
+    use super::{Args, DIMENSION, K};
+
+    /// Series colours (matplotlib's `tab10`), in the order of the rows.
+    const COLOURS: [RGBColor; 6] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+
+    /// One measured curve: its label and its (recall, q/s) points in `ef` order.
+    type Curve = (String, Vec<(f64, f64)>);
+
+    /// Draws recall@10 (x) against single-thread q/s (y, log scale), a curve per row.
+    pub(super) fn draw(path: &Path, args: &Args, rows: &[Value]) -> anyhow::Result<()> {
+        let curves: Vec<Curve> = rows
+            .iter()
+            .map(|r| {
+                let points = r["ef"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| Some((e["recall"].as_f64()?, e["qps"].as_f64()?)))
+                    .filter(|(r, q)| r.is_finite() && q.is_finite() && *q > 0.0)
+                    .collect();
+                (r["backend"].as_str().unwrap_or("?").to_owned(), points)
+            })
+            .filter(|(_, points): &Curve| !points.is_empty())
+            .collect();
+        let all = || curves.iter().flat_map(|(_, p)| p.iter().copied());
+        let Some(recall_min) = all().map(|p| p.0).reduce(f64::min) else { bail!("no measured point to draw") };
+        let qps_min = all().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let qps_max = all().map(|p| p.1).fold(0.0, f64::max);
+        // x from the hundredth below the lowest recall to just past 1; y a quarter beyond both ends.
+        let x_lo = (((recall_min - 0.002) * 100.0).floor() / 100.0).max(0.0);
+        let x_hi = 1.0 + (1.0 - x_lo) * 0.02;
+        let (y_lo, y_hi) = (qps_min / 1.25, qps_max * 1.25);
+
+        let root = SVGBackend::new(path, (1000, 640)).into_drawing_area();
+        let plotting = || -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+            root.fill(&WHITE)?;
+            let area = titled(
+                &root,
+                "Recall@10 against queries per second, one thread (up and to the right is better)",
+                &format!(
+                    "{} clustered {DIMENSION}-d unit vectors, {} queries, k={K}, M={}, efConstruction={}, \
+                     mean of {} build(s) · {}",
+                    thousands(args.n as f64),
+                    thousands(args.queries as f64),
+                    args.m,
+                    args.ef_construction,
+                    args.builds.max(1),
+                    today()
+                ),
+            )?;
+            let mut chart = ChartBuilder::on(&area)
+                .margin(16)
+                .x_label_area_size(48)
+                .y_label_area_size(72)
+                .build_cartesian_2d(x_lo..x_hi, (y_lo..y_hi).log_scale().with_key_points(log_ticks(y_lo, y_hi)))?;
+            chart
+                .configure_mesh()
+                .x_desc("recall@10")
+                .y_desc("queries/s, one thread (log scale)")
+                .x_label_formatter(&|x| decimal(*x))
+                .y_label_formatter(&|y| thousands(*y))
+                .label_style(("sans-serif", 16))
+                .axis_desc_style(("sans-serif", 18))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(225, 225, 225))
+                .draw()?;
+            for (i, (name, points)) in curves.iter().enumerate() {
+                let colour = COLOURS[i % COLOURS.len()];
+                let line = colour.stroke_width(2);
+                chart.draw_series(LineSeries::new(points.iter().copied(), line))?;
+                chart
+                    .draw_series(
+                        points.iter().map(|&p| EmptyElement::at(p) + Polygon::new(marker(i), colour.filled())),
+                    )?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new(vec![(-10, 0), (10, 0)], line)
+                            + Polygon::new(marker(i), colour.filled())
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerLeft)
+                .margin(12)
+                .label_font(("sans-serif", 17))
+                .background_style(WHITE.mix(0.9))
+                .border_style(RGBColor(160, 160, 160))
+                .draw()?;
+            root.present()
+        };
+        plotting().map_err(|e| anyhow!("draw {}: {e}", path.display()))
+    }
+
+    /// The outline of a series' point marker around (0, 0): circle, triangle, square, diamond.
+    fn marker(series: usize) -> Vec<(i32, i32)> {
+        let polygon = |corners: usize, radius: f64, turn: f64| -> Vec<(i32, i32)> {
+            (0..corners)
+                .map(|i| {
+                    let a = turn + std::f64::consts::TAU * i as f64 / corners as f64;
+                    ((radius * a.cos()).round() as i32, (radius * a.sin()).round() as i32)
+                })
+                .collect()
+        };
+        let quarter = std::f64::consts::FRAC_PI_4;
+        match series % 4 {
+            0 => polygon(16, 4.5, 0.0),
+            1 => polygon(3, 6.0, -2.0 * quarter),
+            2 => polygon(4, 5.5, quarter),
+            _ => polygon(4, 6.0, 0.0),
+        }
+    }
+
+    /// Puts a title and a smaller second line above the drawing; returns the area below them.
+    fn titled<'a>(
+        root: &DrawingArea<SVGBackend<'a>, Shift>,
+        title: &str,
+        subtitle: &str,
+    ) -> Result<DrawingArea<SVGBackend<'a>, Shift>, DrawingAreaErrorKind<std::io::Error>> {
+        root.titled(title, ("sans-serif", 24))?
+            .titled(subtitle, ("sans-serif", 17).into_font().color(&RGBColor(90, 90, 90)))
+    }
+
+    /// Ticks of a log axis: 1, 2 and 5 times each power of ten within `lo..hi` (every
+    /// integer multiple when the range spans less than a decade).
+    fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+        let within = |steps: &[f64]| -> Vec<f64> {
+            (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
+                .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+                .filter(|v| (lo..=hi).contains(v))
+                .collect()
+        };
+        let ticks = within(&[1.0, 2.0, 5.0]);
+        if ticks.len() >= 3 { ticks } else { within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) }
+    }
+
+    /// A recall tick: at least two decimals, at most four, no trailing zeros past two.
+    fn decimal(v: f64) -> String {
+        let s = format!("{v:.4}");
+        let trimmed = s.trim_end_matches('0');
+        let dot = trimmed.find('.').unwrap_or(trimmed.len());
+        if trimmed.len() - dot < 3 { format!("{v:.2}") } else { trimmed.to_owned() }
+    }
+
+    /// `12,345` for counts and q/s.
+    fn thousands(v: f64) -> String {
+        let digits = format!("{:.0}", v.abs());
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if v < 0.0 { format!("-{out}") } else { out }
+    }
+
+    /// Today's date (UTC), `YYYY-MM-DD`.
+    fn today() -> String {
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+        let z = (secs / 86_400) as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!("{year:04}-{month:02}-{day:02}")
+    }
 }

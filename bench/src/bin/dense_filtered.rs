@@ -12,10 +12,15 @@
 //! with the query's own embedding time added (`+embed`), p50 / p99 over the queries of every
 //! pass.
 //!
+//! With `--svg FILE` the run also draws the search-only latency by selectivity: p50 and p99 of
+//! the planner's choice against the unfiltered search's, with each forced plan's p50 beside.
+//!
 //! ```sh
 //! cargo build --release -p rcp-bench --bin dense_filtered && target/release/dense_filtered
+//! target/release/dense_filtered --docs 20000 --passes 1 --svg /tmp/filtered.svg     # smoke run
 //! ```
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -51,6 +56,10 @@ struct Args {
     /// The planner's `post_filter_from` (post-filter a plain walk from this selectivity on).
     #[arg(long, default_value_t = PlannerOptions::default().post_filter_from)]
     post_filter_from: f64,
+    /// Also draw the search-only latency by selectivity into this SVG file: p50 and p99 of the
+    /// planner's plan and of the unfiltered search, each forced plan's p50 beside.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 /// The selectivities measured, with their field names.
@@ -127,8 +136,15 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let truth = exact_truth(&table, &queries, None);
     let none = measure(&queries, &embed_ms, &truth, args.passes, &|q| auto(None, q));
     print_row("none", table.live(), "planner: hnsw", &none);
+    let mut picture = chart::Picture {
+        docs: table.live(),
+        queries: c.queries.len(),
+        passes: args.passes.max(1),
+        unfiltered: chart::Latency::of(&none.search_ms),
+        levels: Vec::new(),
+    };
     let mut p50s = Vec::new();
-    for (field, _) in LEVELS {
+    for (field, rate) in LEVELS {
         let filter = Filter::eq(field, "in");
         let matches = table.meta_index().candidates(&filter).map_or(0, |c| c.len());
         let truth = exact_truth(&table, &queries, Some(&filter));
@@ -137,6 +153,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         plans.sort_unstable();
         plans.dedup();
         print_row(field, matches, &format!("planner: {}", plans.join(", ")), &chosen);
+        let mut level = chart::Level { rate, planner: chart::Latency::of(&chosen.search_ms), forced: Vec::new() };
         let widened = (CANDIDATES as f64 * table.live() as f64 / matches.max(1) as f64) as usize;
         let forced = [
             Plan::MatchScan { candidates: matches },
@@ -153,10 +170,16 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 (table.run(plan, q, CANDIDATES, Some(&filter), candidates.as_ref()), plan)
             });
             print_row(field, matches, &plan.describe(), &m);
+            level.forced.push((plan.name(), chart::Latency::of(&m.search_ms)));
             p50s.push((field, matches, plan.name(), percentile(&mut m.search_ms.clone(), 50.0)));
         }
+        picture.levels.push(level);
     }
     print_calibration(&p50s, table.live());
+    if let Some(path) = &args.svg {
+        chart::draw(path, &picture)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
 }
 
@@ -242,4 +265,273 @@ fn print_row(filter: &str, matches: usize, plan: &str, m: &Measured) {
         percentile(&mut t, 50.0),
         percentile(&mut t, 99.0),
     );
+}
+
+/// The latency picture of `--svg`, drawn with plotters' SVG backend. Its text goes into the
+/// file as SVG `<text>` for the viewer to set in its own sans-serif; plotters sizes it with a
+/// built-in estimate, so no font is read at build or run time.
+mod chart {
+    use std::path::Path;
+
+    use anyhow::anyhow;
+    use plotters::coord::Shift;
+    use plotters::prelude::*;
+    use rcp_bench::quality::percentile;
+
+    use super::{CANDIDATES, K};
+
+    /// p50 and p99 of a set of latencies, in ms.
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Latency {
+        p50: f64,
+        p99: f64,
+    }
+
+    impl Latency {
+        pub(super) fn of(ms: &[f64]) -> Self {
+            let mut ms = ms.to_vec();
+            Latency { p50: percentile(&mut ms, 50.0), p99: percentile(&mut ms, 99.0) }
+        }
+    }
+
+    /// One selectivity: the planner's latency and each forced plan's.
+    #[derive(Debug)]
+    pub(super) struct Level {
+        pub(super) rate: f64,
+        pub(super) planner: Latency,
+        pub(super) forced: Vec<(&'static str, Latency)>,
+    }
+
+    /// What the run measured, as drawn.
+    #[derive(Debug)]
+    pub(super) struct Picture {
+        pub(super) docs: usize,
+        pub(super) queries: usize,
+        pub(super) passes: usize,
+        pub(super) unfiltered: Latency,
+        pub(super) levels: Vec<Level>,
+    }
+
+    /// A curve: label, colour, line width, dashed, marker (see [`marker`]) and its points.
+    struct Curve {
+        label: String,
+        colour: RGBColor,
+        width: u32,
+        dashed: bool,
+        marker: Option<usize>,
+        points: Vec<(f64, f64)>,
+    }
+
+    const BLUE: RGBColor = RGBColor(31, 119, 180);
+    const GREY: RGBColor = RGBColor(60, 60, 60);
+    /// The forced plans' colours (matplotlib's `tab10` after its blue).
+    const FORCED: [RGBColor; 4] =
+        [RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189)];
+
+    /// Draws search-only latency (y, ms, log scale) by selectivity (x, log scale).
+    pub(super) fn draw(path: &Path, p: &Picture) -> anyhow::Result<()> {
+        let (x_lo, x_hi) = (0.0006, 1.0);
+        let at = |l: &Level, ms: f64| (l.rate, ms);
+        let mut curves = vec![
+            Curve {
+                label: "filtered, the planner's plan: p50".to_owned(),
+                colour: BLUE,
+                width: 3,
+                dashed: false,
+                marker: Some(0),
+                points: p.levels.iter().map(|l| at(l, l.planner.p50)).collect(),
+            },
+            Curve {
+                label: "filtered, the planner's plan: p99".to_owned(),
+                colour: BLUE,
+                width: 2,
+                dashed: true,
+                marker: Some(1),
+                points: p.levels.iter().map(|l| at(l, l.planner.p99)).collect(),
+            },
+            Curve {
+                label: format!("unfiltered: p50 ({:.2} ms)", p.unfiltered.p50),
+                colour: GREY,
+                width: 2,
+                dashed: false,
+                marker: None,
+                points: vec![(x_lo, p.unfiltered.p50), (x_hi, p.unfiltered.p50)],
+            },
+            Curve {
+                label: format!("unfiltered: p99 ({:.2} ms)", p.unfiltered.p99),
+                colour: GREY,
+                width: 2,
+                dashed: true,
+                marker: None,
+                points: vec![(x_lo, p.unfiltered.p99), (x_hi, p.unfiltered.p99)],
+            },
+        ];
+        let mut plans: Vec<&str> = p.levels.iter().flat_map(|l| l.forced.iter().map(|f| f.0)).collect();
+        plans.sort_unstable();
+        plans.dedup();
+        for (i, plan) in plans.iter().enumerate() {
+            curves.push(Curve {
+                label: format!("{}, forced: p50", if *plan == "exact scan" { "exact scan of all" } else { plan }),
+                colour: FORCED[i % FORCED.len()],
+                width: 1,
+                dashed: false,
+                marker: Some(2 + i),
+                points: p
+                    .levels
+                    .iter()
+                    .filter_map(|l| l.forced.iter().find(|f| f.0 == *plan).map(|f| at(l, f.1.p50)))
+                    .collect(),
+            });
+        }
+        let values = || curves.iter().flat_map(|c| c.points.iter().map(|q| q.1)).filter(|v| v.is_finite() && *v > 0.0);
+        let y_lo = values().fold(f64::INFINITY, f64::min) / 1.5;
+        let y_hi = values().fold(0.0, f64::max) * 1.5;
+        if !y_lo.is_finite() || y_hi <= 0.0 {
+            anyhow::bail!("no latency to draw");
+        }
+        let x_ticks: Vec<f64> = p.levels.iter().map(|l| l.rate).collect();
+
+        let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
+        let plotting = || -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+            root.fill(&WHITE)?;
+            let area = root
+                .titled("Filtered against unfiltered dense search: latency by selectivity", ("sans-serif", 24))?
+                .titled(
+                    &format!(
+                        "{} semi-synthetic docs (Cranfield abstracts), {} queries × {} pass{}, candidateK {CANDIDATES}, ef {CANDIDATES}, \
+                         top {K}, one thread, search only · {}",
+                        thousands(p.docs),
+                        p.queries,
+                        p.passes,
+                        if p.passes == 1 { "" } else { "es" },
+                        today()
+                    ),
+                    ("sans-serif", 17).into_font().color(&RGBColor(90, 90, 90)),
+                )?;
+            let (plot, legend) = area.split_horizontally(700);
+            let mut chart =
+                ChartBuilder::on(&plot).margin(16).x_label_area_size(52).y_label_area_size(72).build_cartesian_2d(
+                    (x_lo..x_hi).log_scale().with_key_points(x_ticks),
+                    (y_lo..y_hi).log_scale().with_key_points(log_ticks(y_lo, y_hi)),
+                )?;
+            chart
+                .configure_mesh()
+                .x_desc(format!("share of the {} documents the filter accepts (log scale)", thousands(p.docs)))
+                .y_desc("latency, ms (log scale)")
+                .x_label_formatter(&|x| format!("{}%", short(x * 100.0)))
+                .y_label_formatter(&|y| short(*y))
+                .label_style(("sans-serif", 16))
+                .axis_desc_style(("sans-serif", 18))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(225, 225, 225))
+                .draw()?;
+            // Last drawn is on top: the planner's curves, listed first, go over the rest.
+            for c in curves.iter().rev() {
+                let style = c.colour.stroke_width(c.width);
+                if c.dashed {
+                    chart.draw_series(DashedLineSeries::new(c.points.iter().copied(), 8, 5, style))?;
+                } else {
+                    chart.draw_series(LineSeries::new(c.points.iter().copied(), style))?;
+                }
+                if let Some(m) = c.marker {
+                    chart.draw_series(
+                        c.points.iter().map(|&q| EmptyElement::at(q) + Polygon::new(marker(m), c.colour.filled())),
+                    )?;
+                }
+            }
+            draw_legend(&legend, &curves)
+        };
+        plotting().map_err(|e| anyhow!("draw {}: {e}", path.display()))?;
+        root.present().map_err(|e| anyhow!("write {}: {e}", path.display()))
+    }
+
+    /// The legend, beside the plot: a sample of each curve's line and marker, then its label.
+    fn draw_legend<DB: DrawingBackend>(
+        area: &DrawingArea<DB, Shift>,
+        curves: &[Curve],
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let top = 40;
+        for (i, c) in curves.iter().enumerate() {
+            let y = top + 30 * i as i32;
+            let style = c.colour.stroke_width(c.width);
+            if c.dashed {
+                area.draw(&PathElement::new(vec![(4, y), (14, y)], style))?;
+                area.draw(&PathElement::new(vec![(20, y), (30, y)], style))?;
+            } else {
+                area.draw(&PathElement::new(vec![(4, y), (30, y)], style))?;
+            }
+            if let Some(m) = c.marker {
+                area.draw(&(EmptyElement::at((17, y)) + Polygon::new(marker(m), c.colour.filled())))?;
+            }
+            area.draw(&Text::new(c.label.as_str(), (40, y - 8), ("sans-serif", 15)))?;
+        }
+        Ok(())
+    }
+
+    /// The outline of a point marker around (0, 0): circle, triangle, square, diamond, down
+    /// triangle, hexagon.
+    fn marker(kind: usize) -> Vec<(i32, i32)> {
+        let polygon = |corners: usize, radius: f64, turn: f64| -> Vec<(i32, i32)> {
+            (0..corners)
+                .map(|i| {
+                    let a = turn + std::f64::consts::TAU * i as f64 / corners as f64;
+                    ((radius * a.cos()).round() as i32, (radius * a.sin()).round() as i32)
+                })
+                .collect()
+        };
+        let quarter = std::f64::consts::FRAC_PI_4;
+        match kind % 6 {
+            0 => polygon(16, 4.5, 0.0),
+            1 => polygon(3, 6.0, -2.0 * quarter),
+            2 => polygon(4, 5.5, quarter),
+            3 => polygon(4, 6.0, 0.0),
+            4 => polygon(3, 6.0, 2.0 * quarter),
+            _ => polygon(6, 5.0, 0.0),
+        }
+    }
+
+    /// Ticks of a log axis: 1, 2 and 5 times each power of ten within `lo..hi` (the powers
+    /// alone past three decades).
+    fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+        let steps: &[f64] = if hi / lo > 1_000.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+        (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
+            .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    }
+
+    /// A tick value without trailing zeros: `0.001`, `0.5`, `20`.
+    fn short(v: f64) -> String {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+
+    /// `12,345`.
+    fn thousands(n: usize) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    /// Today's date (UTC), `YYYY-MM-DD`.
+    fn today() -> String {
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+        let z = (secs / 86_400) as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!("{year:04}-{month:02}-{day:02}")
+    }
 }
