@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chart;
 pub mod embedded;
 pub mod encoder_speed;
 pub mod exit;

@@ -691,10 +691,10 @@ fn report(
 /// into the file as SVG `<text>` for the viewer to set in its own sans-serif; plotters sizes it
 /// with a built-in estimate, so no font is read at build or run time.
 mod chart {
+    use rcp_bench::chart::{log_ticks, marker, thousands, titled, today};
     use std::path::Path;
 
     use anyhow::{anyhow, bail};
-    use plotters::coord::Shift;
     use plotters::prelude::*;
     use serde_json::Value;
 
@@ -799,82 +799,11 @@ mod chart {
         plotting().map_err(|e| anyhow!("draw {}: {e}", path.display()))
     }
 
-    /// The outline of a series' point marker around (0, 0): circle, triangle, square, diamond.
-    fn marker(series: usize) -> Vec<(i32, i32)> {
-        let polygon = |corners: usize, radius: f64, turn: f64| -> Vec<(i32, i32)> {
-            (0..corners)
-                .map(|i| {
-                    let a = turn + std::f64::consts::TAU * i as f64 / corners as f64;
-                    ((radius * a.cos()).round() as i32, (radius * a.sin()).round() as i32)
-                })
-                .collect()
-        };
-        let quarter = std::f64::consts::FRAC_PI_4;
-        match series % 4 {
-            0 => polygon(16, 4.5, 0.0),
-            1 => polygon(3, 6.0, -2.0 * quarter),
-            2 => polygon(4, 5.5, quarter),
-            _ => polygon(4, 6.0, 0.0),
-        }
-    }
-
-    /// Puts a title and a smaller second line above the drawing; returns the area below them.
-    fn titled<'a>(
-        root: &DrawingArea<SVGBackend<'a>, Shift>,
-        title: &str,
-        subtitle: &str,
-    ) -> Result<DrawingArea<SVGBackend<'a>, Shift>, DrawingAreaErrorKind<std::io::Error>> {
-        root.titled(title, ("sans-serif", 24))?
-            .titled(subtitle, ("sans-serif", 17).into_font().color(&RGBColor(90, 90, 90)))
-    }
-
-    /// Ticks of a log axis: 1, 2 and 5 times each power of ten within `lo..hi` (every
-    /// integer multiple when the range spans less than a decade).
-    fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-        let within = |steps: &[f64]| -> Vec<f64> {
-            (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
-                .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
-                .filter(|v| (lo..=hi).contains(v))
-                .collect()
-        };
-        let ticks = within(&[1.0, 2.0, 5.0]);
-        if ticks.len() >= 3 { ticks } else { within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) }
-    }
-
     /// A recall tick: at least two decimals, at most four, no trailing zeros past two.
     fn decimal(v: f64) -> String {
         let s = format!("{v:.4}");
         let trimmed = s.trim_end_matches('0');
         let dot = trimmed.find('.').unwrap_or(trimmed.len());
         if trimmed.len() - dot < 3 { format!("{v:.2}") } else { trimmed.to_owned() }
-    }
-
-    /// `12,345` for counts and q/s.
-    fn thousands(v: f64) -> String {
-        let digits = format!("{:.0}", v.abs());
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if v < 0.0 { format!("-{out}") } else { out }
-    }
-
-    /// Today's date (UTC), `YYYY-MM-DD`.
-    fn today() -> String {
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-        let z = (secs / 86_400) as i64 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        format!("{year:04}-{month:02}-{day:02}")
     }
 }

@@ -271,6 +271,7 @@ fn print_row(filter: &str, matches: usize, plan: &str, m: &Measured) {
 /// file as SVG `<text>` for the viewer to set in its own sans-serif; plotters sizes it with a
 /// built-in estimate, so no font is read at build or run time.
 mod chart {
+    use rcp_bench::chart::{log_ticks, marker, thousands, today};
     use std::path::Path;
 
     use anyhow::anyhow;
@@ -400,7 +401,7 @@ mod chart {
                     &format!(
                         "{} semi-synthetic docs (Cranfield abstracts), {} queries × {} pass{}, candidateK {CANDIDATES}, ef {CANDIDATES}, \
                          top {K}, one thread, search only · {}",
-                        thousands(p.docs),
+                        thousands(p.docs as f64),
                         p.queries,
                         p.passes,
                         if p.passes == 1 { "" } else { "es" },
@@ -416,7 +417,7 @@ mod chart {
                 )?;
             chart
                 .configure_mesh()
-                .x_desc(format!("share of the {} documents the filter accepts (log scale)", thousands(p.docs)))
+                .x_desc(format!("share of the {} documents the filter accepts (log scale)", thousands(p.docs as f64)))
                 .y_desc("latency, ms (log scale)")
                 .x_label_formatter(&|x| format!("{}%", short(x * 100.0)))
                 .y_label_formatter(&|y| short(*y))
@@ -468,70 +469,9 @@ mod chart {
         Ok(())
     }
 
-    /// The outline of a point marker around (0, 0): circle, triangle, square, diamond, down
-    /// triangle, hexagon.
-    fn marker(kind: usize) -> Vec<(i32, i32)> {
-        let polygon = |corners: usize, radius: f64, turn: f64| -> Vec<(i32, i32)> {
-            (0..corners)
-                .map(|i| {
-                    let a = turn + std::f64::consts::TAU * i as f64 / corners as f64;
-                    ((radius * a.cos()).round() as i32, (radius * a.sin()).round() as i32)
-                })
-                .collect()
-        };
-        let quarter = std::f64::consts::FRAC_PI_4;
-        match kind % 6 {
-            0 => polygon(16, 4.5, 0.0),
-            1 => polygon(3, 6.0, -2.0 * quarter),
-            2 => polygon(4, 5.5, quarter),
-            3 => polygon(4, 6.0, 0.0),
-            4 => polygon(3, 6.0, 2.0 * quarter),
-            _ => polygon(6, 5.0, 0.0),
-        }
-    }
-
-    /// Ticks of a log axis: 1, 2 and 5 times each power of ten within `lo..hi` (the powers
-    /// alone past three decades).
-    fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-        let steps: &[f64] = if hi / lo > 1_000.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
-        (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
-            .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
-            .filter(|v| (lo..=hi).contains(v))
-            .collect()
-    }
-
     /// A tick value without trailing zeros: `0.001`, `0.5`, `20`.
     fn short(v: f64) -> String {
         let s = format!("{v:.4}");
         s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    }
-
-    /// `12,345`.
-    fn thousands(n: usize) -> String {
-        let digits = n.to_string();
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    }
-
-    /// Today's date (UTC), `YYYY-MM-DD`.
-    fn today() -> String {
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-        let z = (secs / 86_400) as i64 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        format!("{year:04}-{month:02}-{day:02}")
     }
 }
