@@ -227,20 +227,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Cranfield beside the workspace (`RCP_CRANFIELD` overrides).
-fn cranfield() -> Option<PathBuf> {
-    let dir = std::env::var("RCP_CRANFIELD")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/cranfield"));
-    dir.join("queries.jsonl").is_file().then_some(dir)
-}
-
 #[test]
 fn eval_reports_engines_and_fusions_on_a_cranfield_subset() {
-    let Some(data) = cranfield() else {
-        eprintln!("skipped: no Cranfield collection at ../shared/data/cranfield (set RCP_CRANFIELD)");
-        return;
-    };
+    let Some(data) = rcp_testkit::cranfield() else { return };
     let dir = scratch("eval");
     let bm25 = rcp_testkit::workspace_bin("rcp-bm25", "rcp-bm25");
     let (a, b) = (dir.join("a"), dir.join("b"));

@@ -81,6 +81,26 @@ pub fn assert_valid_result(method: &str, result: &Value) {
     assert!(errors.is_empty(), "{method} result violates the schema: {errors:?}\n{result}");
 }
 
+/// The Cranfield collection (BEIR layout) for the tests that measure retrieval quality:
+/// `RCP_CRANFIELD` when it is set (it must hold `corpus.jsonl`: a run that names a collection
+/// and has none is misconfigured), else `shared/data/cranfield` beside the workspace when it is
+/// there, else `None`: a clean clone has no collection, and those tests then skip, saying so
+/// (CI sets `RCP_CRANFIELD`, so there they always run).
+pub fn cranfield() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("RCP_CRANFIELD").map(PathBuf::from) {
+        assert!(dir.join("corpus.jsonl").is_file(), "RCP_CRANFIELD={} holds no corpus.jsonl", dir.display());
+        return Some(dir);
+    }
+    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/cranfield");
+    if beside.join("corpus.jsonl").is_file() {
+        return Some(beside);
+    }
+    eprintln!(
+        "skipped: no Cranfield collection (set RCP_CRANFIELD, or place it in shared/data/cranfield beside the workspace)"
+    );
+    None
+}
+
 /// Path of an example of the `rcp-examples` package (`tiny_engine`, ...), built beside the test
 /// executable; a missing one is built with the cargo that runs the tests, in the same profile.
 pub fn example_bin(name: &str) -> PathBuf {

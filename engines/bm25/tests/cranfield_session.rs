@@ -19,8 +19,8 @@ use std::process::Command;
 use common::{bin, cranfield_dir, ids, load_queries, serve, serve_dir, tempdir};
 use serde_json::{Value, json};
 
-fn corpus() -> Vec<Value> {
-    let text = std::fs::read_to_string(cranfield_dir().join("corpus.jsonl")).expect("Cranfield corpus (RCP_CRANFIELD)");
+fn corpus(cran: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(cran.join("corpus.jsonl")).expect("Cranfield corpus (RCP_CRANFIELD)");
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -32,7 +32,7 @@ fn corpus() -> Vec<Value> {
 
 #[test]
 fn a_three_step_session_loop_returns_only_new_documents_each_step() {
-    let cran = cranfield_dir();
+    let Some(cran) = cranfield_dir() else { return };
     let dir = tempdir();
     let out =
         Command::new(bin()).arg("index").arg("--data-dir").arg(dir.path()).arg(cran.join("corpus.jsonl")).output();
@@ -71,13 +71,13 @@ fn a_three_step_session_loop_returns_only_new_documents_each_step() {
 
 #[test]
 fn chunked_cranfield_keeps_document_quality_and_packs_chunks_within_budget() {
-    let cran = cranfield_dir();
+    let Some(cran) = cranfield_dir() else { return };
     let (queries, qrels) = load_queries(&cran);
     // Side by side: the corpus added whole, and added chunked. The built-in demo documents
     // stay in both; Cranfield ids do not collide with them.
     let mut whole = serve(&[]);
     let mut e = serve(&[]);
-    let docs = corpus();
+    let docs = corpus(&cran);
     let mut chunks = 0;
     for batch in docs.chunks(200) {
         whole.ok("index/add", json!({"documents": batch}));

@@ -15,12 +15,6 @@ use rcp_dense::passage;
 use rcp_dense::store::{Plan, PlannerOptions, Store, StoreOptions, stored};
 use rcp_dense::wal::Origin;
 
-fn cranfield() -> PathBuf {
-    std::env::var_os("RCP_CRANFIELD")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield"))
-}
-
 const MAX_LENGTH: usize = 64;
 
 /// Embeds `texts`, or reads the cached vectors for them.
@@ -70,7 +64,7 @@ fn recall_at_10(store: &Store, docs: &[f32], probes: &[f32], live: &dyn Fn(usize
 
 #[test]
 fn hnsw_recall_at_10_on_cranfield_vectors() {
-    let dir = cranfield();
+    let Some(dir) = rcp_testkit::cranfield() else { return };
     let corpus: Vec<String> = read_jsonl(dir.join("corpus.jsonl"))
         .unwrap_or_else(|e| panic!("Cranfield corpus (set RCP_CRANFIELD): {e}"))
         .map(|d| passage(&d.unwrap()))

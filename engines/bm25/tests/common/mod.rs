@@ -47,11 +47,9 @@ pub(crate) fn add(e: &mut Engine, docs: &[(&str, &str, Value)]) -> Value {
     e.ok("index/add", json!({ "documents": documents }))
 }
 
-/// The Cranfield directory: `RCP_CRANFIELD`, else `../../../shared/data/cranfield` from this crate.
-pub(crate) fn cranfield_dir() -> PathBuf {
-    std::env::var("RCP_CRANFIELD")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield"))
+/// The Cranfield directory ([`rcp_testkit::cranfield`]): `None` (the test skips) when there is none.
+pub(crate) fn cranfield_dir() -> Option<PathBuf> {
+    rcp_testkit::cranfield()
 }
 
 /// Query id → ids of the documents judged relevant to it.
