@@ -140,7 +140,10 @@ impl Index for Gateway {
             for (i, id) in params.ids.iter().enumerate() {
                 let bad = |why: String| RcpError::invalid_params(format!("ids[{i}]"), why);
                 let (owner, local) = self.namespaces.split(id).ok_or_else(|| {
-                    bad(format!("'{id}' is not '<collection>:<id>' with a collection among: {}", self.collections().join(", ")))
+                    bad(format!(
+                        "'{id}' is not '<collection>:<id>' with a collection among: {}",
+                        self.collections().join(", ")
+                    ))
                 })?;
                 let c = &self.collections[owner];
                 if !self.indexable.contains(&c.name) {
