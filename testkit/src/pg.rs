@@ -58,8 +58,8 @@ impl PgCluster {
         let bin = binaries()?;
         let (dir, cluster) = new_base(&bin)?;
         cluster.init(false).map_err(|e| e.to_string())?;
-        let started = Self { cluster, port: free_port()?, _dir: dir };
-        started.start_again()?;
+        let mut started = Self { cluster, port: free_port()?, _dir: dir };
+        started.first_start()?;
         started.watch();
         Ok(started)
     }
@@ -81,8 +81,8 @@ impl PgCluster {
         if !out.status.success() {
             return Err(format!("pg_basebackup: {}: {}", out.status, String::from_utf8_lossy(&out.stderr)));
         }
-        let replica = Self { cluster, port: free_port()?, _dir: dir };
-        replica.start_again()?;
+        let mut replica = Self { cluster, port: free_port()?, _dir: dir };
+        replica.first_start()?;
         replica.watch();
         Ok(replica)
     }
@@ -92,6 +92,19 @@ impl PgCluster {
     pub fn shared() -> Result<&'static PgCluster, String> {
         static SHARED: OnceLock<Result<PgCluster, String>> = OnceLock::new();
         SHARED.get_or_init(PgCluster::start).as_ref().map_err(Clone::clone)
+    }
+
+    /// The first start, on a port found free a moment before: another process (a test running
+    /// beside this one) may take it in between, so a port found taken is replaced by a fresh
+    /// free one, a few times, before the start fails.
+    fn first_start(&mut self) -> Result<(), String> {
+        for _ in 0..4 {
+            match self.start_again() {
+                Err(e) if e.contains("in use") => self.port = free_port()?,
+                other => return other,
+            }
+        }
+        self.start_again()
     }
 
     /// Starts the (stopped) server again on the same port and data.
