@@ -18,6 +18,7 @@ pub mod fields;
 pub mod policy;
 #[cfg(feature = "progress")]
 pub mod progress;
+pub mod recency;
 pub mod validate;
 
 use std::collections::BTreeMap;

@@ -25,9 +25,6 @@ use crate::engine::{
 };
 use crate::error::EngineError;
 
-/// Default half-life of `recency` when the client gives none.
-pub const DEFAULT_HALF_LIFE_DAYS: f64 = 30.0;
-
 /// How the engine is exposed over RCP.
 #[derive(Debug, Clone)]
 pub struct ServiceOptions {
@@ -145,7 +142,8 @@ impl Retrieve for Bm25 {
             min_score: p.min_score,
             recency: p.recency.as_ref().map(|r| RecencySpec {
                 field: r.field.clone(),
-                half_life_days: r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS),
+                // The framework fills in the default half-life (and notes it).
+                half_life_days: r.half_life_days.unwrap_or(rcp_corpus::recency::DEFAULT_HALF_LIFE_DAYS),
             }),
             include_text: p.include_text != Some(false),
             index_version: p.index_version.clone(),
@@ -153,9 +151,6 @@ impl Retrieve for Bm25 {
             rewrite: crate::transform::inline(p.rewrite.as_ref(), &self.options.rm3)?,
             unit: if p.unit.as_deref() == Some("chunk") { Unit::Chunk } else { Unit::Document },
         };
-        if p.recency.as_ref().is_some_and(|r| r.half_life_days.is_none()) {
-            ctx.note(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
-        }
         let engine = Arc::clone(&self.engine);
         let task_ctx = ctx.clone();
         let page = ctx

@@ -6,7 +6,7 @@
 //! runtime keeps answering `ping` and other requests while a large `index/add` embeds; long
 //! batches report progress (§9) and stop between encoder batches when cancelled (§7.14).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,10 +20,11 @@ use rcp_wire::mmr::mmr;
 use rcp_wire::retrieve::{Citation, Trust, Usage, WireVector};
 use rcp_wire::{Hit, Mode, RcpError, RetrieveResult};
 
-use crate::ann::Scored;
+use crate::ann::{Scored, by_score};
 use crate::graph::GraphIndex;
 use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
+use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -171,6 +172,10 @@ impl Retrieve for DenseEngine {
                 let table = store.read();
                 let (mut found, route) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), &planner);
                 let candidates = found.len();
+                let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
+                if let Some(r) = &req.params.recency {
+                    decay(&mut found, &table, &r.field, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+                }
                 if let Some(min) = req.params.min_score {
                     found.retain(|s| f64::from(s.score) >= min);
                 }
@@ -186,7 +191,8 @@ impl Retrieve for DenseEngine {
                     .into_iter()
                     .filter_map(|i| {
                         let s = &found[i];
-                        table.doc(s.slot).map(|d| build_hit(&options, s, d, table.vector(s.slot), &req))
+                        let cos = cosine.get(&s.slot).copied().unwrap_or(s.score);
+                        table.doc(s.slot).map(|d| build_hit(&options, s, cos, d, table.vector(s.slot), &req))
                     })
                     .collect();
                 (hits, candidates, route)
@@ -204,9 +210,29 @@ impl Retrieve for DenseEngine {
     }
 }
 
-/// One hit: cosine score, its confidence, text, meta, vector, citation and trust.
-fn build_hit(options: &EngineOptions, s: &Scored, doc: &StoredDoc, vector: &[f32], req: &RetrieveRequest) -> Hit {
-    let mut hit = stored_hit(doc, f64::from(s.score), &options.source);
+/// `recency` (§7.7) over the candidates: each cosine multiplied by the decay of its document's
+/// date ([`Decay`], the formula every bundled engine applies), then reordered.
+fn decay(found: &mut [Scored], table: &crate::store::Table, field: &str, half_life_days: f64) {
+    let decay = Decay::from_now(half_life_days);
+    for s in found.iter_mut() {
+        let factor = table.doc(s.slot).map_or(0.0, |d| decay.factor_of(&d.meta, field));
+        s.score = (f64::from(s.score) * factor) as f32;
+    }
+    found.sort_by(by_score);
+}
+
+/// One hit: its score (the cosine, decayed under `recency`), the cosine's confidence and
+/// `scores.dense`, text, meta, vector, citation and trust.
+fn build_hit(
+    options: &EngineOptions,
+    s: &Scored,
+    cosine: f32,
+    doc: &StoredDoc,
+    vector: &[f32],
+    req: &RetrieveRequest,
+) -> Hit {
+    let mut hit = stored_hit(doc, f64::from(cosine), &options.source);
+    hit.score = f64::from(s.score);
     if req.params.include_text == Some(false) {
         hit.text = None;
     }

@@ -78,6 +78,7 @@ pub fn fingerprint(params: &RetrieveParams, mode: &Mode, k: usize) -> String {
         params.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()),
         params.min_score.map(|m| m.to_string()),
         params.candidate_k.map(|c| c.to_string()),
+        params.recency.as_ref().and_then(|r| serde_json::to_string(r).ok()),
     ] {
         h.update(part.unwrap_or_default().as_bytes());
         h.update([0]);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rcp_corpus::CorpusDoc;
+use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -156,8 +157,10 @@ impl Retrieve for PgEngine {
         // One row more than the page tells whether another page exists; hybrid fuses full
         // candidate lists so the fused order does not depend on the page.
         let page_end = offset + req.k;
+        // `recency` reorders the whole candidate list too, so it is fetched in full.
         let limit = match lists {
             Lists::Both => req.candidate_k.max(page_end + 1),
+            _ if p.recency.is_some() => req.candidate_k.max(page_end + 1),
             _ => page_end + 1,
         };
         let search = Search {
@@ -183,6 +186,9 @@ impl Retrieve for PgEngine {
             Lists::Dense => single(&ranked.dense, |f| f.cosine),
             Lists::Both => hybrid(&ranked, p.fusion.as_ref())?,
         };
+        if let Some(r) = &p.recency {
+            decay(&mut ordered, &r.field, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+        }
         if let Some(min) = p.min_score {
             ordered.retain(|(_, score)| *score >= min);
         }
@@ -208,6 +214,16 @@ impl Retrieve for PgEngine {
             ..Default::default()
         })
     }
+}
+
+/// `recency` (§7.7): each score multiplied by the decay of its document's date ([`Decay`], the
+/// formula every bundled engine applies), then reordered (ties keep their order).
+fn decay(ordered: &mut [(&Found, f64)], field: &str, half_life_days: f64) {
+    let decay = Decay::from_now(half_life_days);
+    for (found, score) in ordered.iter_mut() {
+        *score = decay.apply(*score, &found.metadata, field);
+    }
+    ordered.sort_by(|a, b| b.1.total_cmp(&a.1));
 }
 
 /// One list in rank order with its scores.

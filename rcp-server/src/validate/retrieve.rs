@@ -3,6 +3,7 @@
 //! Each check reads the gating module's finding for its option and either refuses the request
 //! (`strict`, the default) or applies the `strict:false` fallback and notes it.
 
+use rcp_corpus::recency::DEFAULT_HALF_LIFE_DAYS;
 use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
 use rcp_wire::filter::Filter;
 use rcp_wire::gating::{self, Finding, Gate};
@@ -169,8 +170,9 @@ impl Check<'_> {
         }
     }
 
-    /// `recency` (§7.7): `halfLifeDays` > 0, `field` an advertised date field.
-    fn recency(&mut self, p: &RetrieveParams) -> Result<(), RcpError> {
+    /// `recency` (§7.7): `halfLifeDays` > 0 (absent: the default of every bundled engine,
+    /// [`DEFAULT_HALF_LIFE_DAYS`], filled in and noted), `field` an advertised date field.
+    fn recency(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
         let Some(r) = &p.recency else { return Ok(()) };
         if let Some(h) = r.half_life_days
             && !(h.is_finite() && h > 0.0)
@@ -178,6 +180,12 @@ impl Check<'_> {
             return Err(RcpError::invalid_params("recency.halfLifeDays", "halfLifeDays must be > 0"));
         }
         self.settle(gating::recency_field(self.caps, p))?;
+        if let Some(r) = p.recency.as_mut()
+            && r.half_life_days.is_none()
+        {
+            r.half_life_days = Some(DEFAULT_HALF_LIFE_DAYS);
+            self.notes.push(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
+        }
         Ok(())
     }
 
@@ -264,7 +272,7 @@ pub(crate) fn retrieve(
     c.rewrite(&mut p)?;
     let filter = c.filter(&mut p)?;
     min_score(&p)?;
-    c.recency(&p)?;
+    c.recency(&mut p)?;
     c.unit(&mut p)?;
     c.level(&mut p)?;
     c.token_budget(&mut p)?;

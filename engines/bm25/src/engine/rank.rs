@@ -29,14 +29,13 @@ pub(super) struct Plan {
     pub(super) notes: Vec<String>,
 }
 
-/// `recency` decay (§7.7): scores multiplied by `0.5^(age / half-life)`.
+/// `recency` decay (§7.7) on a date column: scores multiplied by the one formula every engine
+/// applies ([`rcp_corpus::recency::Decay`]).
 pub(super) struct Decay {
     /// The date field's fast-field column.
     pub(super) column: String,
-    /// The half-life in milliseconds.
-    pub(super) half_life_ms: f64,
-    /// The clock ages are measured from.
-    pub(super) now_ms: i64,
+    /// The half-life and the clock ages are measured from.
+    pub(super) decay: rcp_corpus::recency::Decay,
 }
 
 /// `text` restricted to the documents `filter` matches, which adds nothing to the score.
@@ -139,14 +138,11 @@ impl Engine {
             return Ok((top.into_iter().map(|(s, a)| (s, s, a)).collect(), n));
         };
         let column = d.column.clone();
-        let (half_life_ms, now_ms) = (d.half_life_ms, d.now_ms);
+        let formula = d.decay;
         let tweak = window.tweak_score(move |segment: &tantivy::SegmentReader| {
             let col = segment.fast_fields().column_opt::<i64>(&column).ok().flatten();
             move |doc: tantivy::DocId, score: tantivy::Score| {
-                let decay = col.as_ref().and_then(|c| c.first(doc)).map_or(0.0, |date| {
-                    let age = (now_ms - date).max(0) as f64;
-                    0.5f64.powf(age / half_life_ms)
-                });
+                let decay = formula.factor(col.as_ref().and_then(|c| c.first(doc)));
                 ((score as f64 * decay) as f32, score)
             }
         });

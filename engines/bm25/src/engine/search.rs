@@ -289,8 +289,7 @@ impl Engine {
             None => None,
             Some(r) => Some(Decay {
                 column: self.date_field(&r.field)?.column.clone(),
-                half_life_ms: r.half_life_days * 86_400_000.0,
-                now_ms,
+                decay: rcp_corpus::recency::Decay::new(now_ms, r.half_life_days),
             }),
         };
         let (ranked, matched) = if req.unit == Unit::Document && self.has_chunks(searcher) {
