@@ -39,7 +39,7 @@ use crate::gate;
 use crate::limits::Limits;
 use crate::transport::http::HttpTransport;
 use crate::transport::stream::StreamTransport;
-use crate::transport::{Request, Router, Transport};
+use crate::transport::{LogSink, Request, Router, Transport};
 
 /// Options of a client connection.
 #[derive(Debug, Clone)]
@@ -102,6 +102,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Where the log frames of this handle's calls go ([`Self::relaying_logs`]).
+    logs: Option<LogSink>,
 }
 
 impl std::fmt::Debug for Client {
@@ -182,7 +184,7 @@ impl Client {
             info: OnceLock::new(),
             options,
         };
-        let client = Self { inner: Arc::new(inner) };
+        let client = Self { inner: Arc::new(inner), logs: None };
         client.handshake().await?;
         Ok(client)
     }
@@ -277,6 +279,17 @@ impl Client {
     /// after `initialize`.
     pub fn answers(&self) -> u64 {
         self.inner.answers.load(Ordering::Relaxed)
+    }
+
+    /// A handle on the same connection whose calls each carry a `_meta.progressToken`, so
+    /// that the `notifications/log` frames the server sends while one runs (which carry that
+    /// token, §17.1) go to `sink` with this connection's label instead of to `tracing`. The
+    /// server sends log frames only when asked (`_meta.logLevel`, or the `log` client
+    /// capability), and ties them to a call only when it advertises `streaming`; others still
+    /// reach `tracing`. A gateway uses it to relay an engine's logs to its own client, naming
+    /// the engine.
+    pub fn relaying_logs(&self, sink: LogSink) -> Client {
+        Client { inner: Arc::clone(&self.inner), logs: Some(sink) }
     }
 
     /// Number of calls awaiting an answer.
@@ -509,14 +522,19 @@ impl Client {
                 if let Some(t) = timeout {
                     meta.entry("deadlineMs").or_insert_with(|| json!(t.as_millis() as u64));
                 }
-                if progress.is_some() {
+                if progress.is_some() || self.logs.is_some() {
                     meta.insert("progressToken".into(), json!(format!("p{n}")));
                 }
             }
         }
-        let token = progress.map(|tx| {
+        let token = (progress.is_some() || self.logs.is_some()).then(|| {
             let key = json!(format!("p{n}")).to_string();
-            self.inner.router.watch_progress(key.clone(), tx);
+            if let Some(tx) = progress {
+                self.inner.router.watch_progress(key.clone(), tx);
+            }
+            if let Some(sink) = &self.logs {
+                self.inner.router.watch_logs(key.clone(), Arc::clone(sink));
+            }
             key
         });
         let frame = json!({"jsonrpc": "2.0", "id": n, "method": method, "params": params}).to_string();
@@ -536,7 +554,7 @@ impl Client {
 }
 
 /// Abandons a call whose future was dropped or whose deadline passed: stops its progress
-/// stream and lets the transport forget it (and tell the server, where it needs to).
+/// and log streams and lets the transport forget it (and tell the server, where it needs to).
 struct CallGuard<'a> {
     inner: &'a Inner,
     id: &'a RequestId,
@@ -547,7 +565,7 @@ struct CallGuard<'a> {
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         if let Some(t) = &self.token {
-            self.inner.router.unwatch_progress(t);
+            self.inner.router.unwatch(t);
         }
         if self.armed {
             self.inner.transport.abandon(self.id);

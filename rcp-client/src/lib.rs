@@ -30,4 +30,4 @@ pub use federation::{Federation, FederationOptions};
 pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
-pub use transport::read_body;
+pub use transport::{LogSink, read_body};

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rcp_client::Client;
-use rcp_client::federation::{FanOut, Gathered, ProgressSink, RequiredFailed, Target};
+use rcp_client::federation::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
 use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
+use rcp_wire::notifications::LogLevel;
+use rcp_wire::retrieve::RerankOption;
 use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 
-use super::forward::Onward;
+use super::forward::{Onward, log_level, unless_cancelled};
 use super::fusion::empty_result;
 use super::limits;
 use super::pages;
@@ -64,13 +66,20 @@ impl Gateway {
             .flat_map(|c| c.shards.iter().copied())
             .collect();
         // Connect concurrently first: a dead engine costs one connect timeout, not one each.
+        let relay = self.relay(ctx);
         let clients = futures::future::join_all(targets.iter().map(|i| self.pool.client(*i))).await;
+        let log = log_level(ctx);
         let targets = targets
             .into_iter()
             .zip(clients)
             .map(|(index, client)| {
                 let spec = &self.pool.entries()[index].spec;
-                Target { key: index, id: spec.id.clone(), required: spec.required, client }
+                Target {
+                    key: index,
+                    id: spec.id.clone(),
+                    required: spec.required,
+                    client: client.map(|c| relay.wrap(c)),
+                }
             })
             .collect();
         let progress = ctx.wants_progress().then(|| {
@@ -81,14 +90,12 @@ impl Gateway {
         let fan_out = FanOut { timeout: budget, progress };
         let gathered = fan_out.run(targets, |_, client| match self.skip_reason(client, &params, &next) {
             Some(reason) => Err(reason),
-            None => Ok(self.engine_params(client, &params, recall as u64, &next, budget, funnel.is_some())),
+            None => Ok(self.engine_params(client, &params, recall as u64, (&next, budget, log), funnel.is_some())),
         });
         // Dropping the pending calls (cancellation, or this future being dropped by the
         // framework) drops their client futures, which cancels them downstream (§7.14).
-        let cancelled = ctx.cancellation().clone();
-        let gathered: Gathered<usize> = tokio::select! {
-            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
-            g = gathered => g.map_err(|RequiredFailed { id, error, .. }| {
+        let gathered: Gathered<usize> = unless_cancelled(ctx, "downstream calls", gathered).await?.map_err(
+            |RequiredFailed { id, error, .. }| {
                 let mut err = error.to_rcp();
                 // A transport failure has no error object of its own: its cause goes in
                 // `error.data.detail`, as an engine's own error carries it.
@@ -97,9 +104,10 @@ impl Gateway {
                 }
                 err.message = format!("required engine '{id}' failed: {}", err.message);
                 err
-            })?,
-        };
+            },
+        )?;
         let Some(funnel) = funnel else {
+            notes.extend(unreranked(&params, &gathered));
             let fused = self.fuse(gathered, notes, started, &params, want)?;
             return Ok(pages::page(fused, &params, offset, k));
         };
@@ -146,17 +154,18 @@ impl Gateway {
     }
 
     /// The params one engine receives: `k` raised for fusion headroom (within its `maxK`), the
-    /// forwarded hop budget, a strictly smaller deadline, and only the options it advertises;
-    /// no `rerank` when the gateway reranks the fused list itself.
+    /// forwarded hop budget, a strictly smaller deadline and the caller's log level (`onward`),
+    /// and only the options it advertises; no `rerank` when the gateway reranks the fused list
+    /// itself.
     fn engine_params(
         &self,
         client: &Client,
         params: &RetrieveParams,
         k: u64,
-        next: &Hop,
-        budget: Duration,
+        onward: (&Hop, Duration, Option<LogLevel>),
         reranked_here: bool,
     ) -> RetrieveParams {
+        let (next, budget, log) = onward;
         let rc = client.capabilities().retrieve.clone().unwrap_or_default();
         let mut p = rcp_client::federation::engine_params(params, &rc, k, self.options.k_multiplier);
         if reranked_here {
@@ -164,9 +173,31 @@ impl Gateway {
         }
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
-        p.meta = Some(self.forwarded_meta(params.meta.as_ref(), next, budget));
+        p.meta = Some(self.forwarded_meta(params.meta.as_ref(), next, budget, log));
         p
     }
+}
+
+/// With no rerank stage of the gateway's own, an inline `rerank` is run by the engines with a
+/// built-in one, each over its own candidates: a note names the engines asked whose hits are
+/// fused as they retrieved them.
+fn unreranked(params: &RetrieveParams, gathered: &Gathered<usize>) -> Option<String> {
+    if matches!(params.rerank, None | Some(RerankOption::Enabled(false))) {
+        return None;
+    }
+    let answered = |key: &usize| gathered.replies.iter().any(|(k, r)| k == key && matches!(r, Reply::Answered { .. }));
+    let plain: Vec<&str> = gathered
+        .clients
+        .iter()
+        .filter(|(key, c)| answered(key) && c.capabilities().retrieve.is_none_or(|r| r.rerank_builtin != Some(true)))
+        .map(|(_, c)| c.label())
+        .collect();
+    (!plain.is_empty()).then(|| {
+        format!(
+            "rerank: engine(s) {} have no built-in rerank; their hits are fused unreranked",
+            plain.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 fn offers_mode(rc: &RetrieveCapability, mode: &rcp_wire::Mode) -> bool {

@@ -12,7 +12,7 @@ use rcp_wire::RcpError;
 use rcp_wire::capabilities::Flag;
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
 
-use super::forward::Onward;
+use super::forward::{Onward, log_level, unless_cancelled};
 use super::startup::Gateway;
 
 impl Feedback for Gateway {
@@ -26,8 +26,10 @@ impl Feedback for Gateway {
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
         let budget = self.engine_budget(&ctx);
-        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget);
-        let merged = exec::feedback(self, &self.namespaces, &self.ledger, &params, meta, budget).await?;
+        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, log_level(&ctx));
+        let relay = self.relay(&ctx);
+        let merged = exec::feedback(&relay, &self.namespaces, &self.ledger, &params, meta, budget);
+        let merged = unless_cancelled(&ctx, "downstream calls", merged).await??;
         for n in merged.notes {
             ctx.note(n);
         }

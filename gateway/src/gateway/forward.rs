@@ -1,16 +1,27 @@
 //! What every call the gateway forwards carries (§16.2), one rule for fanned-out and routed
 //! calls alike: the caller's `_meta` without the keys the gateway reads itself, the hop budget
-//! decremented with the gateway's identity appended, and a strictly smaller deadline.
+//! decremented with the gateway's identity appended, a strictly smaller deadline, and the
+//! caller's log level; the engines' log frames of the call come back to the caller with the
+//! engine named (§17.1, [`Relay`]); and the caller's cancellation cancels the engines' calls.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use rcp_client::federation::exec::Engines;
+use rcp_client::{Client, ClientError, EngineSpec, LogSink};
 use rcp_server::RequestContext;
+use rcp_wire::capabilities::Capabilities;
+use rcp_wire::notifications::{LogLevel, LogParams};
 use rcp_wire::{Meta, RcpError};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::limits::GATEWAY_META_KEYS;
 use super::startup::Gateway;
 use crate::hop::Hop;
+
+/// Log levels from the least severe up.
+const LEVELS: [LogLevel; 5] = [LogLevel::Debug, LogLevel::Info, LogLevel::Notice, LogLevel::Warning, LogLevel::Error];
 
 /// Where a request stands on the federation path.
 #[derive(Debug, Clone)]
@@ -47,8 +58,15 @@ impl Gateway {
     }
 
     /// The `_meta` one engine receives: the caller's keys but the gateway's own, `next` as
-    /// `_meta.federation` and `budget` as `_meta.deadlineMs`.
-    pub(super) fn forwarded_meta(&self, meta: Option<&Meta>, next: &Hop, budget: Duration) -> Meta {
+    /// `_meta.federation`, `budget` as `_meta.deadlineMs`, and `_meta.logLevel` when the
+    /// caller receives logs at `log` (asked in its request or for its session).
+    pub(super) fn forwarded_meta(
+        &self,
+        meta: Option<&Meta>,
+        next: &Hop,
+        budget: Duration,
+        log: Option<LogLevel>,
+    ) -> Meta {
         let mut out = Meta::new();
         for (key, v) in meta.iter().flat_map(|m| m.iter()) {
             if !GATEWAY_META_KEYS.contains(&key.as_str()) {
@@ -57,6 +75,94 @@ impl Gateway {
         }
         out.insert("federation".into(), next.to_value());
         out.insert("deadlineMs".into(), json!(budget.as_millis() as u64));
+        if let Some(level) = log {
+            out.insert("logLevel".into(), json!(level.as_str()));
+        }
         out
+    }
+
+    /// The engines as one request reaches them: their log frames of its calls relayed to its
+    /// caller ([`Relay`]).
+    pub(super) fn relay(&self, ctx: &RequestContext) -> Relay<'_> {
+        Relay { gateway: self, logs: log_sink(ctx) }
+    }
+}
+
+/// The lowest level of log frame that reaches the caller of `ctx`, if any does.
+pub(super) fn log_level(ctx: &RequestContext) -> Option<LogLevel> {
+    LEVELS.into_iter().find(|l| ctx.log_enabled(*l))
+}
+
+/// Where an engine's log frames of a call go: to the caller as the gateway's own, within the
+/// caller's level, the message prefixed with the engine and `data` naming it
+/// (`{"engine", "logger", "data"}`: the engine's logger and data kept apart).
+fn log_sink(ctx: &RequestContext) -> Option<LogSink> {
+    log_level(ctx)?;
+    let ctx = ctx.clone();
+    Some(Arc::new(move |engine: &str, l: LogParams| {
+        let mut data = Meta::new();
+        data.insert("engine".into(), json!(engine));
+        if let Some(logger) = l.logger {
+            data.insert("logger".into(), json!(logger));
+        }
+        if let Some(d) = l.data {
+            data.insert("data".into(), Value::Object(d));
+        }
+        ctx.log_with(l.level, format!("engine '{engine}': {}", l.message), Some(data));
+    }))
+}
+
+/// `call`, unless the caller cancels first (§7.14): then `-32800` saying what was cancelled
+/// downstream (dropping `call` drops the engines' pending calls, which cancels them).
+pub(super) async fn unless_cancelled<T>(
+    ctx: &RequestContext,
+    downstream: &str,
+    call: impl Future<Output = T>,
+) -> Result<T, RcpError> {
+    let cancelled = ctx.cancellation().clone();
+    tokio::select! {
+        () = cancelled.cancelled() => Err(RcpError::cancelled(Some(&format!("cancelled by the client; {downstream} cancelled")))),
+        r = call => Ok(r),
+    }
+}
+
+/// The gateway's engines as one request reaches them: the same engines, routing and
+/// connections, with each connection's calls relaying their log frames to the request's
+/// caller when it receives logs ([`Client::relaying_logs`]).
+pub(super) struct Relay<'g> {
+    gateway: &'g Gateway,
+    logs: Option<LogSink>,
+}
+
+impl Relay<'_> {
+    /// `client`, relaying its calls' log frames when the caller receives logs.
+    pub(super) fn wrap(&self, client: Client) -> Client {
+        match &self.logs {
+            Some(sink) => client.relaying_logs(Arc::clone(sink)),
+            None => client,
+        }
+    }
+}
+
+impl Engines for Relay<'_> {
+    fn count(&self) -> usize {
+        self.gateway.count()
+    }
+
+    fn spec(&self, index: usize) -> &EngineSpec {
+        self.gateway.spec(index)
+    }
+
+    fn capabilities(&self, index: usize) -> Option<&Capabilities> {
+        self.gateway.capabilities(index)
+    }
+
+    fn namespace(&self, index: usize) -> Option<usize> {
+        self.gateway.namespace(index)
+    }
+
+    fn client(&self, index: usize) -> impl Future<Output = Result<Client, ClientError>> + Send {
+        let pending = self.gateway.client(index);
+        async move { pending.await.map(|c| self.wrap(c)) }
     }
 }

@@ -6,12 +6,12 @@
 
 use rcp_client::federation::exec;
 use rcp_server::{Graph, HandlerResult, RequestContext};
+use rcp_wire::Usage;
 use rcp_wire::capabilities::GraphCapability;
 use rcp_wire::graph::{GraphParams, GraphResult};
-use rcp_wire::{RcpError, Usage};
 use serde_json::json;
 
-use super::forward::Onward;
+use super::forward::{Onward, log_level, unless_cancelled};
 use super::startup::Gateway;
 
 impl Graph for Gateway {
@@ -30,13 +30,10 @@ impl Graph for Gateway {
             }
         };
         let budget = self.engine_budget(&ctx);
-        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget);
-        let merged = exec::graph(self, &self.namespaces, &self.ledger, &params, meta, budget);
-        let cancelled = ctx.cancellation().clone();
-        let mut merged = tokio::select! {
-            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
-            m = merged => m?,
-        };
+        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, log_level(&ctx));
+        let relay = self.relay(&ctx);
+        let merged = exec::graph(&relay, &self.namespaces, &self.ledger, &params, meta, budget);
+        let mut merged = unless_cancelled(&ctx, "downstream calls", merged).await??;
         merged.answer.meta.get_or_insert_with(Default::default).insert("gateway".into(), json!(self.options.identity));
         Ok(merged.answer)
     }

@@ -5,32 +5,20 @@
 //! the hits fused ([`merge_recall`]).
 
 use rcp_client::federation::exec;
-use rcp_client::federation::merge::{Answer, merge_recall, qualify_memory};
-use rcp_client::federation::origin::NAMESPACE_SEPARATOR;
+use rcp_client::federation::merge::{Answer, memory_owner, merge_recall, qualify_memory};
 use rcp_client::federation::route::{Need, chosen_engine};
 use rcp_server::{HandlerResult, Memory, RequestContext};
 use rcp_wire::RcpError;
 use rcp_wire::capabilities::MemoryCapability;
 use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
 
-use super::forward::Onward;
+use super::forward::{Onward, log_level, unless_cancelled};
 use super::startup::Gateway;
 
 impl Gateway {
-    /// The engine a federated memory id names and the engine's own id: `-32602` when the id
-    /// is not `<engine>:<id>` with an engine of this gateway.
+    /// The engine a federated memory id names and the engine's own id ([`memory_owner`]).
     fn memory_owner<'a>(&self, memory_id: &'a str) -> Result<(&str, &'a str), RcpError> {
-        let known = || self.pool.entries().iter().map(|e| e.spec.id.as_str()).collect::<Vec<_>>().join(", ");
-        let (engine, local) = memory_id.split_once(NAMESPACE_SEPARATOR).ok_or_else(|| {
-            RcpError::invalid_params(
-                "memoryId",
-                format!("'{memory_id}' is not a memory of this gateway ('<engine>:<id>', engine among: {})", known()),
-            )
-        })?;
-        let entry = self.pool.entries().iter().find(|e| e.spec.id == engine).ok_or_else(|| {
-            RcpError::invalid_params("memoryId", format!("no engine '{engine}' in this gateway; engines: {}", known()))
-        })?;
-        Ok((entry.spec.id.as_str(), local))
+        memory_owner(self.pool.entries().iter().map(|e| e.spec.id.as_str()), memory_id)
     }
 }
 
@@ -79,13 +67,10 @@ impl Memory for Gateway {
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
         let budget = self.engine_budget(&ctx);
-        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget);
-        let merged = exec::memory_recall(self, &self.namespaces, &self.ledger, &params, meta, budget);
-        let cancelled = ctx.cancellation().clone();
-        let merged = tokio::select! {
-            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; downstream calls cancelled"))),
-            m = merged => m?,
-        };
+        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, log_level(&ctx));
+        let relay = self.relay(&ctx);
+        let merged = exec::memory_recall(&relay, &self.namespaces, &self.ledger, &params, meta, budget);
+        let merged = unless_cancelled(&ctx, "downstream calls", merged).await??;
         for n in merged.notes {
             ctx.note(n);
         }

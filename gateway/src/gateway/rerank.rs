@@ -17,6 +17,7 @@ use rcp_wire::rerank::RerankParams;
 use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
+use super::forward::unless_cancelled;
 use super::startup::Gateway;
 
 impl Gateway {
@@ -95,13 +96,9 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> Result<Vec<f64>, RcpError> {
         let n = call.passages.len();
-        let client = self.pool.client(index).await.map_err(|e| e.to_rcp())?;
+        let client = self.relay(ctx).wrap(self.pool.client(index).await.map_err(|e| e.to_rcp())?);
         let budget = self.options.engine_timeout.min(ctx.remaining()).max(Duration::from_millis(1));
-        let cancelled = ctx.cancellation().clone();
-        let result = tokio::select! {
-            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; rerank cancelled"))),
-            r = tokio::time::timeout(budget, client.rerank(call)) => r,
-        };
+        let result = unless_cancelled(ctx, "rerank", tokio::time::timeout(budget, client.rerank(call))).await?;
         let result = result
             .map_err(|_| RcpError::backend_unavailable(format!("no rerank answer within {} ms", budget.as_millis())))?
             .map_err(|e| e.to_rcp())?;

@@ -21,7 +21,7 @@ use rcp_wire::rerank::RerankParams;
 use rcp_wire::transform::{TransformParams, TransformResult};
 use rcp_wire::{Meta, RcpError};
 
-use super::forward::Onward;
+use super::forward::{Onward, log_level, unless_cancelled};
 use super::startup::Gateway;
 
 impl Engines for Gateway {
@@ -68,13 +68,10 @@ impl Gateway {
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
         let budget = self.engine_budget(ctx);
-        let forwarded = self.forwarded_meta(meta, &next, budget);
-        let served = call_routed(self, need, chosen, budget, |client| call(client, forwarded.clone()));
-        let cancelled = ctx.cancellation().clone();
-        let served = tokio::select! {
-            () = cancelled.cancelled() => return Err(RcpError::cancelled(Some("cancelled by the client; the engine's call cancelled"))),
-            s = served => s?,
-        };
+        let forwarded = self.forwarded_meta(meta, &next, budget, log_level(ctx));
+        let relay = self.relay(ctx);
+        let served = call_routed(&relay, need, chosen, budget, |client| call(client, forwarded.clone()));
+        let served = unless_cancelled(ctx, "the engine's call", served).await??;
         for n in served.notes {
             ctx.note(n);
         }

@@ -169,7 +169,8 @@ impl Gateway {
             federate_retrieve(&caps.iter().collect::<Vec<_>>())
         };
         let retrieval = retrieval.map(|mut f| {
-            f.retrieve.rerank_builtin = reranker.is_some().then_some(true);
+            // The gateway's own rerank stage, else the engines' built-in ones (the union rule).
+            f.retrieve.rerank_builtin = (reranker.is_some() || f.retrieve.rerank_builtin == Some(true)).then_some(true);
             f
         });
         let mut indexable = Vec::new();

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::future::ready;
 
+use rcp_wire::Meta;
 use rcp_wire::capabilities::Capabilities;
 use rcp_wire::embed::{EmbedParams, SparseEmbedParams, SparseEmbedResult};
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
@@ -14,13 +15,11 @@ use rcp_wire::graph::{GraphParams, GraphResult};
 use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
 use rcp_wire::rerank::{RerankParams, RerankResult};
 use rcp_wire::transform::{TransformParams, TransformResult};
-use rcp_wire::{Meta, RcpError};
 use serde_json::json;
 
 use super::capabilities::{Federated, federate};
 use super::exec::{self, Engines, Merged, Served, call_routed};
-use super::merge::qualify_memory;
-use super::origin::NAMESPACE_SEPARATOR;
+use super::merge::{memory_owner, qualify_memory};
 use super::route::{META_ENGINE, Need, chosen_engine};
 use super::{Federation, merge};
 use crate::client::Client;
@@ -181,14 +180,9 @@ impl Federation {
         Ok(served)
     }
 
-    /// The engine of a federated memory id and the engine's own id.
+    /// The engine of a federated memory id and the engine's own id ([`memory_owner`]).
     fn memory_owner<'a>(&self, memory_id: &'a str) -> Result<(&str, &'a str), ClientError> {
-        let bad = |why: String| ClientError::Rpc(RcpError::invalid_params("memoryId", why));
-        let (engine, local) = memory_id
-            .split_once(NAMESPACE_SEPARATOR)
-            .ok_or_else(|| bad(format!("'{memory_id}' is not a federated memory id ('<engine>:<id>')")))?;
-        let spec = self.registry.get(engine).ok_or_else(|| bad(format!("no engine '{engine}' in the registry")))?;
-        Ok((spec.id.as_str(), local))
+        memory_owner(self.registry.engines.iter().map(|e| e.id.as_str()), memory_id).map_err(ClientError::Rpc)
     }
 
     /// `memory/recall` (§7.17): with a memory id, by the engine that built it; without, asked of

@@ -212,6 +212,23 @@ pub fn qualify_memory(engine: &str, memory_id: &str) -> String {
     format!("{engine}{NAMESPACE_SEPARATOR}{memory_id}")
 }
 
+/// The engine a federated memory id names (one of `engines`, by registry id) and that
+/// engine's own id: the inverse of [`qualify_memory`]. `-32602` on `memoryId` when the id is
+/// not `<engine>:<id>` or names no engine of `engines`.
+pub fn memory_owner<'e, 'm>(
+    engines: impl IntoIterator<Item = &'e str> + Clone,
+    memory_id: &'m str,
+) -> Result<(&'e str, &'m str), RcpError> {
+    let known = || engines.clone().into_iter().collect::<Vec<_>>().join(", ");
+    let bad = |why: String| RcpError::invalid_params("memoryId", why);
+    let (engine, local) = memory_id.split_once(NAMESPACE_SEPARATOR).ok_or_else(|| {
+        bad(format!("'{memory_id}' is not a federated memory id ('<engine>:<id>', engine among: {})", known()))
+    })?;
+    let owner = engines.clone().into_iter().find(|e| *e == engine);
+    let owner = owner.ok_or_else(|| bad(format!("no engine '{engine}' in this federation; engines: {}", known())))?;
+    Ok((owner, local))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,8 @@
 //!
 //! A [`Transport`] moves frames; the [`Router`] it shares with the client correlates answers
 //! with calls by id (§4.7), forwards `notifications/progress` to the call that asked for them
-//! (§9) and `notifications/log` to `tracing`, and fails every call in flight when the transport
+//! (§9) and `notifications/log` to the call's log sink when it has one (the frame carries the
+//! call's `_meta.progressToken`), else to `tracing`, and fails every call in flight when the transport
 //! dies (§13.1). Two implementations:
 //! - [`stream`]: NDJSON over any `AsyncRead`/`AsyncWrite` pair (a child's stdio, a socket, an
 //!   in-memory duplex), many calls pipelined on one stream;
@@ -79,11 +80,17 @@ pub(crate) trait Transport: Send + Sync + 'static {
 
 type Pending = oneshot::Sender<Result<Value, ClientError>>;
 
+/// Where the `notifications/log` frames of one call go: given the connection's label (the
+/// registry id in a federation) and the frame. Frames reach it within the connection's log
+/// budget, their message capped, as they would reach `tracing`.
+pub type LogSink = Arc<dyn Fn(&str, LogParams) + Send + Sync>;
+
 /// Incoming-frame routing shared by a client and its transport.
 pub(crate) struct Router {
     label: String,
     pending: Mutex<HashMap<RequestId, Pending>>,
     progress: Mutex<HashMap<String, mpsc::Sender<ProgressParams>>>,
+    log_sinks: Mutex<HashMap<String, LogSink>>,
     closed: Mutex<Option<Disconnect>>,
     frames_sent: AtomicU64,
     limits: Limits,
@@ -98,6 +105,7 @@ impl Router {
             label,
             pending: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
+            log_sinks: Mutex::new(HashMap::new()),
             closed: Mutex::new(None),
             frames_sent: AtomicU64::new(0),
             logs: LogBudget::new(&limits),
@@ -156,10 +164,20 @@ impl Router {
         }
     }
 
-    /// Stops forwarding progress frames for `token`.
-    pub(crate) fn unwatch_progress(&self, token: &str) {
+    /// Sends the log frames carrying `token` (in `_meta.progressToken`) to `sink`.
+    pub(crate) fn watch_logs(&self, token: String, sink: LogSink) {
+        if let Ok(mut l) = self.log_sinks.lock() {
+            l.insert(token, sink);
+        }
+    }
+
+    /// Stops forwarding progress and log frames for `token`.
+    pub(crate) fn unwatch(&self, token: &str) {
         if let Ok(mut p) = self.progress.lock() {
             p.remove(token);
+        }
+        if let Ok(mut l) = self.log_sinks.lock() {
+            l.remove(token);
         }
     }
 
@@ -179,6 +197,9 @@ impl Router {
         }
         if let Ok(mut p) = self.progress.lock() {
             p.clear();
+        }
+        if let Ok(mut l) = self.log_sinks.lock() {
+            l.clear();
         }
     }
 
@@ -227,7 +248,7 @@ impl Router {
                 }
             }
             notifications::LOG => {
-                let Ok(l) = serde_json::from_value::<LogParams>(params) else { return };
+                let Ok(mut l) = serde_json::from_value::<LogParams>(params) else { return };
                 let engine = &self.label;
                 // The same budget as the engine's stderr: a flood is summarised, not relayed.
                 let suppressed = match self.logs.admit() {
@@ -237,7 +258,14 @@ impl Router {
                 if suppressed > 0 {
                     tracing::warn!(target: "rcp_client::log", %engine, suppressed, "suppressed {suppressed} log notifications (over the log rate limit)");
                 }
-                let message = self.logs.cap(&l.message);
+                let capped = self.logs.cap(&l.message).len();
+                l.message.truncate(capped);
+                let token = l.meta.as_ref().and_then(|m| m.get("progressToken")).map(Value::to_string);
+                if let Some(sink) = token.and_then(|t| self.log_sinks.lock().ok().and_then(|m| m.get(&t).cloned())) {
+                    sink(engine, l);
+                    return;
+                }
+                let message = &l.message;
                 match l.level {
                     LogLevel::Debug => tracing::debug!(target: "rcp_client::log", %engine, "{message}"),
                     LogLevel::Info | LogLevel::Notice => {
@@ -280,6 +308,27 @@ mod tests {
         router.close(Disconnect::Eof);
         assert!(matches!(two.await, Ok(Err(ClientError::Closed(Disconnect::Eof)))));
         assert!(matches!(router.closed(), Some(Disconnect::Eof)));
+    }
+
+    #[test]
+    fn a_calls_log_frames_reach_its_sink_and_others_do_not() {
+        let router = Router::new("engine-a".into(), Limits::default());
+        let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let into = Arc::clone(&seen);
+        let sink: LogSink = Arc::new(move |label: &str, l: LogParams| {
+            into.lock().expect("lock").push((label.to_owned(), l.message));
+        });
+        let token = json!("p7").to_string();
+        router.watch_logs(token.clone(), sink);
+        let log = |t: &str, m: &str| {
+            json!({"jsonrpc":"2.0","method":"notifications/log","params":{"level":"info","message":m,"_meta":{"progressToken":t}}})
+                .to_string()
+        };
+        router.on_line(&log("p7", "mine"));
+        router.on_line(&log("p8", "another call's"));
+        router.unwatch(&token);
+        router.on_line(&log("p7", "after the call"));
+        assert_eq!(*seen.lock().expect("lock"), [("engine-a".to_owned(), "mine".to_owned())]);
     }
 
     #[test]
