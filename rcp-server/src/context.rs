@@ -125,8 +125,10 @@ impl RequestContext {
     /// bounded executor, in `lane`, and returns its value; use it instead of
     /// `tokio::task::spawn_blocking`.
     ///
-    /// When the lane's queue is full this fails at once with `-32011` and `retryAfterMs`;
-    /// a job still queued when the request is cancelled or its deadline passes never runs.
+    /// When the lane's queue is full this fails at once with `-32011` and `retryAfterMs`
+    /// (HTTP), or, for a pipe's one peer (stdio, a byte stream), waits for room while the
+    /// transport stops reading; a job still queued when the request is cancelled or its
+    /// deadline passes never runs.
     /// A running job is not interrupted: long work should poll [`Self::is_cancelled`].
     pub async fn run_cpu<T, F>(&self, lane: Lane, job: F) -> Result<T, rcp_wire::RcpError>
     where

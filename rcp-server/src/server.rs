@@ -443,7 +443,8 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`).
+    /// Sets how many CPU jobs may wait in each lane's queue before more are refused (`-32011`;
+    /// a pipe's one peer waits for room instead, see [`crate::exec::Executor::waiting`]).
     pub fn cpu_queue(mut self, queue: usize) -> Self {
         self.options.cpu.queue = queue;
         self

@@ -32,12 +32,26 @@ pub(crate) struct Session {
     id: Option<String>,
     /// Stateless HTTP: implicitly initialised; `initialize` answers idempotently (§5.2).
     stateless: bool,
+    /// One peer on a pipe (stdio, one byte stream): a full CPU lane makes the session's
+    /// requests wait for room, and its transport stop reading, instead of refusing them.
+    piped: bool,
 }
 
 impl Session {
     /// A new, uninitialised session.
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// A new session of the only peer of a pipe: its requests wait for room in a full CPU lane
+    /// while the transport stops reading, instead of being refused with `-32011`.
+    pub(crate) fn piped() -> Self {
+        Self { piped: true, ..Self::default() }
+    }
+
+    /// Whether this is a pipe's session ([`Session::piped`]).
+    pub(crate) fn is_piped(&self) -> bool {
+        self.piped
     }
 
     /// A new session carrying a transport-level session id (HTTP stateful mode).

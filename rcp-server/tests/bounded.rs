@@ -1,6 +1,8 @@
-//! The bounded CPU executor end to end: a flood of pipelined slow requests over a real byte
-//! stream gets `-32011` beyond the bound, `ping` stays fast meanwhile, a cancelled queued
-//! request never runs, and the process gains no more threads than the executor's.
+//! The bounded CPU executor end to end: a flood of pipelined slow requests on a session shared
+//! transports serve (a [`rcp_server::transport::Connection`], as HTTP's are) gets `-32011`
+//! beyond the bound, `ping` stays fast meanwhile, a cancelled queued request never runs, and
+//! the process gains no more threads than the executor's. (A pipe's one peer is paced instead:
+//! `backpressure.rs`.)
 //!
 //! One test in its own binary, so the thread count it reads is this test's alone.
 
@@ -13,7 +15,7 @@ use rcp_testkit::PeakSampler;
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::{Hit, RetrieveResult};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
 
 const CPU_THREADS: usize = 2;
 const CPU_QUEUE: usize = 4;
@@ -53,29 +55,31 @@ fn threads() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
     let server = Server::builder("slow", "0").retrieve(Slow).cpu_threads(CPU_THREADS).cpu_queue(CPU_QUEUE).build();
-    let (client, server_side) = tokio::io::duplex(1 << 20);
-    let (server_read, server_write) = tokio::io::split(server_side);
-    tokio::spawn(async move { server.serve((server_read, server_write)).await });
-    let (read, mut w) = tokio::io::split(client);
-    let mut lines = BufReader::new(read).lines();
-    let mut next = async |timeout: Duration| -> Option<Value> {
-        let line = tokio::time::timeout(timeout, lines.next_line()).await.ok()?.expect("read")?;
-        Some(serde_json::from_str(&line).expect("json"))
+    let conn = server.connect(|_| {});
+    let (answers_tx, mut answers_rx) = mpsc::unbounded_channel::<Value>();
+    // Each frame is dispatched now, in order; its answer is sent on as it completes.
+    let send = |frame: &Value| {
+        let reply = conn.handle(frame.to_string().as_bytes());
+        let tx = answers_tx.clone();
+        tokio::spawn(async move {
+            if let Some(bytes) = reply.await {
+                let _ = tx.send(serde_json::from_slice(&bytes).expect("json"));
+            }
+        });
     };
+    let mut next =
+        async |timeout: Duration| -> Option<Value> { tokio::time::timeout(timeout, answers_rx.recv()).await.ok()? };
 
-    w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
-        .await
-        .expect("write");
+    send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}));
     assert!(next(Duration::from_secs(5)).await.expect("initialize answered")["result"].is_object());
     let baseline = threads();
     let sampler = PeakSampler::start(baseline, Duration::from_millis(2), threads);
 
-    // 40 pipelined searches in one write: 2 run, 4 wait, the rest must be refused at once.
+    // 40 pipelined searches at once: 2 run, 4 wait, the rest must be refused at once.
     const N: u64 = 40;
-    let flood: String = (1..=N)
-        .map(|id| format!("{}\n", json!({"jsonrpc":"2.0","id":id,"method":"retrieve","params":{"query":"q","k":1}})))
-        .collect();
-    w.write_all(flood.as_bytes()).await.expect("write");
+    for id in 1..=N {
+        send(&json!({"jsonrpc":"2.0","id":id,"method":"retrieve","params":{"query":"q","k":1}}));
+    }
 
     let mut refused = BTreeSet::new();
     while let Some(answer) = next(Duration::from_millis(150)).await {
@@ -93,7 +97,8 @@ async fn a_flood_is_refused_beyond_the_bound_while_ping_stays_fast() {
     let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":cancelled}});
     let ping = json!({"jsonrpc":"2.0","id":"p","method":"ping"});
     let sent = Instant::now();
-    w.write_all(format!("{cancel}\n{ping}\n").as_bytes()).await.expect("write");
+    send(&cancel);
+    send(&ping);
     let mut answers = Vec::new();
     let ping_rtt = loop {
         let answer = next(Duration::from_secs(5)).await.expect("an answer");

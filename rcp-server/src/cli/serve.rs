@@ -148,8 +148,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub cpu_threads: usize,
 
-    /// CPU jobs that may wait in each lane (reads, writes) when every CPU thread is busy; more
-    /// are refused with -32011 and `retryAfterMs` instead of queueing without bound.
+    /// CPU jobs that may wait in each lane (reads, writes) when every CPU thread is busy. Over
+    /// HTTP more are refused with -32011 and `retryAfterMs` instead of queueing without bound;
+    /// over stdio the server stops reading stdin until the lanes drain.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub cpu_queue: usize,
 

@@ -81,7 +81,8 @@ pub(super) fn start(
         capabilities: Arc::clone(caps),
         session_id: session.id().map(str::to_owned),
         meta,
-        executor: dispatcher.executor.clone(),
+        // A pipe's only peer is paced by its pipe, not refused (see `crate::transport`).
+        executor: if session.is_piped() { dispatcher.executor.waiting() } else { dispatcher.executor.clone() },
     });
     let call = dispatcher.routes.start(m, params, ctx.clone())?;
     let id = id.to_owned();

@@ -41,8 +41,9 @@ pub struct ExecOptions {
     /// Worker threads; `0` means one per available core.
     pub threads: usize,
     /// Jobs that may wait in each lane's queue for a busy worker (jobs a free worker is
-    /// about to take do not count); more are refused with `-32011`. `0` refuses every job
-    /// that finds no free worker.
+    /// about to take do not count); more are refused with `-32011` on transports shared by
+    /// many clients (HTTP), or wait for room on a pipe's one peer (stdio, one byte stream),
+    /// whose transport stops reading meanwhile. `0`: no job waits for a busy worker.
     pub queue: usize,
     /// Niceness of the worker threads (0..=19; Linux and other Unixes). `0` leaves them at the
     /// server's priority. Higher lets the async runtime's threads (pings, cancels, `info`,

@@ -6,7 +6,9 @@
 //! threads (at least one), and when both lanes have work the workers alternate between them,
 //! so a queue of writes never starves reads and a stream of reads never starves writes. A
 //! job submitted to a full lane is refused at once with `-32011` and a `retryAfterMs`
-//! estimated from the lane's recent job durations, instead of growing memory. A queued job
+//! estimated from the lane's recent job durations, instead of growing memory; through a
+//! [`Executor::waiting`] handle (a pipe's one peer) it waits for room instead, while that
+//! peer's transport stops reading. A queued job
 //! whose request is cancelled or past its deadline never runs, and leaves the queue when its
 //! request is answered. Ahead of both lanes, a finishing queue serialises large answers
 //! (a `retrieve` with k=100 full texts) whose search already ran: such a job is never refused

@@ -4,11 +4,12 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use rcp_wire::RcpError;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::lane::{ExecOptions, Lane};
@@ -93,6 +94,13 @@ impl State {
 struct Inner {
     state: Mutex<State>,
     ready: Condvar,
+    /// Per lane: a place in the queue may have opened (a job left it, or a worker freed up).
+    /// Wakes one job waiting for room ([`Executor::waiting`]).
+    room: [Notify; 2],
+    /// Jobs waiting for room in a full lane, instead of being refused.
+    waiting: AtomicUsize,
+    /// Fires when `waiting` falls back to zero: the lanes have room again.
+    drained: Notify,
     threads: usize,
     write_slots: usize,
     queue: usize,
@@ -114,6 +122,18 @@ impl Inner {
         match lane {
             Lane::Read => idle,
             Lane::Write => idle.min(self.write_slots.saturating_sub(s.running[Lane::Write.slot()])),
+        }
+    }
+
+    /// Whether a new job of `lane` finds its queue full.
+    fn full(&self, s: &State, lane: Lane) -> bool {
+        s.queues[lane.slot()].len() >= self.queue + self.free(s, lane)
+    }
+
+    /// Tells one job waiting for room in `queue` (a lane) to look again.
+    fn opened(&self, queue: Queue) {
+        if let Queue::Lane(lane) = queue {
+            self.room[lane.slot()].notify_one();
         }
     }
 
@@ -140,10 +160,17 @@ impl Drop for Closer {
 ///
 /// Cheap to clone; clones share the pool. The server owns one and hands it to handlers
 /// through [`crate::RequestContext::run_cpu`].
+///
+/// A lane whose queue is full refuses new jobs with `-32011`, which suits transports shared by
+/// many clients (HTTP). A handle from [`Executor::waiting`] makes them wait for room instead:
+/// a transport with one peer (stdio, one byte stream) stops reading while jobs wait
+/// ([`Executor::has_waiting`], [`Executor::drained`]), so the pipe pushes back on its client.
 #[derive(Clone)]
 pub struct Executor {
     inner: Arc<Inner>,
     _closer: Arc<Closer>,
+    /// Whether a job that finds its lane full waits for room instead of being refused.
+    wait_for_room: bool,
 }
 
 impl std::fmt::Debug for Executor {
@@ -152,6 +179,7 @@ impl std::fmt::Debug for Executor {
             .field("threads", &self.inner.threads)
             .field("write_slots", &self.inner.write_slots)
             .field("queue", &self.inner.queue)
+            .field("wait_for_room", &self.wait_for_room)
             .finish()
     }
 }
@@ -199,7 +227,27 @@ impl Drop for Queued<'_> {
             let queue = &mut s.queues[self.queue.slot()];
             if let Some(at) = queue.iter().position(|j| j.id == self.id) {
                 queue.remove(at);
+                drop(s);
+                self.inner.opened(self.queue);
             }
+        }
+    }
+}
+
+/// Counts one job waiting for room for as long as it waits.
+struct Waiting<'a>(&'a Inner);
+
+impl<'a> Waiting<'a> {
+    fn enter(inner: &'a Inner) -> Self {
+        inner.waiting.fetch_add(1, Ordering::SeqCst);
+        Self(inner)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.0.waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.drained.notify_waiters();
         }
     }
 }
@@ -215,8 +263,42 @@ impl Executor {
             queue: options.queue,
             nice: options.nice.min(19),
             process_niceness: options.process_niceness,
+            room: [Notify::new(), Notify::new()],
+            waiting: AtomicUsize::new(0),
+            drained: Notify::new(),
         });
-        Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner }
+        Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner, wait_for_room: false }
+    }
+
+    /// A handle on the same pool whose jobs, finding their lane full, wait for room instead of
+    /// being refused with `-32011`. For a transport with one peer, which stops reading while
+    /// any job waits ([`Executor::has_waiting`]): its requests are then all answered, with the
+    /// memory they take bounded by what it has read.
+    pub fn waiting(&self) -> Self {
+        Self { wait_for_room: true, ..self.clone() }
+    }
+
+    /// Whether jobs of this handle wait for room in a full lane ([`Executor::waiting`]).
+    pub fn waits_for_room(&self) -> bool {
+        self.wait_for_room
+    }
+
+    /// Whether any job (of any handle) is waiting for room in a full lane now.
+    pub fn has_waiting(&self) -> bool {
+        self.inner.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// Resolves once no job waits for room: the lanes have drained below their bounds.
+    pub async fn drained(&self) {
+        loop {
+            let drained = self.inner.drained.notified();
+            let mut drained = std::pin::pin!(drained);
+            drained.as_mut().enable();
+            if !self.has_waiting() {
+                return;
+            }
+            drained.await;
+        }
     }
 
     /// The process-wide pool of detached contexts ([`crate::RequestContext::detached`]),
@@ -244,7 +326,9 @@ impl Executor {
 
     /// Runs `job` on a worker of `lane` and returns its value.
     ///
-    /// Fails at once with `-32011` (`retryAfterMs` set) when the lane's queue is full. A job
+    /// Fails at once with `-32011` (`retryAfterMs` set) when the lane's queue is full, unless
+    /// this handle waits for room ([`Executor::waiting`]); a job waiting for room whose
+    /// `cancel` fires is `-32006`. A job
     /// still queued when `cancel` fires, or when this future is dropped, never runs (`-32006`
     /// if awaited). A panicking job is `-32603`. The job runs inside the caller's Tokio
     /// runtime context, so it may use `Handle::current()` like `spawn_blocking` code does.
@@ -280,7 +364,7 @@ impl Executor {
             let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
             let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
         });
-        let id = self.submit(queue, cancel, task)?;
+        let id = self.admit(queue, cancel, task).await?;
         let mut queued = Queued { inner: &self.inner, queue, id, armed: true };
         let outcome = rx.await;
         queued.armed = false;
@@ -293,19 +377,60 @@ impl Executor {
         }
     }
 
-    fn submit(&self, queue: Queue, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
+    /// Queues `task`: at once, or, when its lane is full, after waiting for room (a waiting
+    /// handle) or never (`-32011`).
+    async fn admit(&self, queue: Queue, cancel: CancellationToken, task: Task) -> Result<u64, RcpError> {
+        let mut task = task;
+        let mut waiting = None;
+        loop {
+            let room = match queue {
+                Queue::Lane(lane) => Some(self.inner.room[lane.slot()].notified()),
+                Queue::Finish => None,
+            };
+            let mut room = std::pin::pin!(room);
+            if let Some(room) = room.as_mut().as_pin_mut() {
+                // Registered before the lane is looked at, so room made meanwhile is not missed.
+                room.enable();
+            }
+            match self.submit(queue, &cancel, task) {
+                Ok(id) => {
+                    if waiting.is_some() {
+                        // Whoever wakes next finds the lane as it is now.
+                        self.inner.opened(queue);
+                    }
+                    return Ok(id);
+                }
+                Err(Full { task: back, error }) => {
+                    if !self.wait_for_room {
+                        return Err(error);
+                    }
+                    task = back;
+                }
+            }
+            waiting.get_or_insert_with(|| Waiting::enter(&self.inner));
+            let Some(room) = room.as_pin_mut() else { continue };
+            tokio::select! {
+                () = room => {}
+                () = cancel.cancelled() => return Err(RcpError::cancelled(Some("cancelled while waiting for a CPU worker"))),
+            }
+        }
+    }
+
+    fn submit(&self, queue: Queue, cancel: &CancellationToken, task: Task) -> Result<u64, Full> {
         let inner = &self.inner;
         let mut s = inner.lock();
         if let Queue::Lane(lane) = queue
-            && s.queues[lane.slot()].len() >= inner.queue + inner.free(&s, lane)
+            && inner.full(&s, lane)
         {
             let retry_after = inner.retry_after_ms(&s, lane);
-            return Err(RcpError::rate_limited(retry_after).with_detail(format!(
+            let error = RcpError::rate_limited(retry_after).with_detail(format!(
                 "the {lane} queue is full ({} waiting for {} CPU threads); retry after {retry_after} ms",
                 s.queues[lane.slot()].len(),
                 inner.threads
-            )));
+            ));
+            return Err(Full { task, error });
         }
+        let cancel = cancel.clone();
         let id = s.next_id;
         s.next_id += 1;
         s.queues[queue.slot()].push_back(Job { id, cancel, task });
@@ -333,6 +458,12 @@ impl Executor {
     }
 }
 
+/// A job refused by a full lane, handed back with the refusal.
+struct Full {
+    task: Task,
+    error: RcpError,
+}
+
 /// A worker: takes jobs until the pool closes or it has been idle for [`IDLE_EXIT`].
 fn work(inner: &Inner) {
     let mut s = inner.lock();
@@ -340,6 +471,7 @@ fn work(inner: &Inner) {
         if let Some((queue, job)) = s.pick(inner.write_slots) {
             s.running[queue.slot()] += 1;
             drop(s);
+            inner.opened(queue);
             let ran = !job.cancel.is_cancelled();
             let started = Instant::now();
             if ran {
@@ -352,6 +484,12 @@ fn work(inner: &Inner) {
                 let cost = &mut s.cost_us[queue.slot()];
                 *cost = Some(cost.map_or(took, |c| 0.8 * c + 0.2 * took));
             }
+            // A worker is free: a lane's bound counts free workers, so room may have opened.
+            drop(s);
+            for lane in Lane::ALL {
+                inner.opened(Queue::Lane(lane));
+            }
+            s = inner.lock();
             continue;
         }
         if s.closed {

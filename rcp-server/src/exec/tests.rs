@@ -250,6 +250,48 @@ async fn never_more_threads_than_configured() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_handle_waits_for_room_instead_of_refusing() {
+    let exec = pool(1, 1);
+    let gate = Gate::default();
+    let running = blocked(&exec, Lane::Read, &gate);
+    until("the first job runs", || exec.stats().running(Lane::Read) == 1).await;
+    let queued = blocked(&exec, Lane::Read, &gate);
+    until("one job waits", || exec.stats().queued(Lane::Read) == 1).await;
+    // The shared handle refuses; the waiting handle's jobs wait, and are counted as waiting.
+    let refused = exec.run(Lane::Read, &CancellationToken::new(), || ()).await.expect_err("full");
+    assert_eq!(refused.code, ErrorCode::RATE_LIMITED);
+    let waiting = exec.waiting();
+    assert!(waiting.waits_for_room() && !exec.waits_for_room());
+    let waiters: Vec<_> = (0..3u32)
+        .map(|i| {
+            let waiting = waiting.clone();
+            tokio::spawn(async move { waiting.run(Lane::Read, &CancellationToken::new(), move || i).await })
+        })
+        .collect();
+    until("three jobs wait for room", || exec.has_waiting()).await;
+    // A cancelled waiter leaves with -32006 and takes no place.
+    let cancel = CancellationToken::new();
+    let gone = {
+        let (waiting, cancel) = (waiting.clone(), cancel.clone());
+        tokio::spawn(async move { waiting.run(Lane::Read, &cancel, || 9).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    cancel.cancel();
+    assert_eq!(gone.await.expect("join").expect_err("cancelled").code, ErrorCode::CANCELLED);
+    gate.open();
+    running.await.expect("join").expect("ran");
+    queued.await.expect("join").expect("ran");
+    let mut got = Vec::new();
+    for w in waiters {
+        got.push(w.await.expect("join").expect("every waiter runs"));
+    }
+    got.sort_unstable();
+    assert_eq!(got, [0, 1, 2]);
+    tokio::time::timeout(Duration::from_secs(5), exec.drained()).await.expect("drained");
+    assert!(!exec.has_waiting());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_job_fails_only_itself() {
     let exec = pool(1, 4);
     let err = exec.run(Lane::Write, &CancellationToken::new(), || panic!("boom")).await.expect_err("panic");

@@ -1,6 +1,12 @@
 //! One session's request pipeline, shared by the stdio and byte-stream transports: lines in,
 //! answers out, with a bounded number of requests running and waiting.
 //!
+//! A pipe has one peer, so the pipe itself is the flow control: the session is
+//! [`Session::piped`], its requests wait for room in a full CPU lane instead of being refused
+//! with `-32011`, and the transport reads no further line while any does
+//! ([`Pipeline::lanes_full`], [`Pipeline::lanes_drained`]), as a language server does. Every
+//! request is answered, and what is held is bounded by what was read before the lanes filled.
+//!
 //! Each line goes through the dispatcher. What it answers at once (`ping`, `info`, errors,
 //! notifications) is appended to the caller's `ready` buffer and written by the caller without
 //! any hand-off to another thread. A request is polled once right here, when a running slot
@@ -81,7 +87,7 @@ impl Pipeline {
     pub(crate) fn new(dispatcher: Arc<Dispatcher>, queue: FrameQueue) -> Self {
         let max = dispatcher.options.max_in_flight.max(1);
         Self {
-            connection: Connection::new(dispatcher, Arc::new(Session::new()), queue.outbound()),
+            connection: Connection::new(dispatcher, Arc::new(Session::piped()), queue.outbound()),
             queue,
             tracker: TaskTracker::new(),
             running: Arc::new(Semaphore::new(max)),
@@ -96,6 +102,18 @@ impl Pipeline {
     /// What the session is served from.
     pub(crate) fn dispatcher(&self) -> &Dispatcher {
         self.connection.dispatcher()
+    }
+
+    /// Whether requests wait for room in a full CPU lane: the caller must stop reading until
+    /// [`Pipeline::lanes_drained`] (the pipe's backpressure, instead of `-32011`).
+    pub(crate) fn lanes_full(&self) -> bool {
+        self.dispatcher().executor.has_waiting()
+    }
+
+    /// Resolves once no request waits for room in a CPU lane.
+    pub(crate) fn lanes_drained(&self) -> impl Future<Output = ()> + Send + 'static {
+        let executor = self.dispatcher().executor.clone();
+        async move { executor.drained().await }
     }
 
     /// The semaphore of waiting places ([`Admit::Wait`]).

@@ -10,9 +10,11 @@
 //! writer thread that gathers them into vectored writes. Requests are served concurrently and
 //! answered as they finish (pipelining, §4.7).
 //!
-//! Backpressure: a client that stops reading stdout blocks the writes, then the queue's byte
-//! budget fills, finishing requests wait for it, new ones wait for a place, and the reader stops
-//! reading stdin. Memory stays bounded by the budget and the pipeline's places.
+//! Backpressure: while requests wait for room in a full CPU lane, the reader reads no further
+//! line (see `pipeline`); nothing is refused with `-32011`. A client that stops reading stdout
+//! blocks the writes, then the queue's byte budget fills, finishing requests wait for it, new
+//! ones wait for a place, and the reader stops reading stdin. Memory stays bounded by the
+//! budget and the pipeline's places.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering, fence};
@@ -222,6 +224,11 @@ fn read_stdin(pipeline: &mut Pipeline, max_line: usize, handle: &Handle, stdout:
             }
         };
         for line in lines.drain(..) {
+            if pipeline.lanes_full() {
+                // The CPU lanes are full: nothing more is read until they drain.
+                write(&mut ready);
+                handle.block_on(pipeline.lanes_drained());
+            }
             match pipeline.line(line, &mut ready) {
                 Admit::Done => {}
                 Admit::Wait(fut) => {

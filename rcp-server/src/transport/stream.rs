@@ -1,8 +1,10 @@
 //! A session over any pair of async byte streams (§5.1): NDJSON in through a reading task, the
 //! session pipeline in between, answers out through a writing task that gathers them.
 //!
-//! Backpressure: a reader that stops reading the writer's side fills the answer queue's byte
-//! budget; finishing requests then wait, new ones wait for a place, and reading stops.
+//! Backpressure: while requests wait for room in a full CPU lane, no further line is taken
+//! (see `pipeline`), and the reading task stops once its small channel is full. A peer that
+//! stops reading the writer's side fills the answer queue's byte budget; finishing requests
+//! then wait, new ones wait for a place, and reading stops.
 
 use std::io;
 use std::sync::Arc;
@@ -71,6 +73,11 @@ where
     let mut ready = Vec::new();
     'read: while let Some(batch) = line_rx.recv().await {
         for line in batch {
+            if pipeline.lanes_full() {
+                // The CPU lanes are full: nothing more is read until they drain.
+                flush_ready(&queue, &mut ready).await;
+                pipeline.lanes_drained().await;
+            }
             match pipeline.line(line, &mut ready) {
                 Admit::Done => {}
                 Admit::Wait(fut) => {
