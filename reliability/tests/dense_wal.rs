@@ -17,7 +17,10 @@ fn dense() -> PathBuf {
 }
 
 fn serve(dir: &Path) -> Engine {
-    let mut e = Engine::spawn(&dense(), &["serve", "--fetch-model", "--data-dir", dir.to_str().expect("utf-8 path")]);
+    let mut e = Engine::spawn(
+        &dense(),
+        &["serve", "--fetch-model", "--create", "--data-dir", dir.to_str().expect("utf-8 path")],
+    );
     e.initialize();
     e
 }

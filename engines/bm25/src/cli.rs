@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
+use rcp_server::cli::{DataDir, DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, LogFormat, Server, SessionOptions, Status};
 use rcp_wire::lifecycle::ConformanceLevel;
 
@@ -410,10 +410,11 @@ fn run_serve(args: ServeCmd) -> anyhow::Result<()> {
         ..Default::default()
     };
     let started = Instant::now();
-    let engine = match args.dir.dir() {
-        Some(dir) if args.dir.create => Engine::open(dir, declared, options)?,
-        Some(dir) => Engine::open_existing(dir, declared, options)?,
-        None => {
+    let held = |dir: &Path| integrity::state(dir) == DirState::Index;
+    let engine = match args.dir.resolve("rcp-bm25", held)? {
+        DataDir::Create(dir) => Engine::open(dir, declared, options)?,
+        DataDir::Existing(dir) => Engine::open_existing(dir, declared, options)?,
+        DataDir::InMemory => {
             let fields = if declared.is_empty() { crate::builtin_fields() } else { declared };
             let engine = Engine::in_ram(fields, options)?;
             let docs = rcp_corpus::builtin().into_iter().map(Ok::<_, String>);

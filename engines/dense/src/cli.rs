@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 use rcp_corpus::policy::NotIndexed;
 use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
-use rcp_server::cli::{DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
+use rcp_server::cli::{DataDir, DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
 use rcp_server::{EngineStats, Server, Status};
 use rcp_wire::filter::FieldType;
 use rcp_wire::lifecycle::ConformanceLevel;
@@ -481,17 +481,10 @@ fn load_model_and_store(cmd: &ServeCmd) -> anyhow::Result<(Embedder, Store)> {
 /// The store of `--data-dir`, or the built-in corpus embedded by `embedder` in memory.
 fn open_store(cmd: &ServeCmd, embedder: Option<&Embedder>) -> anyhow::Result<Store> {
     let options = store_options(&cmd.hnsw);
-    let store = match (cmd.dir.dir(), embedder) {
-        (None, None) => return Err(anyhow::anyhow!("the built-in corpus needs the model")),
-        (Some(dir), _) => {
-            if !dir.is_dir() && !cmd.dir.create {
-                return Err(anyhow::anyhow!(
-                    "{}: no such data directory (build one with `rcp-dense index --data-dir {} CORPUS`, \
-                     or pass --create to start an empty one)",
-                    dir.display(),
-                    dir.display()
-                ));
-            }
+    // The framework's one rule: a directory without a store needs --create.
+    let store = match (cmd.dir.resolve("rcp-dense", Store::held_in)?, embedder) {
+        (DataDir::InMemory, None) => return Err(anyhow::anyhow!("the built-in corpus needs the model")),
+        (DataDir::Existing(dir) | DataDir::Create(dir), _) => {
             let (store, report) = Store::open(dir, options)?;
             tracing::info!(
                 data_dir = %dir.display(),
@@ -511,7 +504,7 @@ fn open_store(cmd: &ServeCmd, embedder: Option<&Embedder>) -> anyhow::Result<Sto
             }
             store
         }
-        (None, Some(embedder)) => {
+        (DataDir::InMemory, Some(embedder)) => {
             let store = Store::in_memory(options);
             let docs = rcp_corpus::builtin();
             let bar = ProgressBar::hidden();

@@ -24,7 +24,7 @@ fn dir_arg(dir: &Path) -> &str {
 fn writes_persist_across_restarts_with_upsert_and_delete_semantics() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = dir_arg(tmp.path());
-    let args = ["--data-dir", dir, "--field", "topic:keyword", "--full-scan-threshold", "0"];
+    let args = ["--data-dir", dir, "--create", "--field", "topic:keyword", "--full-scan-threshold", "0"];
     let docs = json!([
         {"id": "a", "text": "The write-ahead log is fsynced before a write is acknowledged.", "meta": {"topic": "db"}},
         {"id": "b", "text": "Hierarchical navigable small world graphs index vectors.", "meta": {"topic": "ann"}},
@@ -156,7 +156,7 @@ fn acknowledged_writes_survive_sigkill_and_a_torn_log_tail() {
     let dir = dir_arg(tmp.path());
     let model = model_dir();
     let env = [("RCP_MODEL_DIR", model.to_str().unwrap())];
-    let mut e = Engine::spawn_env(&bin(), &["serve", "--data-dir", dir], &env);
+    let mut e = Engine::spawn_env(&bin(), &["serve", "--data-dir", dir, "--create"], &env);
     e.initialize();
     let requests = 60;
     for r in 0..requests {
@@ -196,7 +196,7 @@ fn acknowledged_writes_survive_sigkill_and_a_torn_log_tail() {
 #[test]
 fn a_cancelled_index_add_stops_embedding_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut e = serve(&["--data-dir", dir_arg(tmp.path())]);
+    let mut e = serve(&["--data-dir", dir_arg(tmp.path()), "--create"]);
     let ids: Vec<String> = (0..3000).map(|i| format!("c-{i}")).collect();
     let docs: Vec<Value> = ids
         .iter()

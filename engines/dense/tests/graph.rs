@@ -125,7 +125,7 @@ fn bad_input_is_refused_precisely(e: &mut rcp_testkit::Engine) {
 fn writes_update_the_graph_and_it_persists_across_restarts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = dir_arg(tmp.path());
-    let args = ["--data-dir", dir, "--graph"];
+    let args = ["--data-dir", dir, "--create", "--graph"];
     let before;
     {
         let mut e = serve(&args);

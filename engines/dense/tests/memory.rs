@@ -122,7 +122,7 @@ fn modified(file: &Path) -> std::time::SystemTime {
 fn the_memory_persists_follows_writes_and_damage_is_rebuilt() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let args = ["--data-dir", dir, "--graph"];
+    let args = ["--data-dir", dir, "--create", "--graph"];
     let file = tmp.path().join("memory.rcpm");
     let before;
     {

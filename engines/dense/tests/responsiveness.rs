@@ -18,7 +18,7 @@ fn dir_arg(dir: &std::path::Path) -> &str {
 fn ping_stays_responsive_during_a_large_index_add() {
     let tmp = tempfile::tempdir().unwrap();
     // A debug build embeds slowly: allow the add more than the default 60 s deadline.
-    let mut e = serve(&["--data-dir", dir_arg(tmp.path()), "--deadline-ms", "600000"]);
+    let mut e = serve(&["--data-dir", dir_arg(tmp.path()), "--create", "--deadline-ms", "600000"]);
     let docs: Vec<Value> = (0..2000)
         .map(|i| json!({"id": format!("bulk-{i}"), "text": format!("Bulk document number {i} talks about topic {} in some detail.", i % 37)}))
         .collect();

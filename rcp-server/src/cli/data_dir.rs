@@ -1,4 +1,6 @@
-//! The data-directory flags every engine with a persistent store shares.
+//! The data-directory flags every engine with a persistent store shares, and the one rule
+//! that decides what they ask for: a directory that holds no store (missing, or existing and
+//! empty) is served only with `--create`.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +23,65 @@ pub struct DataDirArgs {
     pub create: bool,
 }
 
+/// What `--data-dir` and `--create` ask an engine to serve ([`DataDirArgs::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataDir<'a> {
+    /// No `--data-dir`: the built-in corpus, in memory.
+    InMemory,
+    /// A directory that holds the engine's store: open it.
+    Existing(&'a Path),
+    /// `--create` on a directory that holds no store yet (missing or empty): start an empty one.
+    Create(&'a Path),
+}
+
+/// Why a `--data-dir` is refused: it holds no store and `--create` was not passed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataDirError {
+    /// The directory does not exist.
+    #[error(
+        "{}: no such data directory (build one with `{engine} index --data-dir {} CORPUS`, or pass --create to start an empty one)",
+        dir.display(),
+        dir.display()
+    )]
+    Missing {
+        /// The directory named.
+        dir: PathBuf,
+        /// The engine's binary name.
+        engine: String,
+    },
+    /// The path exists but holds no store of this engine (an empty directory, unrelated files,
+    /// or a file).
+    #[error(
+        "{}: holds no {engine} store (build one with `{engine} index --data-dir {} CORPUS`, or pass --create to start an empty one)",
+        dir.display(),
+        dir.display()
+    )]
+    NoStore {
+        /// The directory named.
+        dir: PathBuf,
+        /// The engine's binary name.
+        engine: String,
+    },
+}
+
 impl DataDirArgs {
+    /// The one data-directory rule of every engine: without `--data-dir`, the built-in corpus;
+    /// a directory for which `holds_store` is true is opened; one that does not exist or holds
+    /// no store (an existing empty directory too) is an error naming `engine` unless `--create`
+    /// asks for a new, empty store there.
+    pub fn resolve(&self, engine: &str, holds_store: impl FnOnce(&Path) -> bool) -> Result<DataDir<'_>, DataDirError> {
+        let Some(dir) = self.dir() else { return Ok(DataDir::InMemory) };
+        if dir.is_dir() && holds_store(dir) {
+            return Ok(DataDir::Existing(dir));
+        }
+        if self.create {
+            return Ok(DataDir::Create(dir));
+        }
+        let (dir, engine) = (dir.to_path_buf(), engine.to_owned());
+        Err(if dir.exists() { DataDirError::NoStore { dir, engine } } else { DataDirError::Missing { dir, engine } })
+    }
+
     /// The directory, when one was named.
     pub fn dir(&self) -> Option<&Path> {
         self.data_dir.as_deref()
@@ -63,5 +123,24 @@ mod tests {
         assert_eq!(cli.dir, DataDirArgs { data_dir: Some("d".into()), create: true });
         assert_eq!(cli.dir.label(), "d");
         assert_eq!(Cli::try_parse_from(["t"]).expect("parses").dir.label(), "(built-in demo corpus, in memory)");
+    }
+
+    #[test]
+    fn an_empty_or_missing_directory_needs_create() {
+        let tmp = std::env::temp_dir().join(format!("rcp-data-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).expect("mkdir");
+        let args = |create| DataDirArgs { data_dir: Some(tmp.clone()), create };
+        let holds = |held: bool| move |_: &Path| held;
+        let err = args(false).resolve("rcp-x", holds(false)).expect_err("empty directory refused");
+        assert!(matches!(err, DataDirError::NoStore { .. }), "{err}");
+        assert!(err.to_string().contains("holds no rcp-x store") && err.to_string().contains("--create"), "{err}");
+        assert_eq!(args(true).resolve("rcp-x", holds(false)), Ok(DataDir::Create(&tmp)));
+        assert_eq!(args(false).resolve("rcp-x", holds(true)), Ok(DataDir::Existing(&tmp)));
+        assert_eq!(args(true).resolve("rcp-x", holds(true)), Ok(DataDir::Existing(&tmp)));
+        let missing = DataDirArgs { data_dir: Some(tmp.join("nope")), create: false };
+        let err = missing.resolve("rcp-x", holds(true)).expect_err("missing directory refused");
+        assert!(err.to_string().contains("no such data directory"), "{err}");
+        assert_eq!(DataDirArgs::default().resolve("rcp-x", holds(false)), Ok(DataDir::InMemory));
+        std::fs::remove_dir_all(&tmp).expect("rm");
     }
 }

@@ -56,7 +56,7 @@ mod engine;
 mod quarantine;
 mod serve;
 
-pub use data_dir::DataDirArgs;
+pub use data_dir::{DataDir, DataDirArgs, DataDirError};
 pub use engine::{EngineCli, main, run};
 pub use quarantine::QuarantineCmd;
 pub use serve::ServeArgs;

@@ -121,6 +121,12 @@ impl Store {
         Ok((store, report))
     }
 
+    /// Whether `dir` holds a store (a manifest, a snapshot or a logged write): what `serve`
+    /// without `--create` requires of its data directory.
+    pub fn held_in(dir: &Path) -> bool {
+        dir.join(layout::MANIFEST).exists() || dir.join(layout::WAL).exists() || !layout::generations(dir).is_empty()
+    }
+
     /// Reads the table.
     pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
         self.table.read().unwrap_or_else(|p| p.into_inner())
