@@ -275,32 +275,13 @@ impl Embed for DenseEngine {
     }
 }
 
-/// Refuses (`-32602` on `documents[i].meta.FIELD`) a batch holding a document whose metadata
-/// does not fit a declared field: the one ingestion rule ([`rcp_corpus::validate`]), so a
-/// wrong-typed value is never stored where a filter would silently miss it.
-pub(crate) fn check_declared_fields(
-    params: &IndexAddParams,
-    fields: &BTreeMap<String, rcp_wire::filter::FieldType>,
-) -> Result<(), RcpError> {
-    if fields.is_empty() {
-        return Ok(());
-    }
-    for (i, d) in params.documents.iter().enumerate() {
-        if let Some(meta) = &d.meta {
-            rcp_corpus::validate::check_meta(meta, fields)
-                .map_err(|e| RcpError::invalid_params(format!("documents[{i}].{}", e.field), e.reason()))?;
-        }
-    }
-    Ok(())
-}
-
 impl Index for DenseEngine {
     fn capability(&self) -> IndexCapability {
         IndexCapability { writable: true, ..Default::default() }
     }
 
     async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
-        check_declared_fields(&params, &self.store.fields())?;
+        // Declared field types were checked by the framework before this handler ran.
         let ids: Vec<String> =
             params.documents.iter().map(|d| d.id.clone().unwrap_or_else(|| self.store.mint_id())).collect();
         // An identical {id, text, meta} already stored is left alone: a retried write costs

@@ -335,14 +335,8 @@ impl Index for PgEngine {
             return Err(RcpError::option_unsupported("chunk", "true", &[]));
         }
         refuse_nul_in_documents(&params)?;
-        // The one ingestion rule (rcp_corpus::validate): a value of the wrong type for a
-        // declared field is refused, never stored where a filter would silently miss it.
-        for (i, d) in params.documents.iter().enumerate() {
-            if let Some(meta) = &d.meta {
-                rcp_corpus::validate::check_meta(meta, self.store.fields())
-                    .map_err(|e| RcpError::invalid_params(format!("documents[{i}].{}", e.field), e.reason()))?;
-            }
-        }
+        // Declared field types were checked by the framework (rcp_corpus::validate) before
+        // this handler ran.
         let docs: Vec<CorpusDoc> = params.documents.iter().map(CorpusDoc::from_document).collect();
         let ids: Vec<String> = docs
             .iter()

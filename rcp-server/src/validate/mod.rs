@@ -6,6 +6,7 @@
 //! `strict:false` fallback plus its `usage.notes` entry, and adds the structural `-32602`
 //! checks (ranges, the funnel, empty queries).
 
+mod fields;
 mod retrieve;
 #[cfg(test)]
 mod tests;
@@ -210,12 +211,14 @@ pub(crate) fn at_least_one(field: &str, value: Option<impl Into<u64>>) -> Result
 }
 
 /// `index/add` params (§7.10): only advertised options (`chunk`, `contextual`; no `strict`
-/// fallback), and well-formed document ids.
+/// fallback), well-formed document ids, and metadata that fits the advertised field types
+/// (§8; the ingestion rule of `rcp_corpus::validate`).
 pub(crate) fn index_add(p: &IndexAddParams, caps: &Capabilities) -> Result<(), RcpError> {
     if let Some(f) = gating::index_add(caps, p).first() {
         return Err(f.error());
     }
-    document_ids(&p.documents)
+    document_ids(&p.documents)?;
+    fields::declared_fields(p, caps)
 }
 
 /// The document ids of one `index/add` batch (§7.10): each given id non-empty and unique.
