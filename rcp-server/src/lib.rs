@@ -62,6 +62,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -9,6 +9,7 @@ use rcp_wire::capabilities::Capabilities;
 use rcp_wire::notifications::LogLevel;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Scopes;
 use crate::profile::Profile;
 
 /// What a successful `initialize` fixed for the rest of the session (§13.2).
@@ -35,6 +36,9 @@ pub(crate) struct Session {
     /// One peer on a pipe (stdio, one byte stream): a full CPU lane makes the session's
     /// requests wait for room, and its transport stop reading, instead of refusing them.
     piped: bool,
+    /// What the caller may do, when a transport authenticated it with scoped credentials;
+    /// `None`: everything ([`Scopes::ALL`]).
+    restricted: Option<Scopes>,
 }
 
 impl Session {
@@ -47,6 +51,18 @@ impl Session {
     /// while the transport stops reading, instead of being refused with `-32011`.
     pub(crate) fn piped() -> Self {
         Self { piped: true, ..Self::default() }
+    }
+
+    /// This session, limited to what `scopes` allow (§15.6): the caller's credentials decide
+    /// what its `initialize` advertises and which methods it may call.
+    #[cfg(any(test, feature = "http"))]
+    pub(crate) fn with_scopes(self, scopes: Scopes) -> Self {
+        Self { restricted: (scopes != Scopes::ALL).then_some(scopes), ..self }
+    }
+
+    /// What the caller may do ([`Scopes::ALL`] unless a transport said otherwise).
+    pub(crate) fn scopes(&self) -> Scopes {
+        self.restricted.unwrap_or(Scopes::ALL)
     }
 
     /// Whether this is a pipe's session ([`Session::piped`]).

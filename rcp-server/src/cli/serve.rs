@@ -3,7 +3,7 @@
 //! the scheduling a binary may ask for).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::exec::Scheduling;
 use crate::feedback::{FeedbackOptions, FeedbackStore};
-use crate::http::{HttpOptions, OpsPaths, RateLimit, SessionMode};
+use crate::http::{AccessTokens, HttpOptions, OpsPaths, RateLimit, SessionMode};
 use crate::logging::LogFormat;
 use crate::{Server, ServerBuilder};
 
@@ -64,6 +64,14 @@ pub struct ServeArgs {
     // `--tokens-env`, the old name, stays accepted as a hidden alias.
     #[arg(long = "token-env", alias = "tokens-env", value_name = "ENV_VAR")]
     pub tokens_env: Option<String>,
+
+    /// HTTP: require `Authorization: Bearer <token>` with the tokens of this file, each limited
+    /// to what its line allows: one `SCOPES TOKEN` a line, SCOPES a comma-separated subset of
+    /// read,write,admin, TOKEN the secret or `sha256:<hex>` of it; `#` starts a comment. A bad
+    /// line stops the start-up. Re-read on SIGHUP without dropping connections (see
+    /// docs/access.md). Combines with --tokens-env, whose tokens keep full access.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub tokens_file: Option<PathBuf>,
 
     /// HTTP: largest request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
@@ -261,6 +269,13 @@ impl ServeArgs {
             Some(var) => bearer_tokens(var, std::env::var(var).ok())?,
             None => Vec::new(),
         };
+        let tokens =
+            match &self.tokens_file {
+                Some(path) => Some(AccessTokens::load(path).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--tokens-file: {e}"))
+                })?),
+                None => None,
+            };
         Ok(HttpOptions {
             sessions: if self.stateful {
                 SessionMode::Stateful { ttl: Duration::from_secs(self.session_ttl) }
@@ -268,6 +283,7 @@ impl ServeArgs {
                 SessionMode::Stateless
             },
             bearer_tokens,
+            tokens,
             body_limit: self.body_limit,
             rate_limit: self.rate_limit.map(|r| RateLimit { per_second: r, burst: (2.0 * r).max(1.0) }),
             cors_origins: (!self.cors_origins.is_empty()).then(|| self.cors_origins.clone()),
@@ -284,13 +300,49 @@ impl ServeArgs {
     }
 
     /// Serves `server` as the arguments say, until EOF/`shutdown` (stdio) or SIGINT/SIGTERM
-    /// (HTTP, after draining in-flight requests).
+    /// (HTTP, after draining in-flight requests). With `--tokens-file`, SIGHUP re-reads the file
+    /// ([`AccessTokens::reload`]); this is the only place the framework listens for it.
     pub async fn serve(&self, server: Server) -> std::io::Result<()> {
         match self.http {
-            Some(addr) => crate::http::serve(&server, addr, self.http_options()?).await,
+            Some(addr) => {
+                let opts = self.http_options()?;
+                if let Some(tokens) = &opts.tokens {
+                    reload_on_sighup(tokens.clone())?;
+                }
+                crate::http::serve(&server, addr, opts).await
+            }
             None => server.serve_stdio().await,
         }
     }
+}
+
+/// Re-reads `tokens`' file on every SIGHUP for as long as the runtime runs. A file that
+/// cannot be read or has a bad line leaves the tokens in force as they were; the log says why,
+/// naming the line, never a token.
+#[cfg(unix)]
+fn reload_on_sighup(tokens: AccessTokens) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match tokens.reload() {
+                Ok(0) => {
+                    tracing::warn!(path = ?tokens.path(), "tokens file re-read on SIGHUP: it holds no token; every request is refused")
+                }
+                Ok(n) => tracing::info!(path = ?tokens.path(), tokens = n, "tokens file re-read on SIGHUP"),
+                Err(e) => {
+                    tracing::error!(error = %e, "tokens file not re-read on SIGHUP; the previous tokens stay in force")
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Without Unix signals the tokens file is read once, at start-up.
+#[cfg(not(unix))]
+fn reload_on_sighup(_tokens: AccessTokens) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// A duration given in milliseconds (`--X-timeout-ms`), or in seconds by a former spelling
@@ -389,6 +441,27 @@ mod tests {
         assert_eq!(args.scheduling(), Scheduling { io_nice: -5, event_interval: None });
         let server = args.configure(Server::builder("t", "0")).build();
         assert!(server.options().io_thread_start.is_some() && server.options().cpu.process_niceness);
+    }
+
+    #[test]
+    fn a_tokens_file_is_read_at_start_up_and_a_bad_line_refused_without_echo() {
+        let dir = std::env::temp_dir().join(format!("rcp-serve-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let good = dir.join("good");
+        std::fs::write(&good, "# readers\nread r-token\nread,write w-token\n").expect("write");
+        let path = good.to_str().expect("utf-8");
+        let opts = parse(&["--http", "127.0.0.1:0", "--tokens-file", path]).http_options().expect("options");
+        assert_eq!(opts.tokens.as_ref().map(AccessTokens::len), Some(2));
+        let bad = dir.join("bad");
+        std::fs::write(&bad, "read r-token\nTOPSECRET\n").expect("write");
+        let path = bad.to_str().expect("utf-8");
+        let err = parse(&["--http", "127.0.0.1:0", "--tokens-file", path]).http_options().expect_err("a bad line");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        let message = err.to_string();
+        assert!(message.contains("bad:2:") && !message.contains("TOPSECRET"), "{message}");
+        use clap::Parser;
+        assert!(Cli::try_parse_from(["serve", "--tokens-file", path]).is_err(), "--tokens-file needs --http");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

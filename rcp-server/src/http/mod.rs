@@ -1,6 +1,13 @@
 //! The HTTP transport (§5.2) on axum: `POST <base>/<method>` (or the base path for batches),
-//! buffered JSON or Server-Sent Events, stateless or stateful sessions, bearer auth, body and
-//! rate limits, CORS. Like stdio, it only frames bytes: every protocol rule is the dispatcher's.
+//! buffered JSON or Server-Sent Events, stateless or stateful sessions, bearer auth with scoped
+//! tokens ([`AccessTokens`], [`crate::access`]), body and rate limits, CORS. Like stdio, it only
+//! frames bytes: every protocol rule is the dispatcher's.
+//!
+//! Scoped tokens: the caller's token decides its session's scopes; the dispatcher's gate
+//! refuses what they do not allow (`-32012`) and `initialize` advertises only what they do. A
+//! stateful session keeps the scopes it was opened with, and a later request on it whose token
+//! no longer grants all of them is refused (`-32012`). [`AccessTokens::reload`] re-reads the
+//! tokens file without dropping a connection; the `serve` command calls it on SIGHUP.
 //!
 //! Slow clients (§15.5): a connection has `header_read_timeout` to send each request's headers
 //! (also the idle keep-alive limit) and `body_read_timeout` to send its body (else `408`); at
@@ -27,6 +34,7 @@ mod router;
 mod session;
 mod share;
 mod sse;
+mod tokens;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -35,6 +43,7 @@ use axum::Router;
 
 pub use ops::OpsPaths;
 pub use options::{DEFAULT_ADDR, HttpOptions, RateLimit, SESSION_HEADER, SessionMode};
+pub use tokens::{AccessTokens, TokensError};
 
 use crate::server::Server;
 

@@ -1,7 +1,7 @@
 //! The operations endpoints, outside the RCP base path, for orchestrators and dashboards:
 //! `GET /healthz` (the process is up; no authentication), `GET /readyz` (`200` when the engine
 //! can serve, `503` while draining or when the engine reports not ready) and `GET /metrics`
-//! (Prometheus text; behind the RCP bearer tokens unless made public).
+//! (Prometheus text; for tokens with the `admin` scope unless made public).
 
 use std::sync::Arc;
 
@@ -11,7 +11,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::auth;
+use super::auth::Credentials;
+use crate::access::Scope;
 use crate::observe::{self, Rejection};
 use crate::server::Server;
 
@@ -61,17 +62,23 @@ impl OpsPaths {
 /// What the operations handlers share.
 struct OpsState {
     server: Server,
-    bearer_tokens: Vec<String>,
+    credentials: Arc<Credentials>,
     metrics_public: bool,
 }
 
 /// The routes of `paths`, or an empty router (with a warning) when they are invalid.
-pub(super) fn routes(server: &Server, base: &str, paths: &OpsPaths, tokens: &[String], metrics_public: bool) -> Router {
+pub(super) fn routes(
+    server: &Server,
+    base: &str,
+    paths: &OpsPaths,
+    credentials: Arc<Credentials>,
+    metrics_public: bool,
+) -> Router {
     if let Err(e) = paths.check(base) {
         tracing::warn!(target: "rcp_server", error = %e, "operations endpoints disabled");
         return Router::new();
     }
-    let state = Arc::new(OpsState { server: server.clone(), bearer_tokens: tokens.to_vec(), metrics_public });
+    let state = Arc::new(OpsState { server: server.clone(), credentials, metrics_public });
     let mut router = Router::new();
     if let Some(p) = &paths.healthz {
         router = router.route(p, get(healthz));
@@ -103,9 +110,18 @@ async fn readyz(State(state): State<Arc<OpsState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<OpsState>>, headers: HeaderMap) -> Response {
-    if !state.metrics_public && !auth::authorized(&state.bearer_tokens, &headers) {
-        observe::reject(Rejection::Auth);
-        return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response();
+    if !state.metrics_public {
+        match state.credentials.scopes(&headers) {
+            Some(scopes) if scopes.contains(Scope::Admin) => {}
+            Some(_) => {
+                observe::reject(Rejection::Auth);
+                return text(StatusCode::FORBIDDEN, "the metrics need a token with the 'admin' scope\n".into());
+            }
+            None => {
+                observe::reject(Rejection::Auth);
+                return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response();
+            }
+        }
     }
     #[cfg(feature = "metrics")]
     if let Some(body) =

@@ -4,6 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::ops::OpsPaths;
+use super::tokens::AccessTokens;
 
 /// The header carrying a stateful session token (§5.2).
 pub const SESSION_HEADER: &str = "rcp-session";
@@ -38,8 +39,12 @@ pub struct HttpOptions {
     pub base: String,
     /// Session handling.
     pub sessions: SessionMode,
-    /// Accepted bearer tokens; empty means no authentication.
+    /// Accepted bearer tokens, each granting every scope (`--tokens-env`); with these and
+    /// `tokens` both empty there is no authentication.
     pub bearer_tokens: Vec<String>,
+    /// Scoped bearer tokens (`--tokens-file`, §15.6): each grants the scopes its line names.
+    /// Shared with the caller: [`AccessTokens::reload`] on a clone takes effect here.
+    pub tokens: Option<AccessTokens>,
     /// Largest accepted request body, in bytes (larger: `-32013`).
     pub body_limit: usize,
     /// Most requests one client (IP address) may have in flight (more: `-32011`).
@@ -70,7 +75,8 @@ pub struct HttpOptions {
     pub body_read_timeout: Duration,
     /// The operations endpoints (`/healthz`, `/readyz`, `/metrics`), served outside `base`.
     pub ops: OpsPaths,
-    /// Whether `/metrics` is served without the bearer tokens (they guard it by default).
+    /// Whether `/metrics` is served without the bearer tokens (by default it needs a token with
+    /// the `admin` scope, which every `bearer_tokens` token has).
     pub metrics_public: bool,
     /// After the shutdown signal, how long the server keeps accepting and serving while
     /// `/readyz` already answers `503`, so load balancers stop routing to it before the
@@ -84,6 +90,7 @@ impl Default for HttpOptions {
             base: "/rcp".into(),
             sessions: SessionMode::Stateless,
             bearer_tokens: Vec::new(),
+            tokens: None,
             body_limit: 8 * 1024 * 1024,
             max_in_flight_per_client: 256,
             rate_limit: None,

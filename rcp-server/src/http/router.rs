@@ -16,9 +16,11 @@ use rcp_wire::RcpError;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::admission::{Admission, Slot};
+use super::auth::Credentials;
 use super::options::{HttpOptions, SESSION_HEADER, SessionMode};
 use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
-use super::{auth, sse};
+use super::sse;
+use crate::access::Scopes;
 use crate::dispatch::{self, Processed, Shape, answered_at_once, error_frame, shape};
 use crate::observe::{self, Rejection};
 use crate::outbound::Outbound;
@@ -30,6 +32,7 @@ struct HttpState {
     opts: HttpOptions,
     sessions: Box<dyn SessionManager>,
     admission: Arc<Admission>,
+    credentials: Arc<Credentials>,
 }
 
 /// The router serving `server` under `opts.base`.
@@ -40,9 +43,11 @@ pub(super) fn build(server: &Server, opts: HttpOptions) -> Router {
         SessionMode::Stateless => Box::new(NoSessions),
         SessionMode::Stateful { ttl } => Box::new(LocalSessions::new(*ttl)),
     };
-    let ops = super::ops::routes(server, &base, &opts.ops, &opts.bearer_tokens, opts.metrics_public);
+    let credentials = Arc::new(Credentials::new(&opts.bearer_tokens, opts.tokens.clone()));
+    let ops = super::ops::routes(server, &base, &opts.ops, Arc::clone(&credentials), opts.metrics_public);
     let state = Arc::new(HttpState {
         server: server.clone(),
+        credentials,
         admission: Arc::new(Admission::new(opts.rate_limit, opts.max_in_flight_per_client)),
         opts,
         sessions,
@@ -153,10 +158,10 @@ async fn serve_one(
 ) -> Response {
     let opts = &state.opts;
     // Authentication comes before anything else, including initialize and gating (§15.6).
-    if !auth::authorized(&opts.bearer_tokens, headers) {
+    let Some(scopes) = state.credentials.scopes(headers) else {
         observe::reject(Rejection::Auth);
         return refuse_unauthenticated(headers, body, opts.body_read_timeout).await;
-    }
+    };
     if let Err(wait) = state.admission.pace(ip) {
         observe::reject(Rejection::Rate);
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
@@ -188,7 +193,7 @@ async fn serve_one(
         };
         Some(slot)
     };
-    dispatch(state, path_method, headers, &bytes, shape, slot).await
+    dispatch(state, path_method, headers, &bytes, shape, slot, scopes).await
 }
 
 enum BodyError {
@@ -232,9 +237,9 @@ async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) 
     }
 }
 
-/// Checks and dispatches one admitted request whose body is read and peeked at (`shape`).
-/// `slot` is the client's in-flight slot (none for methods answered at once); it is released
-/// when the answer is complete (for SSE, when the stream ends).
+/// Checks and dispatches one admitted request whose body is read and peeked at (`shape`), for a
+/// caller holding `scopes`. `slot` is the client's in-flight slot (none for methods answered at
+/// once); it is released when the answer is complete (for SSE, when the stream ends).
 async fn dispatch(
     state: &Arc<HttpState>,
     path_method: Option<&str>,
@@ -242,6 +247,7 @@ async fn dispatch(
     bytes: &[u8],
     shape: Shape,
     slot: Option<Slot>,
+    scopes: Scopes,
 ) -> Response {
     let opts = &state.opts;
     if let Some(pm) = path_method {
@@ -260,7 +266,7 @@ async fn dispatch(
 
     let server = &state.server;
     let (session, new_session) =
-        match resolve(server, &opts.sessions, opts.require_session, state.sessions.as_ref(), headers, &shape) {
+        match resolve(server, &opts.sessions, opts.require_session, state.sessions.as_ref(), headers, &shape, scopes) {
             Ok(s) => s,
             Err(e) => return error_response(StatusCode::OK, shape.id.as_deref(), &e),
         };

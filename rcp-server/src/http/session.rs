@@ -10,6 +10,7 @@ use rcp_wire::methods::Method;
 use rcp_wire::{ErrorCode, RcpError};
 
 use super::options::{SESSION_HEADER, SessionMode};
+use crate::access::Scopes;
 use crate::dispatch::Shape;
 use crate::server::Server;
 use crate::session::Session;
@@ -82,8 +83,13 @@ impl SessionManager for NoSessions {
     fn close(&self, _id: &str) {}
 }
 
-/// Picks the session a request runs in; for a stateful `initialize` without a live token, also
-/// returns the new session's id, to [`SessionManager::register`] once its handshake succeeds.
+/// Picks the session a request of a caller holding `scopes` runs in; for a stateful
+/// `initialize` without a live token, also returns the new session's id, to
+/// [`SessionManager::register`] once its handshake succeeds.
+///
+/// A new session takes the caller's scopes (§15.6). A live one keeps those it was opened with,
+/// so that what its `initialize` advertised stays true (§13); a request on it whose credentials
+/// no longer grant all of them (the token was narrowed or replaced) is `-32012`.
 ///
 /// In stateful mode a request that carries no token is served statelessly (implicitly
 /// initialized at the advertised capabilities, as §5.2 permits), so clients that never send
@@ -97,14 +103,22 @@ pub(super) fn resolve(
     sessions: &dyn SessionManager,
     headers: &HeaderMap,
     shape: &Shape,
+    scopes: Scopes,
 ) -> Result<(Arc<Session>, Option<String>), RcpError> {
+    let stateless = || Arc::new(Session::stateless(server.dispatcher().identity.stateless(scopes)).with_scopes(scopes));
     if matches!(mode, SessionMode::Stateless) {
-        return Ok((Arc::new(Session::stateless(server.dispatcher().identity.stateless())), None));
+        return Ok((stateless(), None));
     }
     let token = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
     let is_initialize = shape.method.as_deref().and_then(Method::from_name) == Some(Method::Initialize);
     if let Some(token) = token {
         if let Some(s) = sessions.resume(token)? {
+            if !scopes.covers(s.scopes()) {
+                return Err(RcpError::unauthorized().with_detail(format!(
+                    "this session was opened with the scopes '{}'; these credentials grant '{scopes}'",
+                    s.scopes()
+                )));
+            }
             return Ok((s, None));
         }
         if !is_initialize {
@@ -117,13 +131,13 @@ pub(super) fn resolve(
     }
     if is_initialize {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        return Ok((Arc::new(Session::with_id(id.clone())), Some(id)));
+        return Ok((Arc::new(Session::with_id(id.clone()).with_scopes(scopes)), Some(id)));
     }
     let stateless_revision = server.dispatcher().identity.revisions.latest().is_stateless();
     if token.is_none() && (!require_session || stateless_revision) {
-        return Ok((Arc::new(Session::stateless(server.dispatcher().identity.stateless())), None));
+        return Ok((stateless(), None));
     }
-    Ok((Arc::new(Session::new()), None))
+    Ok((Arc::new(Session::new().with_scopes(scopes)), None))
 }
 
 #[cfg(test)]

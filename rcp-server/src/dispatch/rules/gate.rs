@@ -1,7 +1,9 @@
-//! Rule: gating (§7, §12, §13). A request that is not a lifecycle method reaches its handler
-//! only if it is not a notification carrying an id, its session is initialised, the method
-//! exists in the negotiated revision, and the session's capabilities advertise it. The
-//! capability rules themselves are `rcp_wire::gating`'s, shared with the client.
+//! Rule: gating (§7, §12, §13, §15.6). A request that is not a lifecycle method reaches its
+//! handler only if it is not a notification carrying an id, its session is initialised, the
+//! method exists in the negotiated revision, the session's scopes allow it (`-32012`, before
+//! capability gating, so a caller cannot probe capabilities it may not use; see
+//! [`crate::access`]), and the session's capabilities advertise it. The capability rules
+//! themselves are `rcp_wire::gating`'s, shared with the client.
 
 use rcp_wire::RcpError;
 use rcp_wire::gating;
@@ -25,6 +27,7 @@ pub(crate) fn admit<'s>(
     let Some(m) = method.filter(|m| negotiated.profile.permits_method(*m)) else {
         return Err(RcpError::unknown_method(name));
     };
+    session.scopes().admit(m)?;
     gating::method(&negotiated.capabilities, m).map_err(|missing| missing.error())?;
     Ok((m, negotiated))
 }
@@ -40,7 +43,11 @@ mod tests {
     use crate::profile::Profile;
 
     fn initialized(caps: Capabilities) -> Session {
-        let session = Session::new();
+        initialized_as(caps, crate::access::Scopes::ALL)
+    }
+
+    fn initialized_as(caps: Capabilities, scopes: crate::access::Scopes) -> Session {
+        let session = Session::new().with_scopes(scopes);
         let n = Negotiated {
             profile: Profile::latest(),
             capabilities: Arc::new(caps),
@@ -66,6 +73,17 @@ mod tests {
         let session = Session::new();
         assert_eq!(code(admit(&session, "retrieve", Some(Method::Retrieve))), Some(ErrorCode::NOT_INITIALIZED));
         assert_eq!(code(admit(&session, "nope", None)), Some(ErrorCode::NOT_INITIALIZED));
+    }
+
+    #[test]
+    fn a_method_outside_the_scopes_is_unauthorized_before_capability_gating() {
+        use crate::access::{Scope, Scopes};
+        let caps = Capabilities { retrieve: Some(RetrieveCapability::default()), ..Capabilities::default() };
+        let session = initialized_as(caps, Scopes::NONE.with(Scope::Read));
+        // Not advertised at all, yet -32012: a read caller learns nothing of the index.
+        assert_eq!(code(admit(&session, "index/add", Some(Method::IndexAdd))), Some(ErrorCode::UNAUTHORIZED));
+        assert_eq!(code(admit(&session, "embed", Some(Method::Embed))), Some(ErrorCode::CAPABILITY_MISSING));
+        assert!(admit(&session, "retrieve", Some(Method::Retrieve)).is_ok());
     }
 
     #[test]

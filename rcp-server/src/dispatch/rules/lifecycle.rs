@@ -1,9 +1,11 @@
 //! Rule: the four REQUIRED methods are the framework's own (§7.1, §7.2, §7.12, §7.15, §13).
 //! `initialize`, `info`, `ping` and `shutdown` are answered at once, before `initialize` too,
 //! never gated and whatever handlers were registered. Which methods these are is
-//! `Method::callable_before_initialize`'s to say (one table, in `rcp_wire`).
+//! `Method::callable_before_initialize`'s to say (one table, in `rcp_wire`). What `initialize`
+//! advertises is narrowed to the session's scopes ([`crate::access::Scopes::narrow`]), so a
+//! caller is offered only what its credentials allow.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rcp_wire::capabilities::Capabilities;
 use rcp_wire::lifecycle::{ConformanceLevel, InitializeParams, InitializeResult, PeerInfo};
@@ -14,6 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::access::Scopes;
 use crate::dispatch::envelope::{is_valid_id, ok_frame};
 use crate::profile::{Profile, Revisions};
 use crate::session::{Negotiated, Session};
@@ -34,7 +37,13 @@ pub(crate) struct Identity {
     pub default_info: Arc<[u8]>,
     /// The protocol revisions spoken.
     pub revisions: Revisions,
+    /// The latest profile's set and `info` result as seen with each set of scopes short of
+    /// all (by [`Scopes::bits`]), made when first asked for.
+    narrowed: [OnceLock<Advertised>; 8],
 }
+
+/// A capability set and the `initialize`/`info` result advertising it.
+type Advertised = (Arc<Capabilities>, Arc<[u8]>);
 
 impl Identity {
     /// The identity of a server named `info` enabling `enabled`.
@@ -53,6 +62,7 @@ impl Identity {
             default_caps: Arc::new(caps),
             default_info: Arc::from(Vec::new()),
             revisions,
+            narrowed: Default::default(),
         };
         identity.default_info = Arc::from(identity.result(profile, &identity.default_caps, None));
         identity
@@ -74,21 +84,32 @@ impl Identity {
         serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec())
     }
 
-    /// The `info` result of `session`: its negotiated one, or the default before `initialize`.
-    fn info_of<'a>(&'a self, session: &'a Session) -> &'a [u8] {
-        session.negotiated().map_or(&self.default_info, |n| &n.info)
+    /// The `info` result of `session`: its negotiated one, or before `initialize` the latest
+    /// profile's as the session's scopes see it.
+    fn info_of(&self, session: &Session) -> Arc<[u8]> {
+        session.negotiated().map_or_else(|| self.latest_for(session.scopes()).1, |n| Arc::clone(&n.info))
     }
 
-    /// The negotiated state of a stateless session (HTTP, §5.2): initialised at the latest
-    /// profile's advertised set.
+    /// The negotiated state of a stateless session (HTTP, §5.2) of a caller with `scopes`:
+    /// initialised at the latest profile's advertised set, narrowed to those scopes.
     #[cfg(feature = "http")]
-    pub(crate) fn stateless(&self) -> Negotiated {
-        Negotiated {
-            profile: self.revisions.latest(),
-            capabilities: Arc::clone(&self.default_caps),
-            info: Arc::clone(&self.default_info),
-            client_log: None,
+    pub(crate) fn stateless(&self, scopes: Scopes) -> Negotiated {
+        let (capabilities, info) = self.latest_for(scopes);
+        Negotiated { profile: self.revisions.latest(), capabilities, info, client_log: None }
+    }
+
+    /// The latest profile's set and `info` result as a caller with `scopes` sees them.
+    fn latest_for(&self, scopes: Scopes) -> Advertised {
+        if scopes == Scopes::ALL {
+            return (Arc::clone(&self.default_caps), Arc::clone(&self.default_info));
         }
+        let slot = &self.narrowed[usize::from(scopes.bits()) % self.narrowed.len()];
+        let (caps, info) = slot.get_or_init(|| {
+            let caps = scopes.narrow(&self.default_caps);
+            let info = Arc::from(self.result(self.revisions.latest(), &caps, None));
+            (Arc::new(caps), info)
+        });
+        (Arc::clone(caps), Arc::clone(info))
     }
 }
 
@@ -115,7 +136,7 @@ pub(crate) fn answer(
     }
     Some(match method {
         Method::Ping => ping(id, params).map(Answer::Frame),
-        Method::Info => Ok(Answer::Frame(ok_frame(id, identity.info_of(session)))),
+        Method::Info => Ok(Answer::Frame(ok_frame(id, &identity.info_of(session)))),
         Method::Initialize => initialize(identity, session, id, params).map(Answer::Frame),
         Method::Shutdown => {
             session.request_shutdown();
@@ -145,16 +166,17 @@ fn initialize(
     if session.is_stateless() {
         let profile = negotiate(&identity.revisions, p.protocol_version)?;
         return Ok(if profile == identity.revisions.latest() {
-            ok_frame(id, identity.info_of(session))
+            ok_frame(id, &identity.info_of(session))
         } else {
-            ok_frame(id, &identity.result(profile, &profile.apply(&identity.enabled), None))
+            let caps = session.scopes().narrow(&profile.apply(&identity.enabled));
+            ok_frame(id, &identity.result(profile, &caps, None))
         });
     }
     if session.is_initialized() {
         return Err(already_initialized());
     }
     let profile = negotiate(&identity.revisions, p.protocol_version)?;
-    let caps = profile.apply(&identity.enabled);
+    let caps = session.scopes().narrow(&profile.apply(&identity.enabled));
     let meta_level = p.meta.as_ref().and_then(|m| m.get("logLevel")).and_then(Value::as_str).and_then(LogLevel::parse);
     let client_wants_log = p.capabilities.as_ref().is_some_and(|c| c.log.is_some());
     let client_log = if client_wants_log { Some(meta_level.unwrap_or(LogLevel::Info)) } else { meta_level };
