@@ -51,6 +51,50 @@ pub struct RetrieveRequest {
     pub candidate_k: usize,
 }
 
+/// The optional `retrieve` params that no capability flag of the spec gates (§7.7) and that
+/// only the engine can honour. Each one an engine does not declare is refused by the framework
+/// (`-32005` naming it; under `strict:false` dropped and noted in `usage.notes`), so no request
+/// field is silently ignored. The framework itself honours `minScore` and `includeText` for
+/// every engine, and notes a `sessionId` or `seed` it cannot use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Honours {
+    /// `recency` (§7.7): the engine decays scores on the declared date field (the bundled
+    /// engines apply `rcp_corpus::recency`).
+    pub recency: bool,
+    /// `includeVectors` (§7.7): hits carry their vectors when asked.
+    pub include_vectors: bool,
+}
+
+impl Honours {
+    /// The `retrieve` capability key listing the honoured params (an `x-` extension key, §6.2),
+    /// so a client can see them too.
+    pub const KEY: &'static str = "x-rcp-honours";
+
+    /// Nothing beyond what the framework honours.
+    pub const NONE: Self = Self { recency: false, include_vectors: false };
+
+    /// `recency` honoured.
+    pub const fn with_recency(mut self) -> Self {
+        self.recency = true;
+        self
+    }
+
+    /// `includeVectors` honoured.
+    pub const fn with_vectors(mut self) -> Self {
+        self.include_vectors = true;
+        self
+    }
+
+    /// The wire names of the honoured params, as advertised under [`Self::KEY`].
+    pub fn names(&self) -> Vec<&'static str> {
+        [(self.recency, "recency"), (self.include_vectors, "includeVectors")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect()
+    }
+}
+
 /// `retrieve`: run the retrieval pipeline and return ranked hits (§7.7).
 pub trait Retrieve: Send + Sync + 'static {
     /// The `retrieve` capability metadata (§6.1).
@@ -69,6 +113,12 @@ pub trait Retrieve: Send + Sync + 'static {
     /// Whether hits carry `citation`/`trust` (§6).
     fn citations(&self) -> bool {
         false
+    }
+
+    /// The optional params no capability flag gates that this engine honours ([`Honours`]);
+    /// the framework refuses the others.
+    fn honours(&self) -> Honours {
+        Honours::NONE
     }
 
     /// Serves one request. At most `request.k` hits are returned (the framework truncates).

@@ -93,8 +93,8 @@ pub use context::RequestContext;
 pub use exec::Lane;
 pub use funnel::Funnel;
 pub use handler::{
-    Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Index, Memory, MultiVector, Rerank, RerankRequest,
-    Retrieve, RetrieveRequest, SparseEmbed, Transform,
+    Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Honours, Index, Memory, MultiVector, Rerank,
+    RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
 pub use logging::{LogFormat, init_logging, init_tracing};

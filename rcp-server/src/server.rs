@@ -216,7 +216,12 @@ impl ServerBuilder {
     /// `filter`, `pagination` and `citations`.
     pub fn retrieve<T: Retrieve>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
-        self.caps.retrieve = Some(h.capability());
+        let mut cap = h.capability();
+        let honours = h.honours().names();
+        if !honours.is_empty() {
+            cap.extra.insert(crate::Honours::KEY.into(), honours.into());
+        }
+        self.caps.retrieve = Some(cap);
         self.caps.filter = h.filter();
         self.caps.pagination = h.pagination().then(Flag::default);
         self.caps.citations = h.citations().then(Flag::default);

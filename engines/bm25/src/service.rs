@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use rcp_corpus::CorpusDoc;
-use rcp_server::{HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, Transform};
+use rcp_server::{HandlerResult, Honours, Index, Lane, RequestContext, Retrieve, RetrieveRequest, Transform};
 use rcp_wire::capabilities::{IndexCapability, RetrieveCapability, TransformCapability};
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
@@ -130,6 +130,10 @@ impl Retrieve for Bm25 {
 
     fn citations(&self) -> bool {
         true
+    }
+
+    fn honours(&self) -> Honours {
+        Honours::NONE.with_recency()
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

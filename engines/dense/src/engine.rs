@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rcp_server::{
-    Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest, TokenCounter,
+    Embed, EmbedRequest, HandlerResult, Honours, Index, Lane, RequestContext, Retrieve, RetrieveRequest, TokenCounter,
 };
 use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
 use rcp_wire::filter::FilterCapability;
@@ -155,6 +155,10 @@ impl Retrieve for DenseEngine {
 
     fn citations(&self) -> bool {
         true
+    }
+
+    fn honours(&self) -> Honours {
+        Honours::NONE.with_recency().with_vectors()
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

@@ -12,7 +12,7 @@ use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
-use rcp_server::{Embed, EmbedRequest, HandlerResult, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{Embed, EmbedRequest, HandlerResult, Honours, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
@@ -131,6 +131,10 @@ impl Retrieve for PgEngine {
 
     fn citations(&self) -> bool {
         true
+    }
+
+    fn honours(&self) -> Honours {
+        Honours::NONE.with_recency().with_vectors()
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

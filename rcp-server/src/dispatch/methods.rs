@@ -66,6 +66,8 @@ pub(crate) fn retrieve<T: Retrieve>(
     let p: RetrieveParams = validate::parse(params)?;
     let mut req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
+    // Honoured for every engine (§7.7): what the handler leaves in is cut here.
+    let (min_score, include_text) = (req.params.min_score, req.params.include_text);
     let handler = Arc::clone(&route.handler);
     let trajectories = Arc::clone(&route.trajectories);
     let reranker = route.reranker.get().cloned();
@@ -91,7 +93,13 @@ pub(crate) fn retrieve<T: Retrieve>(
         let funnel = reranker.as_ref().and_then(|_| stage::plan(&req, &ctx, &mut notes));
         let mut res = match (&reranker, funnel) {
             (Some(reranker), Some(funnel)) => stage::run(&*handler, reranker, req, funnel, &ctx).await?,
-            _ => handler.retrieve(req, ctx.clone()).await?,
+            _ => {
+                let mut res = handler.retrieve(req, ctx.clone()).await?;
+                if let Some(floor) = min_score {
+                    res.hits.retain(|h| h.score >= floor);
+                }
+                res
+            }
         };
         if let Some(barred) = barred {
             drop_barred(&mut res.hits, &barred);
@@ -106,6 +114,9 @@ pub(crate) fn retrieve<T: Retrieve>(
         }
         if let Some(step) = step {
             step.record(&res.hits);
+        }
+        if include_text == Some(false) {
+            res.hits.iter_mut().for_each(|h| h.text = None);
         }
         finish_retrieve(&mut res, k, notes, started);
         let size = retrieve_size(&res);

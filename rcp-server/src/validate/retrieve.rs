@@ -9,9 +9,10 @@ use rcp_wire::filter::Filter;
 use rcp_wire::gating::{self, Finding, Gate};
 use rcp_wire::retrieve::{RerankOption, RewriteOption};
 use rcp_wire::{RcpError, RetrieveParams};
+use serde_json::Value;
 
 use super::{query_shape, settle};
-use crate::handler::RetrieveRequest;
+use crate::handler::{Honours, RetrieveRequest};
 
 /// What every check of one `retrieve` request reads and writes.
 struct Check<'a> {
@@ -170,9 +171,8 @@ impl Check<'_> {
         }
     }
 
-    /// `recency` (§7.7): `halfLifeDays` > 0 (absent: the default of every bundled engine,
-    /// [`DEFAULT_HALF_LIFE_DAYS`], filled in and noted), `field` an advertised date field.
-    fn recency(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
+    /// `recency` (§7.7): `halfLifeDays` > 0, `field` an advertised date field.
+    fn recency(&mut self, p: &RetrieveParams) -> Result<(), RcpError> {
         let Some(r) = &p.recency else { return Ok(()) };
         if let Some(h) = r.half_life_days
             && !(h.is_finite() && h > 0.0)
@@ -180,12 +180,51 @@ impl Check<'_> {
             return Err(RcpError::invalid_params("recency.halfLifeDays", "halfLifeDays must be > 0"));
         }
         self.settle(gating::recency_field(self.caps, p))?;
+        Ok(())
+    }
+
+    /// The default `recency.halfLifeDays`, filled in (and noted) once `recency` is served.
+    fn recency_default(&mut self, p: &mut RetrieveParams) {
         if let Some(r) = p.recency.as_mut()
             && r.half_life_days.is_none()
         {
             r.half_life_days = Some(DEFAULT_HALF_LIFE_DAYS);
             self.notes.push(format!("recency.halfLifeDays defaulted to {DEFAULT_HALF_LIFE_DAYS}"));
         }
+    }
+
+    /// The params no capability flag gates (§7.7, [`Honours`]): one the engine does not
+    /// declare is refused (`-32005` naming it) or, under `strict:false`, dropped and noted; a
+    /// `sessionId` without the `session` capability is a hint (§7.7.3), noted as unused.
+    fn honours(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
+        let rc = self.rc;
+        let declared = rc.extra.get(Honours::KEY).and_then(Value::as_array);
+        let honoured = |name: &str| declared.is_some_and(|names| names.iter().any(|n| n == name));
+        if let Some(r) = &p.recency
+            && !honoured("recency")
+        {
+            self.unhonoured("recency", &r.field)?;
+            p.recency = None;
+        }
+        if p.include_vectors == Some(true) && !honoured("includeVectors") {
+            self.unhonoured("includeVectors", "true")?;
+            p.include_vectors = None;
+        }
+        if p.session_id.is_some() && self.caps.session.is_none() {
+            self.notes.push("sessionId ignored: this server does not advertise session".to_owned());
+        }
+        Ok(())
+    }
+
+    /// `option` (sent as `value`) is not honoured by this engine: refused under `strict`,
+    /// otherwise noted (the caller drops it).
+    fn unhonoured(&mut self, option: &str, value: &str) -> Result<(), RcpError> {
+        if self.strict {
+            let mut e = RcpError::option_unsupported(option, value, &[]);
+            e.message = format!("{option} is not honoured by this engine (retrieve.{} lists what it honours)", Honours::KEY);
+            return Err(e);
+        }
+        self.notes.push(format!("{option} ignored: not honoured by this engine"));
         Ok(())
     }
 
@@ -272,7 +311,9 @@ pub(crate) fn retrieve(
     c.rewrite(&mut p)?;
     let filter = c.filter(&mut p)?;
     min_score(&p)?;
-    c.recency(&mut p)?;
+    c.recency(&p)?;
+    c.honours(&mut p)?;
+    c.recency_default(&mut p);
     c.unit(&mut p)?;
     c.level(&mut p)?;
     c.token_budget(&mut p)?;

@@ -53,6 +53,9 @@ fn flags_are_refused_when_strict_and_ignored_with_a_note_otherwise() {
         ("cursor", json!("c")),
         ("mmr", json!({"lambda": 0.5})),
         ("rerank", json!(true)),
+        // Not gated by a capability flag: refused unless the engine honours it (Honours).
+        ("recency", json!({"field": "ts"})),
+        ("includeVectors", json!(true)),
     ] {
         let mut p = json!({"query": "q", "k": 1});
         p[option] = value;
@@ -93,7 +96,22 @@ fn filter_operator_drops_but_field_and_recency_field_are_invalid_params() {
     assert_eq!(r.expect_err("field").code, ErrorCode::INVALID_PARAMS);
     let (r, _) = run(&c, json!({"query": "q", "k": 1, "strict": false, "recency": {"field": "lang"}}));
     assert_eq!(r.expect_err("recency").field(), Some("recency.field"));
-    assert!(run(&c, json!({"query": "q", "k": 1, "recency": {"field": "ts"}})).0.is_ok());
+    // A valid field on an engine that does not honour recency: -32005; on one that does, served.
+    let (r, _) = run(&c, json!({"query": "q", "k": 1, "recency": {"field": "ts"}}));
+    assert_eq!(r.expect_err("unhonoured").option(), Some("recency"));
+    let honours = caps(json!({"retrieve": {"x-rcp-honours": ["recency"]}, "filter": {"fields": {"ts": "date"}}}));
+    let (r, notes) = run(&honours, json!({"query": "q", "k": 1, "recency": {"field": "ts"}}));
+    assert_eq!(r.expect("honoured").params.recency.and_then(|r| r.half_life_days), Some(30.0));
+    assert_eq!(notes, ["recency.halfLifeDays defaulted to 30"]);
+}
+
+#[test]
+fn a_session_id_without_the_session_capability_is_noted() {
+    let (r, notes) = run(&caps(json!({"retrieve": {}})), json!({"query": "q", "k": 1, "sessionId": "s"}));
+    assert!(r.is_ok());
+    assert_eq!(notes, ["sessionId ignored: this server does not advertise session"]);
+    let (_, notes) = run(&caps(json!({"retrieve": {}, "session": {}})), json!({"query": "q", "k": 1, "sessionId": "s"}));
+    assert!(notes.is_empty(), "{notes:?}");
 }
 
 #[test]
