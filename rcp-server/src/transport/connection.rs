@@ -18,6 +18,10 @@ use crate::session::Session;
 ///
 /// Frames are dispatched in the order `handle` is called; answers may complete in any order
 /// (pipelining, §4.7), and a [`Reply`] need not be awaited before the next frame is handled.
+///
+/// A connection does not know whether its frames come from one peer, so when the CPU lanes
+/// are full its requests are refused with `-32011` and `retryAfterMs`, as over HTTP; a byte
+/// stream served with [`crate::Server::serve`] has one peer and is paced instead.
 pub struct Connection {
     dispatcher: Arc<Dispatcher>,
     session: Arc<Session>,

@@ -7,6 +7,12 @@
 //! (`pipeline`); stdio adds its own reader and writer threads, so a sequential client is
 //! answered with one `read` and one `write`. A transport that carries whole messages instead
 //! of a byte stream drives a [`Connection`] frame by frame. HTTP (§5.2) is `crate::http`.
+//!
+//! A byte stream has one peer, so the pipe is its flow control: when the CPU lanes are full its
+//! requests wait for room and no further line is read until they drain (see
+//! [`crate::exec::Executor::waiting`]); nothing is refused with `-32011`, every request is
+//! answered, and memory stays bounded by what was read. Transports shared by many clients
+//! (HTTP, a [`Connection`]) refuse instead.
 
 mod connection;
 mod lines;
