@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::report::Level;
 use crate::schema::{BUILTIN_SCHEMA_NAME, Schemas};
+use crate::sweep::SweepOptions;
 
 /// Where the server under test is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +103,8 @@ pub struct Config {
     /// A query that matches many documents of the server's corpus; by default the suite tries a
     /// few broad queries and keeps the one with the most hits.
     pub query: Option<String>,
+    /// The malformed-params sweep (§14.1): deterministic by default, with a budget.
+    pub sweep: SweepOptions,
 }
 
 impl Config {
@@ -122,7 +125,14 @@ impl Config {
 
     /// A configuration with the defaults: all levels, 10 s per response, no schema.
     pub fn new(target: Target) -> Self {
-        Self { target, schema: None, level: Level::L2, timeout: Duration::from_secs(10), query: None }
+        Self {
+            target,
+            schema: None,
+            level: Level::L2,
+            timeout: Duration::from_secs(10),
+            query: None,
+            sweep: SweepOptions::default(),
+        }
     }
 
     /// Validates every frame against `schema`: a path (the schema file there) or a
@@ -141,6 +151,12 @@ impl Config {
     /// Runs checks up to `level` only.
     pub fn with_level(mut self, level: Level) -> Self {
         self.level = level;
+        self
+    }
+
+    /// Sets the malformed-params sweep's seed and budget.
+    pub fn with_sweep(mut self, sweep: SweepOptions) -> Self {
+        self.sweep = sweep;
         self
     }
 

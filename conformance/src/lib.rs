@@ -35,6 +35,7 @@ mod referee;
 mod report;
 mod schema;
 mod session;
+mod sweep;
 mod transport;
 mod verdict;
 
@@ -43,6 +44,7 @@ use std::sync::{Arc, Mutex};
 pub use config::{Config, SchemaSource, Target};
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
 pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, Schemas, envelope_errors};
+pub use sweep::{SweepBudget, SweepOptions};
 
 /// Why a run could not produce a report at all.
 #[derive(Debug)]
@@ -83,7 +85,7 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
         Target::Stdio { .. } => "stdio",
         Target::Http { .. } => "http",
     };
-    let mut cx = record::Ctx::new(env, config.level, config.query.clone());
+    let mut cx = record::Ctx::new(env, config.level, config.query.clone(), config.sweep);
     checks::run_all(&mut cx).await;
     let (server, declared) = (cx.server.take(), cx.declared.take());
     Ok(Report { checks: referee::attribute(cx.into_entries()), level_limit: config.level, transport, server, declared })

@@ -1,7 +1,7 @@
 //! `rcp-conformance`: certify an RCP server (§14.5).
 //!
 //! ```text
-//! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] --stdio "<server command> [args...]"
+//! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] [--seed N] [--sweep-budget N|Ns] --stdio "<server command> [args...]"
 //! rcp-conformance [...] -- <server command> [args...]
 //! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
 //! ```
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rcp_conformance::{Config, Level, SchemaSource, Target, run};
+use rcp_conformance::{Config, Level, SchemaSource, SweepBudget, SweepOptions, Target, run};
 
 /// Runs every MUST of the RCP specification against a server and reports the conformance level
 /// it proves (L0 base, L1 retrieval, L2 SOTA) next to the level it declares.
@@ -51,6 +51,16 @@ struct Args {
     /// A query matching many documents of the server's corpus (default: tries a few broad ones).
     #[arg(long, value_name = "TEXT")]
     query: Option<String>,
+
+    /// Randomise the malformed-params sweep with this seed (more values per forbidden type, a
+    /// shuffled order; the same seed gives the same run). Without it the sweep is deterministic.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+
+    /// What the malformed-params sweep may spend: N requests, or a time such as 30s or 500ms
+    /// (0 turns it off).
+    #[arg(long, value_name = "N|Ns", default_value_t = SweepBudget::DEFAULT)]
+    sweep_budget: SweepBudget,
 
     /// Test an HTTP endpoint: the base URL, e.g. http://127.0.0.1:8080/rcp.
     #[arg(long, value_name = "URL", conflicts_with_all = ["command", "stdio"])]
@@ -116,6 +126,7 @@ fn config(args: &Args) -> Result<Config, String> {
     let mut c = Config::new(target).with_level(args.level).with_timeout(Duration::from_millis(args.timeout_ms.max(1)));
     c.schema = Some(args.schema.clone().map_or(SchemaSource::Builtin, SchemaSource::File));
     c.query = args.query.clone();
+    c.sweep = SweepOptions { seed: args.seed, budget: args.sweep_budget };
     Ok(c)
 }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::conn::{Env, Violation};
 use crate::report::{Basis, Level, Status, Strength};
+use crate::sweep::{Spend, SweepOptions};
 use crate::verdict::{Outcome, Res};
 
 /// Everything a run accumulates.
@@ -20,6 +21,8 @@ pub(crate) struct Ctx {
     pub declared: Option<String>,
     /// Set by the runner when the check about to be recorded reused another check's answer.
     pub shared: Option<&'static str>,
+    /// The malformed-params sweep's settings and what it has spent ([`crate::sweep`]).
+    pub sweep: Spend,
 }
 
 /// One check as it ran, before the run's violations are attributed.
@@ -35,8 +38,14 @@ pub(crate) struct Entry {
 }
 
 impl Ctx {
-    pub(crate) fn new(env: Env, limit: Level, query: Option<String>) -> Self {
-        Ctx { env, limit, query, entries: Vec::new(), server: None, declared: None, shared: None }
+    pub(crate) fn new(env: Env, limit: Level, query: Option<String>, sweep: SweepOptions) -> Self {
+        let sweep = Spend::new(sweep);
+        Ctx { env, limit, query, entries: Vec::new(), server: None, declared: None, shared: None, sweep }
+    }
+
+    /// Whether the check `id` ran and failed on its own (before attribution).
+    pub(crate) fn failed(&self, id: &str) -> bool {
+        self.entries.iter().any(|e| e.meta.id == id && e.status == Status::Fail)
     }
 
     /// Whether checks of `level` run.
@@ -95,3 +104,21 @@ macro_rules! meta {
     };
 }
 pub(crate) use meta;
+
+/// A `'static` copy of a check id or name made at run time (the sweep's findings are named after
+/// the params path they concern). Each distinct text is leaked once and reused: the paths come
+/// from the schema, so the set is small and bounded.
+pub(crate) fn intern(text: String) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let Ok(mut seen) = SEEN.get_or_init(|| Mutex::new(HashSet::new())).lock() else {
+        return Box::leak(text.into_boxed_str());
+    };
+    if let Some(s) = seen.get(text.as_str()) {
+        return s;
+    }
+    let s: &'static str = Box::leak(text.into_boxed_str());
+    seen.insert(s);
+    s
+}

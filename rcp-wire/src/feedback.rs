@@ -41,7 +41,8 @@ pub struct FeedbackParams {
     /// The query the hits answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
-    /// The signals.
+    /// The signals (each an object, never an array of its fields).
+    #[serde(deserialize_with = "crate::objects")]
     pub signals: Vec<Signal>,
     /// Side-band data.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -56,4 +57,22 @@ pub struct FeedbackResult {
     /// Side-band data.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_signal_is_an_object_never_an_array_of_its_fields() {
+        let ok: FeedbackParams =
+            serde_json::from_value(json!({"signals": [{"hitId": "h", "used": true}]})).expect("valid");
+        assert_eq!(ok.signals[0].hit_id, RequestId::from("h"));
+        let e =
+            serde_json::from_value::<FeedbackParams>(json!({"signals": [["h"]]})).expect_err("an array is no signal");
+        assert!(e.to_string().contains("[0] must be an object"), "{e}");
+        assert!(serde_json::from_value::<FeedbackParams>(json!({"signals": [{"hitId": "h", "reward": "1"}]})).is_err());
+    }
 }

@@ -55,3 +55,26 @@ where
     use serde::Deserialize;
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
+
+/// Deserialises a list whose items must each be a JSON object (§14.1: malformed params are
+/// `-32602`). serde's derived `Deserialize` also reads a struct from an array of its fields in
+/// order, so without this `[["h"]]` would pass for `[{"hitId": "h"}]`.
+pub(crate) fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    use serde::de::Error;
+    let items = Vec::<serde_json::Value>::deserialize(d)?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            serde_json::Value::Object(_) => {
+                serde_json::from_value(item).map_err(|e| D::Error::custom(format!("[{i}]: {e}")))
+            }
+            other => Err(D::Error::custom(format!("[{i}] must be an object, not {other}"))),
+        })
+        .collect()
+}

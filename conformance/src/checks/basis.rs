@@ -44,6 +44,10 @@ const SESSION_HINT: &str =
     "The `sessionId` is a hint, never a requirement: a server that ignores it MUST still answer correctly";
 const SHUTDOWN: &str = "`shutdown` — REQUIRED … Params `{}` · Result `{}`";
 
+/// The basis of every finding of the malformed-params sweep ([`crate::sweep`]), whose ids are
+/// made at run time (`sweep.<method>`, `sweep.<method>.<path>`).
+pub(crate) const SWEEP: Basis = b("§14.1, §12.1", Must, PARAMS_602);
+
 /// Every check id with its basis.
 pub(crate) const TABLE: &[(&str, Basis)] = &[
     ("ping.pre-init.string", b("§7.15, §14.1", Must, PING_ECHO)),

@@ -41,7 +41,7 @@ impl FilterCap {
 }
 
 /// A value of the right JSON type for a field type and operator.
-fn value_for(ftype: Option<&str>, op: &str) -> Option<Value> {
+pub(crate) fn value_for(ftype: Option<&str>, op: &str) -> Option<Value> {
     let scalar = match ftype {
         None | Some("keyword") | Some("text") => json!("conformance"),
         Some("int") => json!(1),
@@ -54,6 +54,40 @@ fn value_for(ftype: Option<&str>, op: &str) -> Option<Value> {
         "exists" => json!(true),
         "in" | "nin" => json!([scalar]),
         _ => scalar,
+    })
+}
+
+/// A filter value that selects some of the unfiltered hits and excludes others.
+struct Pick {
+    field: String,
+    ftype: Option<String>,
+    value: Value,
+    /// A hit that carries the value.
+    from: String,
+    /// The unfiltered hits that carry another value (or none): the filter must drop them.
+    excluded: Vec<String>,
+}
+
+fn is_scalar(v: &Value) -> bool {
+    v.is_string() || v.is_number() || v.is_boolean()
+}
+
+/// The first advertised field and value, in hit order, that one of `top` carries and another
+/// does not.
+fn excluding_value(fc: &FilterCap, top: &[Value]) -> Option<Pick> {
+    fc.fields.iter().find_map(|(field, ftype)| {
+        top.iter().find_map(|h| {
+            let value = h.get("meta")?.get(field).filter(|v| is_scalar(v))?.clone();
+            let excluded: Vec<String> =
+                top.iter().filter(|o| o.get("meta").and_then(|x| x.get(field)) != Some(&value)).map(hit_key).collect();
+            (!excluded.is_empty()).then(|| Pick {
+                field: field.clone(),
+                ftype: ftype.clone(),
+                value,
+                from: hit_key(h),
+                excluded,
+            })
+        })
     })
 }
 
@@ -134,15 +168,13 @@ pub(crate) async fn type_mismatch(m: &mut Main) -> Res {
 
 pub(crate) async fn valid(m: &mut Main) -> Res {
     let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
-    // Prefer a field value some baseline hit actually carries, so the filter selects real hits.
     let typed_exact = |t: &Option<String>| matches!(t.as_deref(), None | Some("keyword" | "int" | "bool"));
-    let found = fc.fields.iter().find_map(|(f, t)| {
-        m.baseline.iter().find_map(|h| {
-            let v = h.get("meta")?.get(f)?;
-            (v.is_string() || v.is_number() || v.is_boolean()).then(|| (f.clone(), t.clone(), v.clone(), hit_key(h)))
-        })
-    });
-    if let (true, Some((field, ftype, value, from))) = (fc.allows("eq"), found) {
+    let k = m.k(10);
+    // A value the unfiltered top k carry, chosen so that another of those hits does not: the
+    // filter must then exclude that hit, and an engine that ignores the filter returns it.
+    let top: Vec<Value> = m.baseline.iter().take(k as usize).cloned().collect();
+    let pick = if fc.allows("eq") { excluding_value(&fc, &top) } else { None };
+    if let Some(Pick { field, ftype, value, from, excluded }) = pick {
         let r = filtered(m, json!({"field": field, "op": "eq", "value": value})).await?;
         let hs = hits(&r)?;
         if let Some(bad) = hs.iter().find(|h| h.get("meta").and_then(|x| x.get(&field)).is_some_and(|v| *v != value)) {
@@ -152,12 +184,33 @@ pub(crate) async fn valid(m: &mut Main) -> Res {
                 show(&bad["meta"][&field])
             ));
         }
+        if let Some(kept) = hs.iter().map(hit_key).find(|id| excluded.contains(id)) {
+            return fail(format!(
+                "filter {field} eq {value} returned hit {kept}, which carries another {field} unfiltered: the filter was ignored"
+            ));
+        }
         if hs.is_empty() && typed_exact(&ftype) {
             return fail(format!(
                 "filter {field} eq {value} returned no hits although hit {from} carries {field}={value}"
             ));
         }
-        return pass_note(format!("{field} eq {value}: {} hits", hs.len()));
+        return pass_note(format!(
+            "{field} eq {value}: {} hits, none of the {} unfiltered hits with another {field}",
+            hs.len(),
+            excluded.len()
+        ));
+    }
+    if let Some((field, value)) = fc.fields.iter().find_map(|(f, _)| {
+        top.iter().find_map(|h| h.get("meta")?.get(f).filter(|v| is_scalar(v)).map(|v| (f.clone(), v.clone())))
+    }) && fc.allows("eq")
+    {
+        // Every top hit carries the same value: the filter cannot be shown to exclude anything.
+        let r = filtered(m, json!({"field": field, "op": "eq", "value": value})).await?;
+        let hs = hits(&r)?;
+        return pass_note(format!(
+            "{field} eq {value} accepted ({} hits); no value of an advertised field excludes one of the top {k} unfiltered hits, so an engine ignoring the filter would pass too",
+            hs.len()
+        ));
     }
     // No hit carries advertised meta: the filter must at least be accepted.
     let Some((field, ftype)) = fc.fields.first().cloned() else { return skip("filter.fields is empty") };

@@ -21,12 +21,15 @@ mod transport;
 
 use serde_json::{Value, json};
 
+pub(crate) use filter::value_for as filter_value;
+
 use crate::config::Target;
 use crate::conn::{Conn, Env};
-use crate::record::{Ctx, Meta, meta};
+use crate::record::{Ctx, Meta, intern, meta};
 use crate::report::Level;
 use crate::session::{Caps, Main};
-use crate::verdict::{Res, fail, pass, skip};
+use crate::sweep::{self, MethodSweep};
+use crate::verdict::{Res, fail, pass, pass_note, skip, warn};
 use lifecycle::Sessions;
 
 /// Runs a check if its level is wanted.
@@ -111,6 +114,81 @@ async fn lifecycle_checks(cx: &mut Ctx, env: &Env, pre_caps: &mut Caps, sessions
     let mut s6 = None;
     check!(cx, L0, "shutdown.pre-init", "shutdown before initialize is answered with {} (the process SHOULD then exit 0)", lifecycle::shutdown_pre_init(env, &mut s6, stdio));
     close(&mut s6).await;
+
+    if cx.wants(Level::L0) {
+        let swept = sweep::initialize(env, &mut cx.sweep).await;
+        record_sweep(cx, swept);
+    }
+}
+
+/// The checks of the sweep that probe one path each: a defect they already failed on is the
+/// sweep's defect too, reported once (by the sweep, which shares their verdict).
+const SWEPT_ELSEWHERE: &[(&str, &str, &[&str])] = &[
+    ("retrieve", "k", &["params.k-string", "params.k-fractional", "params.k-negative"]),
+    ("retrieve", "filter.and", &["filter.empty-and"]),
+    ("retrieve", "filter.or", &["filter.empty-or"]),
+    ("retrieve", "rewrite", &["retrieve.rewrite-unadvertised"]),
+];
+
+/// Records one method's sweep: a summary (`sweep.<method>`: PASS, or WARN when `-32602` came
+/// without `error.data.field` naming the path, a SHOULD of §12.1), then one FAIL per defective
+/// path (`sweep.<method>.<path>`) with the first request that showed it and its answer.
+fn record_sweep(cx: &mut Ctx, s: MethodSweep) {
+    let method = s.method;
+    let meta =
+        |id: String, name: String| Meta { level: Level::L0, id: intern(id), name: intern(name), basis: basis::SWEEP };
+    let cut = if s.cut > 0 { format!("; {} more not sent (sweep budget)", s.cut) } else { String::new() };
+    let summary = match s.skipped {
+        Some(why) => skip(why),
+        None if !s.unnamed.is_empty() => {
+            let list: Vec<String> = s.unnamed.iter().take(6).map(|(p, said)| format!("{p} ({said})")).collect();
+            let more = if s.unnamed.len() > 6 { format!(" and {} more", s.unnamed.len() - 6) } else { String::new() };
+            warn(format!(
+                "-32602 returned, but error.data.field does not name the path for {}{more} (SHOULD, §12.1); {} malformed calls over {} paths{cut}",
+                list.join(", "),
+                s.sent,
+                s.paths.len()
+            ))
+        }
+        None => {
+            let defects = match s.defects.len() {
+                0 => String::new(),
+                n => format!("; {n} defective paths, each reported as its own check"),
+            };
+            let refused = match s.refused.first() {
+                None => String::new(),
+                Some(first) => format!(
+                    "; not swept: the paths inside {} valid alternative call(s) it refused, e.g. {first}",
+                    s.refused.len()
+                ),
+            };
+            pass_note(format!("{} malformed calls over {} paths{defects}{cut}{refused}", s.sent, s.paths.len()))
+        }
+    };
+    // Violations with an owner (a result's shape, an id echoed with another type) belong to the
+    // checks named after them, which make the same calls; a result to a malformed call is
+    // already this sweep's finding. Only the ownerless ones stay with the sweep.
+    for v in cx.env.take_violations().into_iter().filter(|v| v.owner.is_none()) {
+        cx.env.record(v);
+    }
+    let name =
+        format!("{method}: a value the schema forbids at any params path is -32602 naming it, and ping still answers");
+    cx.record(meta(format!("sweep.{method}"), name), summary);
+    for d in s.defects {
+        let also = match d.also {
+            0 => String::new(),
+            n => format!(" ({n} more malformed values at this path had a defective answer too)"),
+        };
+        let detail = format!("{}: {} — sent {}; {}{also}", d.key, d.kind, d.request, d.answer);
+        let shared = SWEPT_ELSEWHERE
+            .iter()
+            .filter(|(m, k, _)| *m == method && *k == d.key)
+            .flat_map(|(_, _, ids)| ids.iter().copied())
+            .find(|id| cx.failed(id));
+        cx.shared = shared;
+        let name = format!("{method}: params.{} given a value the schema forbids is -32602", d.key);
+        cx.record(meta(format!("sweep.{method}.{}", d.key), name), fail(detail));
+    }
 }
 
 /// Stops the process of a fresh-session slot (if one was opened) before the next one starts.
@@ -293,6 +371,18 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     on_main!(cx, main, L2, "index.upsert", "re-adding an explicit id replaces the document: no error, no duplicate", index::upsert);
     on_main!(cx, main, L2, "index.minted-ids-fresh", "a document without id never replaces an existing document", index::minted_fresh);
     on_main!(cx, main, L2, "index.delete-idempotent", "deleting the same id twice returns deleted 1, then 0", index::delete_idempotent);
+
+    // ---- The malformed-params sweep (§14.1), last: index/add may leave a document behind ----
+    if cx.wants(Level::L0)
+        && let Some(m) = main.as_mut()
+    {
+        m.ensure_alive().await;
+        m.current = "sweep";
+        for planned in sweep::plan(m) {
+            let swept = sweep::method(m, planned, &mut cx.sweep).await;
+            record_sweep(cx, swept);
+        }
+    }
 
     // ---- Whole-session properties, then the orderly close ----
     on_main!(cx, main, L0, "envelope.jsonrpc", "every frame received carried jsonrpc \"2.0\"", envelope::jsonrpc_everywhere);

@@ -145,13 +145,31 @@ pub(crate) async fn min_score(m: &mut Main) -> Res {
     if scores.len() < 2 {
         return skip(NO_HITS);
     }
-    let threshold = scores[scores.len() / 2];
+    // A threshold some unfiltered hit scores below, so minScore must drop at least one: the
+    // median when a lower score exists, else the highest score above the lowest.
+    let lowest = scores.iter().copied().fold(f64::INFINITY, f64::min);
+    let median = scores[scores.len() / 2];
+    let threshold = if median > lowest { median } else { scores.iter().copied().fold(f64::NEG_INFINITY, f64::max) };
+    if threshold <= lowest {
+        let r = m.broad_hits(m.probe_k, json!({"minScore": threshold})).await?;
+        let hs = hits(&r)?;
+        return pass_note(format!(
+            "all {} unfiltered hits score {lowest}: minScore accepted ({} hits) but cannot be shown to exclude one",
+            scores.len(),
+            hs.len()
+        ));
+    }
+    let below = scores.iter().filter(|s| **s < threshold).count();
     let r = m.broad_hits(m.probe_k, json!({"minScore": threshold})).await?;
     let hs = hits(&r)?;
     if let Some(low) = hs.iter().find(|h| h.get("score").and_then(Value::as_f64).is_some_and(|s| s < threshold)) {
         return fail(format!("minScore {threshold}, but hit {} scored {}", hit_key(low), show(&low["score"])));
     }
-    pass_note(format!("{} of {} hits at minScore {threshold}", hs.len(), scores.len()))
+    pass_note(format!(
+        "{} of {} hits at minScore {threshold} ({below} unfiltered hits scored below it)",
+        hs.len(),
+        scores.len()
+    ))
 }
 
 pub(crate) async fn funnel(m: &mut Main) -> Res {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{CheckResult, Level, Report};
+use super::{CheckResult, Level, Report, sweep_path};
 
 /// The version of the JSON report's shape.
 pub const JSON_SCHEMA_VERSION: u64 = 2;
@@ -36,7 +36,31 @@ impl Report {
                 "detail": c.detail,
                 "alsoChecks": followers.iter().map(|f| f.id).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
+            "sweep": self.sweep_json(),
         })
+    }
+
+    /// The malformed-params sweep by method: `{method: {status, detail, failed: [{check, path,
+    /// status, detail}]}}`, the summary's verdict first.
+    fn sweep_json(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        for (method, checks) in self.sweep_findings() {
+            let summary = checks.iter().find(|c| sweep_path(c.id).is_none());
+            let failed: Vec<Value> = checks
+                .iter()
+                .filter_map(|c| sweep_path(c.id).map(|p| (c, p)))
+                .map(|(c, path)| json!({"check": c.id, "path": path, "status": c.status.as_str(), "detail": c.detail}))
+                .collect();
+            out.insert(
+                method.to_owned(),
+                json!({
+                    "status": summary.map(|c| c.status.as_str()),
+                    "detail": summary.map(|c| c.detail.as_str()),
+                    "failed": failed,
+                }),
+            );
+        }
+        Value::Object(out)
     }
 }
 

@@ -1,12 +1,13 @@
 //! The report as JUnit XML (`--junit FILE`), the format CI systems show natively: one
-//! `<testsuite>` per level, one `<testcase>` per check. A FAIL is a `<failure>`; a missed SHOULD
+//! `<testsuite>` per level, and one per method the malformed-params sweep probed
+//! (`rcp-conformance.sweep.<method>`), one `<testcase>` per check. A FAIL is a `<failure>`; a missed SHOULD
 //! (WARN), a MAY or interop probe not done (INFO), a check whose defect another check reports
 //! (SEE) and a check that does not apply (SKIP) are `<skipped>` with the reason as message, so
 //! each defect fails exactly one test case.
 
 use std::fmt::Write as _;
 
-use super::{CheckResult, Level, Report, Status};
+use super::{CheckResult, Level, Report, Status, sweep_method};
 
 impl Report {
     /// The report as JUnit XML.
@@ -21,22 +22,35 @@ impl Report {
             n.failed
         );
         for level in Level::ALL {
-            let checks: Vec<&CheckResult> = self.checks.iter().filter(|c| c.level == level).collect();
+            let checks: Vec<&CheckResult> =
+                self.checks.iter().filter(|c| c.level == level && sweep_method(c.id).is_none()).collect();
             if !checks.is_empty() {
-                suite(&mut out, level, &checks, self);
+                suite(
+                    &mut out,
+                    &format!("rcp-conformance {level}"),
+                    &format!("rcp-conformance.{level}"),
+                    &checks,
+                    self,
+                );
             }
+        }
+        // The malformed-params sweep, one suite per method.
+        for (method, checks) in self.sweep_findings() {
+            let (name, class) = (format!("rcp-conformance sweep {method}"), format!("rcp-conformance.sweep.{method}"));
+            suite(&mut out, &name, &class, &checks, self);
         }
         out.push_str("</testsuites>\n");
         out
     }
 }
 
-fn suite(out: &mut String, level: Level, checks: &[&CheckResult], report: &Report) {
+fn suite(out: &mut String, name: &str, class: &str, checks: &[&CheckResult], report: &Report) {
     let failures = checks.iter().filter(|c| c.status == Status::Fail).count();
     let skipped = checks.iter().filter(|c| !matches!(c.status, Status::Pass | Status::Fail)).count();
     let _ = writeln!(
         out,
-        "  <testsuite name=\"rcp-conformance {level}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        escape(name),
         checks.len()
     );
     let _ = writeln!(out, "    <properties>");
@@ -47,13 +61,13 @@ fn suite(out: &mut String, level: Level, checks: &[&CheckResult], report: &Repor
     let _ = writeln!(out, "      <property name=\"declaredLevel\" value=\"{}\"/>", escape(declared));
     let _ = writeln!(out, "    </properties>");
     for c in checks {
-        case(out, level, c);
+        case(out, class, c);
     }
     out.push_str("  </testsuite>\n");
 }
 
-fn case(out: &mut String, level: Level, c: &CheckResult) {
-    let _ = write!(out, "    <testcase classname=\"rcp-conformance.{level}\" name=\"{}\"", escape(c.id));
+fn case(out: &mut String, class: &str, c: &CheckResult) {
+    let _ = write!(out, "    <testcase classname=\"{}\" name=\"{}\"", escape(class), escape(c.id));
     let basis = format!("{} {}: \"{}\"", c.basis.section, c.basis.keyword.as_str(), c.basis.quote);
     let body = match c.status {
         Status::Pass => None,

@@ -323,10 +323,38 @@ impl Report {
         if self.success() { 0 } else { 1 }
     }
 
+    /// The malformed-params sweep's results (§14.1) grouped by method, methods in the order
+    /// they were swept: each method with its checks (`sweep.<method>`, the summary, then one
+    /// `sweep.<method>.<path>` per defective path).
+    pub fn sweep_findings(&self) -> Vec<(&str, Vec<&CheckResult>)> {
+        let mut groups: Vec<(&str, Vec<&CheckResult>)> = Vec::new();
+        for c in &self.checks {
+            let Some(method) = sweep_method(c.id) else { continue };
+            match groups.iter_mut().find(|(m, _)| *m == method) {
+                Some((_, cs)) => cs.push(c),
+                None => groups.push((method, vec![c])),
+            }
+        }
+        groups
+    }
+
     /// The check with this id, if it ran.
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
         self.checks.iter().find(|c| c.id == id)
     }
+}
+
+/// The method a sweep check belongs to: `retrieve` for `sweep.retrieve` and
+/// `sweep.retrieve.filter.field`; `None` for any other check.
+pub(crate) fn sweep_method(id: &str) -> Option<&str> {
+    let rest = id.strip_prefix("sweep.")?;
+    Some(rest.split('.').next().unwrap_or(rest))
+}
+
+/// The params path of a sweep finding (`filter.field` for `sweep.retrieve.filter.field`);
+/// `None` for a summary or any other check.
+pub(crate) fn sweep_path(id: &str) -> Option<&str> {
+    id.strip_prefix("sweep.")?.split_once('.').map(|(_, path)| path)
 }
 
 pub(crate) fn one_line(s: &str) -> String {

@@ -1,7 +1,7 @@
 //! The report for people: one line per check, the failures grouped by root cause, the counts,
 //! the certified level and the verdict on the declared level.
 
-use super::{CheckResult, Level, Report, Status, Strength, one_line};
+use super::{CheckResult, Level, Report, Status, Strength, one_line, sweep_path};
 
 impl Report {
     /// The human-readable report. One line per check (`[L1] PASS  name (§…)`; FAIL, WARN, INFO,
@@ -15,6 +15,7 @@ impl Report {
             out.push('\n');
         }
         out.push_str(&self.root_cause_text());
+        out.push_str(&self.sweep_text());
         let n = self.counts();
         out.push_str(&format!("{} passed, {} failed, {} skipped\n", n.passed, n.failed, n.skipped));
         if n.see > 0 {
@@ -50,6 +51,31 @@ impl Report {
             out.push_str(&format!("- {checks} ({}) {} because: {}\n", c.id, verb(c.status), one_line(&c.detail)));
             for f in followers {
                 out.push_str(&format!("    also {}\n", f.id));
+            }
+        }
+        out
+    }
+
+    /// The malformed-params sweep by method: each method's summary, then its defective paths.
+    fn sweep_text(&self) -> String {
+        let groups = self.sweep_findings();
+        if groups.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("Malformed-params sweep by method (§14.1):\n");
+        for (method, checks) in groups {
+            for c in checks {
+                match sweep_path(c.id) {
+                    None => {
+                        let status = c.status.as_str();
+                        out.push_str(&format!("- {method}: {status}  {}\n", one_line(&c.detail)));
+                    }
+                    Some(path) => {
+                        let status = c.status.as_str();
+                        let detail = c.detail.strip_prefix(&format!("{path}: ")).unwrap_or(&c.detail);
+                        out.push_str(&format!("    {status}  {path}: {}\n", one_line(detail)));
+                    }
+                }
             }
         }
         out
