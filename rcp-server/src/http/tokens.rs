@@ -84,8 +84,11 @@ struct Shared {
 }
 
 impl AccessTokens {
-    /// Reads the tokens file at `path` ([module docs](self)). A file without a single token is
-    /// refused, so that a mistake never starts a server without authentication.
+    /// Reads the tokens file at `path`: one `SCOPES TOKEN` a line, SCOPES a comma-separated
+    /// subset of `read,write,admin`, TOKEN the secret or `sha256:<64 hex digits>` of it; blank
+    /// lines skipped, `#` at the start or after a space starts a comment. A bad line is refused
+    /// with its number (never its content), and a file without a single token is refused, so
+    /// that a mistake never starts a server without authentication.
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, TokensError> {
         let path = path.into();
         let entries = read(&path)?;
