@@ -316,6 +316,9 @@ impl<T: Retrieve> Retrieve for Arc<T> {
     fn citations(&self) -> bool {
         (**self).citations()
     }
+    fn honours(&self) -> Honours {
+        (**self).honours()
+    }
     fn retrieve(
         &self,
         r: RetrieveRequest,
