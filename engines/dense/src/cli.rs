@@ -19,7 +19,7 @@ use rcp_corpus::policy::NotIndexed;
 use rcp_corpus::{CorpusDoc, CorpusError};
 use rcp_embedder::cli::ModelArgs;
 use rcp_server::cli::{DataDir, DataDirArgs, EngineCli, QuarantineCmd, ServeArgs};
-use rcp_server::{EngineStats, Server, Status};
+use rcp_server::{EngineStats, Server, SessionOptions, Status};
 use rcp_wire::filter::FieldType;
 use rcp_wire::lifecycle::ConformanceLevel;
 
@@ -564,7 +564,8 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         .retrieve(engine.clone())
         .token_counter(engine.clone())
         .embed(engine.clone())
-        .index(engine.clone());
+        .index(engine.clone())
+        .session(SessionOptions::default());
     if let Some(g) = graph {
         let memories = Arc::new(MemoryIndex::open(Arc::clone(&g), cmd.dir.dir())?);
         builder = builder.graph(DenseGraph::new(engine.clone(), g)).memory(DenseMemory::new(engine, memories));

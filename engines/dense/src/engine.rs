@@ -21,6 +21,7 @@ use rcp_wire::retrieve::{Citation, Trust, Usage, WireVector};
 use rcp_wire::{Hit, Mode, RcpError, RetrieveResult};
 
 use crate::ann::{Scored, by_score};
+use crate::cursor::{Cursor, fingerprint};
 use crate::graph::GraphIndex;
 use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
@@ -157,24 +158,35 @@ impl Retrieve for DenseEngine {
         true
     }
 
+    fn pagination(&self) -> bool {
+        true
+    }
+
     fn honours(&self) -> Honours {
         Honours::NONE.with_recency().with_vectors()
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
+        let print = fingerprint(&req.params, req.k);
+        let cursor =
+            req.params.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
         let query = req.params.query.text();
         let mut q = self.embed_texts(vec![query], &ctx, "recall", Lane::Read).await?;
         let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
         let store = self.store.clone();
-        let ef = self.options.ef_search.max(req.candidate_k);
+        // A later page searches deeper: past the hits already returned, with as many again of
+        // slack for documents written since that now rank above the cursor's key.
+        let offset = cursor.as_ref().map_or(0, |c| c.offset);
+        let depth = req.candidate_k.max(offset + req.k + 1) + offset;
+        let ef = self.options.ef_search.max(depth);
         let planner = store.options().planner;
         let engine_hits = {
             let req = req.clone();
             let options = self.options.clone();
             ctx.run_cpu(Lane::Read, move || {
                 let table = store.read();
-                let (mut found, route) = table.search(&q, req.candidate_k, ef, req.filter.as_ref(), &planner);
+                let (mut found, route) = table.search(&q, depth, ef, req.filter.as_ref(), &planner);
                 let candidates = found.len();
                 let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
                 if let Some(r) = &req.params.recency {
@@ -183,14 +195,27 @@ impl Retrieve for DenseEngine {
                 if let Some(min) = req.params.min_score {
                     found.retain(|s| f64::from(s.score) >= min);
                 }
-                let order: Vec<usize> = match req.params.mmr {
+                let id = |s: &Scored| table.doc(s.slot).map_or("", |d| d.id.as_str());
+                // The keyset order: score descending, then id ascending.
+                found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(id(b))));
+                let mut order: Vec<usize> = match req.params.mmr {
                     Some(m) => {
                         let relevance: Vec<f64> = found.iter().map(|s| f64::from(s.score)).collect();
                         let vectors: Vec<&[f32]> = found.iter().map(|s| table.vector(s.slot)).collect();
-                        mmr(&relevance, &vectors, m.lambda, req.k)
+                        mmr(&relevance, &vectors, m.lambda, offset + req.k + 1).into_iter().skip(offset).collect()
                     }
-                    None => (0..found.len().min(req.k)).collect(),
+                    None => (0..found.len())
+                        .filter(|&i| cursor.as_ref().is_none_or(|c| c.precedes(found[i].score, id(&found[i]))))
+                        .take(req.k + 1)
+                        .collect(),
                 };
+                let more = order.len() > req.k;
+                order.truncate(req.k);
+                let next_cursor = order.last().filter(|_| more).map(|&i| {
+                    let s = &found[i];
+                    Cursor { offset: offset + order.len(), score: s.score, id: id(s).to_owned(), fingerprint: print }
+                        .encode()
+                });
                 let hits: Vec<Hit> = order
                     .into_iter()
                     .filter_map(|i| {
@@ -199,18 +224,18 @@ impl Retrieve for DenseEngine {
                         table.doc(s.slot).map(|d| build_hit(&options, s, cos, d, table.vector(s.slot), &req))
                     })
                     .collect();
-                (hits, candidates, route)
+                (hits, next_cursor, candidates, route)
             })
             .await?
         };
-        let (hits, candidates, route) = engine_hits;
+        let (hits, next_cursor, candidates, route) = engine_hits;
         let mut usage = Usage {
             candidates: Some(candidates as u64),
             latency_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
             ..Default::default()
         };
         usage.notes.extend(route.note());
-        Ok(RetrieveResult { hits, usage: Some(usage), ..Default::default() })
+        Ok(RetrieveResult { hits, next_cursor, usage: Some(usage), ..Default::default() })
     }
 }
 

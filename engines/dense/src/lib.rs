@@ -30,6 +30,7 @@
 
 pub mod ann;
 pub mod cli;
+pub mod cursor;
 pub mod engine;
 pub mod graph;
 pub mod memory;

@@ -20,7 +20,7 @@ use rcp_corpus::fields::{infer_fields, parse_field};
 use rcp_corpus::policy::NotIndexed;
 use rcp_embedder::cli::ModelArgs;
 use rcp_server::cli::{EngineCli, ServeArgs};
-use rcp_server::{EngineStats, Server, Status};
+use rcp_server::{EngineStats, Server, SessionOptions, Status};
 use rcp_wire::filter::FieldType;
 use rcp_wire::lifecycle::ConformanceLevel;
 use serde_json::Value;
@@ -392,8 +392,12 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
     let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(engine.clone())
+        .token_counter(engine.clone())
         .embed(engine.clone())
         .index(engine)
+        // Trajectories are kept per process: behind a load balancer a session's dedup holds
+        // on the process that served it (sessionId is a hint, §7.7.3).
+        .session(SessionOptions::default())
         .streaming()
         .log()
         .conformance(ConformanceLevel::L2);

@@ -12,7 +12,9 @@ use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
-use rcp_server::{Embed, EmbedRequest, HandlerResult, Honours, Index, Lane, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{
+    Embed, EmbedRequest, HandlerResult, Honours, Index, Lane, RequestContext, Retrieve, RetrieveRequest, TokenCounter,
+};
 use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapability};
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
@@ -82,6 +84,17 @@ impl PgEngine {
 
     async fn embed_texts(&self, texts: Vec<String>, ctx: &RequestContext, lane: Lane) -> HandlerResult<Vec<Vec<f32>>> {
         embed_on_executor(Arc::clone(&self.embedder), self.options.encoder_batch, texts, ctx, "embed", lane).await
+    }
+}
+
+/// `tokenBudget` (§7.7.2) counts with the encoder's own WordPiece tokenizer, as rcp-dense does.
+impl TokenCounter for PgEngine {
+    fn name(&self) -> String {
+        self.embedder.tokenizer_name().to_owned()
+    }
+
+    fn count(&self, text: &str) -> usize {
+        self.embedder.count_tokens(text)
     }
 }
 
