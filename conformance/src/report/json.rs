@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{CheckResult, Level, Report, sweep_path};
+use super::{CheckResult, Level, Report, Status, sweep_path};
 
 /// The version of the JSON report's shape.
 pub const JSON_SCHEMA_VERSION: u64 = 2;
@@ -41,7 +41,7 @@ impl Report {
     }
 
     /// The malformed-params sweep by method: `{method: {status, detail, failed: [{check, path,
-    /// status, detail}]}}`, the summary's verdict first.
+    /// status, detail}]}}`; `status` is FAIL when a path failed, else the summary's.
     fn sweep_json(&self) -> Value {
         let mut out = serde_json::Map::new();
         for (method, checks) in self.sweep_findings() {
@@ -51,10 +51,16 @@ impl Report {
                 .filter_map(|c| sweep_path(c.id).map(|p| (c, p)))
                 .map(|(c, path)| json!({"check": c.id, "path": path, "status": c.status.as_str(), "detail": c.detail}))
                 .collect();
+            // The method's verdict: FAIL when one of its paths failed, else its summary's.
+            let status = if checks.iter().any(|c| c.status == Status::Fail) {
+                Some(Status::Fail.as_str())
+            } else {
+                summary.map(|c| c.status.as_str())
+            };
             out.insert(
                 method.to_owned(),
                 json!({
-                    "status": summary.map(|c| c.status.as_str()),
+                    "status": status,
                     "detail": summary.map(|c| c.detail.as_str()),
                     "failed": failed,
                 }),
