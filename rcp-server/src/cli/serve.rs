@@ -69,7 +69,7 @@ pub struct ServeArgs {
     /// to what its line allows: one `SCOPES TOKEN` a line, SCOPES a comma-separated subset of
     /// read,write,admin, TOKEN the secret or `sha256:<hex>` of it; `#` starts a comment. A bad
     /// line stops the start-up. Re-read on SIGHUP without dropping connections (see
-    /// docs/access.md). Combines with --tokens-env, whose tokens keep full access.
+    /// docs/access.md). Combines with --token-env, whose tokens keep full access.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub tokens_file: Option<PathBuf>,
 
@@ -207,13 +207,11 @@ impl ServeArgs {
         }
     }
 
-    /// Switches on durable `feedback` with quarantine ([`crate::feedback`]) when the engine
-    /// serves a data directory; without one, `builder` is returned as is (feedback is not
-    /// advertised, since nothing could be kept).
+    /// Switches on `feedback` with quarantine ([`crate::feedback`]): durable in the engine's
+    /// data directory, or kept in memory when it serves none (a built-in corpus).
     pub fn durable_feedback(&self, builder: ServerBuilder, data_dir: Option<&Path>) -> std::io::Result<ServerBuilder> {
-        let Some(dir) = data_dir else { return Ok(builder) };
         let options = FeedbackOptions { threshold: self.quarantine_threshold, ..FeedbackOptions::default() };
-        let store = FeedbackStore::open(dir, options)?;
+        let store = FeedbackStore::open_or_in_memory(data_dir, options)?;
         Ok(builder.durable_feedback(Arc::new(store)))
     }
 
