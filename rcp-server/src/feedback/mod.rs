@@ -1,5 +1,6 @@
 //! Durable `feedback` (§7.16) with quarantine, as a framework feature any engine switches on
-//! with [`crate::ServerBuilder::durable_feedback`].
+//! with [`crate::ServerBuilder::durable_feedback`]; without a data directory the same store is
+//! kept in memory ([`FeedbackStore::in_memory`]).
 //!
 //! - Every accepted call is one line of an append-only log in the engine's data directory
 //!   (`<data-dir>/feedback/signals.log`), synced to disk before `{accepted}` is sent, so a
@@ -95,7 +96,8 @@ pub struct FeedbackStore {
 
 #[derive(Debug)]
 struct Inner {
-    log: Log,
+    /// The durable log; `None` for a store kept in memory ([`FeedbackStore::in_memory`]).
+    log: Option<Log>,
     ledger: Ledger,
 }
 
@@ -117,7 +119,25 @@ impl FeedbackStore {
         records.iter().for_each(|r| ledger.apply(r));
         let barred = Mutex::new(ledger.barred());
         crate::observe::quarantined(ledger.quarantined().len());
-        Ok(Self { options, inner: Mutex::new(Inner { log, ledger }), barred })
+        Ok(Self { options, inner: Mutex::new(Inner { log: Some(log), ledger }), barred })
+    }
+
+    /// A store kept in memory only, for an engine serving without a data directory (a built-in
+    /// corpus): the same bounds and quarantine, forgotten when the process ends.
+    pub fn in_memory(options: FeedbackOptions) -> Self {
+        let ledger = Ledger::new(options.threshold);
+        let barred = Mutex::new(ledger.barred());
+        Self { options, inner: Mutex::new(Inner { log: None, ledger }), barred }
+    }
+
+    /// The store of `data_dir` ([`FeedbackStore::open`]), or one kept in memory
+    /// ([`FeedbackStore::in_memory`]) when the engine serves none: every engine built on the
+    /// framework offers `feedback` in its default serving mode.
+    pub fn open_or_in_memory(data_dir: Option<&Path>, options: FeedbackOptions) -> io::Result<Self> {
+        match data_dir {
+            Some(dir) => Self::open(dir, options),
+            None => Ok(Self::in_memory(options)),
+        }
     }
 
     /// The quarantined hits of `data_dir`, read without taking the log (a server may be
@@ -141,7 +161,9 @@ impl FeedbackStore {
             return Ok(false);
         }
         let record = Record::Release { at: now_ms(), hit_id: hit_id.to_owned() };
-        inner.log.append(&Log::line(&record)?)?;
+        if let Some(log) = inner.log.as_mut() {
+            log.append(&Log::line(&record)?)?;
+        }
         inner.ledger.apply(&record);
         self.publish(&inner.ledger);
         Ok(true)
@@ -159,7 +181,9 @@ impl FeedbackStore {
         let record = Record::Feedback { at: now_ms(), signals, quarantined };
         let line = Log::line(&record).map_err(|e| RcpError::internal(e.to_string()))?;
         self.admit(&mut inner, &record, line.len() as u64)?;
-        inner.log.append(&line).map_err(|e| RcpError::internal(format!("feedback log: {e}")))?;
+        if let Some(log) = inner.log.as_mut() {
+            log.append(&line).map_err(|e| RcpError::internal(format!("feedback log: {e}")))?;
+        }
         inner.ledger.apply(&record);
         self.publish(&inner.ledger);
         crate::observe::feedback_signals(n, suspected as u64);
@@ -173,13 +197,14 @@ impl FeedbackStore {
         {
             return Err(full("too many suspected hits tracked; release some from quarantine"));
         }
-        if inner.log.len() + bytes <= self.options.max_log_bytes {
+        let Some(log) = inner.log.as_mut() else { return Ok(()) };
+        if log.len() + bytes <= self.options.max_log_bytes {
             return Ok(());
         }
         let snapshot = inner.ledger.snapshot();
-        inner.log.compact(&snapshot).map_err(|e| RcpError::internal(format!("compacting the feedback log: {e}")))?;
-        tracing::info!(bytes = inner.log.len(), "feedback log compacted");
-        if inner.log.len() + bytes > self.options.max_log_bytes {
+        log.compact(&snapshot).map_err(|e| RcpError::internal(format!("compacting the feedback log: {e}")))?;
+        tracing::info!(bytes = log.len(), "feedback log compacted");
+        if log.len() + bytes > self.options.max_log_bytes {
             return Err(full("the feedback log is full even after compaction"));
         }
         Ok(())

@@ -174,3 +174,17 @@ fn a_later_threshold_never_rewrites_past_decisions() {
     assert_eq!(ids(&store.expect("reopens")), ["d1"], "quarantined at the threshold in force then");
     assert_eq!(FeedbackStore::list(&dir.0).ok().map(|l| l.len()), Some(1));
 }
+
+#[test]
+fn a_store_in_memory_quarantines_and_releases_without_a_directory() {
+    let store = FeedbackStore::open_or_in_memory(None, FeedbackOptions { threshold: 2, ..FeedbackOptions::default() })
+        .expect("in memory");
+    let poison = Signal { poison_suspected: Some(true), ..signal("a") };
+    assert_eq!(store.record(vec![poison.clone(), signal("b")]).expect("recorded"), 2);
+    assert!(store.quarantined().is_empty());
+    store.record(vec![poison]).expect("recorded");
+    assert_eq!(store.quarantined(), [Quarantined { hit_id: "a".into(), signals: 2 }]);
+    assert!(store.barred().contains("a"));
+    assert!(store.release("a").expect("released"));
+    assert!(store.quarantined().is_empty() && !store.barred().contains("a"));
+}
