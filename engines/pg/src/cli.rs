@@ -20,12 +20,14 @@ use rcp_corpus::fields::{infer_fields, parse_field};
 use rcp_corpus::policy::NotIndexed;
 use rcp_embedder::cli::ModelArgs;
 use rcp_server::cli::{EngineCli, ServeArgs};
+use rcp_server::feedback::FeedbackOptions;
 use rcp_server::{EngineStats, Server, SessionOptions, Status};
 use rcp_wire::filter::FieldType;
 use rcp_wire::lifecycle::ConformanceLevel;
 use serde_json::Value;
 
 use crate::db::redact;
+use crate::feedback::PgFeedback;
 use crate::migrate::{HnswParams, migrate};
 use crate::store::NewDoc;
 use crate::{Database, DbError, PgEngine, PgOptions, PoolOptions, Store};
@@ -388,13 +390,20 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         ..PgOptions::default()
     };
     let status = PgStatus::start(store.clone(), &runtime);
-    let engine = Arc::new(PgEngine::new(store, embedder, options));
+    let threshold = cmd.serve.quarantine_threshold;
+    let feedback = PgFeedback::new(
+        store.db().clone(),
+        store.read_db().clone(),
+        FeedbackOptions { threshold, ..FeedbackOptions::default() },
+    );
+    let engine = Arc::new(PgEngine::new(store, embedder, options).with_feedback(feedback.clone()));
     let builder = Server::builder("rcp-pg", env!("CARGO_PKG_VERSION"))
         .status(status)
         .retrieve(engine.clone())
         .token_counter(engine.clone())
         .embed(engine.clone())
         .index(engine)
+        .feedback(feedback)
         // Trajectories are kept per process: behind a load balancer a session's dedup holds
         // on the process that served it (sessionId is a hint, §7.7.3).
         .session(SessionOptions::default())

@@ -10,6 +10,7 @@
 //! - [`input`]: client input PostgreSQL would refuse (U+0000, more than 65,535 bind
 //!   parameters), refused first as `-32602` naming the field;
 //! - [`cursor`]: stable-or-refused pagination (§10);
+//! - [`feedback`]: `feedback` (§7.16) and its quarantine, stored in PostgreSQL;
 //! - [`service`]: `retrieve` in `sparse`, `dense` and `hybrid` modes (fusion §16.3), `embed`,
 //!   `index/*`;
 //! - [`local`]: `rcp-pg postgres start|stop|status`, a local PostgreSQL + pgvector from the
@@ -37,6 +38,7 @@
 pub mod cli;
 pub mod cursor;
 pub mod db;
+pub mod feedback;
 pub mod filter;
 pub mod input;
 pub mod local;

@@ -14,6 +14,7 @@ use crate::db::DbError;
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "postings", include_str!("../migrations/0002_postings.sql")),
+    (3, "feedback", include_str!("../migrations/0003_feedback.sql")),
 ];
 
 /// The schema version this binary serves.

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::cursor::{Cursor, fingerprint};
 use crate::db::DbError;
+use crate::feedback::PgFeedback;
 use crate::input::{refuse_nul, refuse_nul_in_filter, refuse_nul_in_object};
 use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
 
@@ -69,12 +70,20 @@ pub struct PgEngine {
     store: Store,
     embedder: Arc<Embedder>,
     options: PgOptions,
+    /// Feedback in the database: its quarantined hits are left out of every result.
+    feedback: Option<PgFeedback>,
 }
 
 impl PgEngine {
     /// An engine over a store and an encoder.
     pub fn new(store: Store, embedder: Arc<Embedder>, options: PgOptions) -> Self {
-        Self { store, embedder, options }
+        Self { store, embedder, options, feedback: None }
+    }
+
+    /// The engine leaving out of its results the hits `feedback` quarantines (§7.16).
+    pub fn with_feedback(mut self, feedback: PgFeedback) -> Self {
+        self.feedback = Some(feedback);
+        self
     }
 
     /// The store.
@@ -205,6 +214,10 @@ impl Retrieve for PgEngine {
         };
         if let Some(r) = &p.recency {
             decay(&mut ordered, &r.field, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+        }
+        if let Some(f) = &self.feedback {
+            let barred = f.quarantined().await.map_err(db_error)?;
+            ordered.retain(|(found, _)| !barred.contains(&found.id));
         }
         if let Some(min) = p.min_score {
             ordered.retain(|(_, score)| *score >= min);

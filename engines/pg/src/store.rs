@@ -177,6 +177,11 @@ impl Store {
         &self.db
     }
 
+    /// The database searches read: the read replica when one is configured, else the primary.
+    pub fn read_db(&self) -> &Database {
+        &self.read
+    }
+
     /// The filterable fields (§8).
     pub fn fields(&self) -> &BTreeMap<String, FieldType> {
         &self.fields

@@ -75,6 +75,42 @@ impl Default for FeedbackOptions {
     }
 }
 
+impl FeedbackOptions {
+    /// Checks `params` against the bounds: `-32602` naming the field past one. Every feedback
+    /// store applies it before it records anything (rcp-pg's, in PostgreSQL, too).
+    pub fn check(&self, params: &FeedbackParams) -> Result<(), RcpError> {
+        let o = self;
+        if params.signals.len() > o.max_signals {
+            return Err(RcpError::invalid_params("signals", format!("at most {} signals per call", o.max_signals)));
+        }
+        for (field, text) in [("query", &params.query), ("sessionId", &params.session_id)] {
+            if text.as_ref().is_some_and(|t| t.len() > o.max_text_bytes) {
+                return Err(RcpError::invalid_params(field, format!("longer than {} bytes", o.max_text_bytes)));
+            }
+        }
+        for (i, s) in params.signals.iter().enumerate() {
+            let id = hit_key(s);
+            if id.is_empty() || id.len() > o.max_id_bytes {
+                let why = format!("must be 1 to {} bytes", o.max_id_bytes);
+                return Err(RcpError::invalid_params(format!("signals[{i}].hitId"), why));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The hit a signal names, as a string (a numeric `hitId` in decimal): the key quarantine
+/// works on.
+pub fn hit_id(signal: &Signal) -> String {
+    hit_key(signal)
+}
+
+/// Whether `signal` is an integrity signal (`poisonSuspected` or `injectionSuspected`): what
+/// counts toward quarantine.
+pub fn is_integrity_signal(signal: &Signal) -> bool {
+    suspects(signal)
+}
+
 /// A quarantined hit, as [`FeedbackStore::quarantined`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quarantined {
@@ -225,27 +261,6 @@ impl FeedbackStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// Checks `params` against the bounds: `-32602` naming the field past one.
-    fn check(&self, params: &FeedbackParams) -> Result<(), RcpError> {
-        let o = &self.options;
-        if params.signals.len() > o.max_signals {
-            return Err(RcpError::invalid_params("signals", format!("at most {} signals per call", o.max_signals)));
-        }
-        for (field, text) in [("query", &params.query), ("sessionId", &params.session_id)] {
-            if text.as_ref().is_some_and(|t| t.len() > o.max_text_bytes) {
-                return Err(RcpError::invalid_params(field, format!("longer than {} bytes", o.max_text_bytes)));
-            }
-        }
-        for (i, s) in params.signals.iter().enumerate() {
-            let id = hit_key(s);
-            if id.is_empty() || id.len() > o.max_id_bytes {
-                let why = format!("must be 1 to {} bytes", o.max_id_bytes);
-                return Err(RcpError::invalid_params(format!("signals[{i}].hitId"), why));
-            }
-        }
-        Ok(())
-    }
 }
 
 /// `-32011` with `retryAfterMs`: the store is full for now.
@@ -265,7 +280,7 @@ pub(crate) struct FeedbackHandler(pub(crate) Arc<FeedbackStore>);
 
 impl Feedback for FeedbackHandler {
     async fn feedback(&self, params: FeedbackParams, ctx: RequestContext) -> HandlerResult<FeedbackResult> {
-        self.0.check(&params)?;
+        self.0.options.check(&params)?;
         let store = Arc::clone(&self.0);
         let accepted = ctx.run_cpu(Lane::Write, move || store.record(params.signals)).await??;
         Ok(FeedbackResult { accepted, meta: None })
