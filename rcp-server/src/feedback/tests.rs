@@ -152,7 +152,7 @@ fn tracking_is_bounded_and_a_full_store_answers_32011_with_retry_after() {
 fn signals_past_a_bound_are_invalid_params_naming_the_field() {
     let dir = Dir::new("bounds");
     let store = open(&dir);
-    let field = |p: FeedbackParams| store.check(&p).err().and_then(|e| e.data).and_then(|d| d.field);
+    let field = |p: FeedbackParams| store.options.check(&p).err().and_then(|e| e.data).and_then(|d| d.field);
     let many = FeedbackParams { signals: vec![used("x"); 257], ..FeedbackParams::default() };
     assert_eq!(field(many).as_deref(), Some("signals"));
     let long = FeedbackParams { signals: vec![used("x"), used(&"y".repeat(513))], ..FeedbackParams::default() };
