@@ -25,6 +25,10 @@
 //!   but answers `communities` with `{"hits": []}` (valid against the schema's `anyOf`, not the
 //!   op's shape), a `neighbors` edge to a node it does not list, and `accepted` larger than the
 //!   number of signals sent
+//! - `filter-ignored`: drops a plain `{"field": "topic", "op": "eq", ...}` filter before the
+//!   server sees it (any other filter, malformed ones included, still reaches it), so the hits
+//!   of a valid filter are the unfiltered ones
+//! - `min-score-ignored`: drops a numeric `minScore` before the server sees it
 //! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
 //!   rewrite is silently not done instead of being rejected with `-32005`
 
@@ -222,6 +226,19 @@ fn mutate_request(mode: &str, line: &str) -> Inbound {
     if mode == "session-refused" && params.contains_key("sessionId") {
         let error = json!({"code": -32602, "message": "unknown sessionId", "data": {"field": "sessionId"}});
         return Inbound::Answer(json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string());
+    }
+    let plain_leaf = |f: &Value| {
+        f.get("field") == Some(&json!("topic"))
+            && f.get("op") == Some(&json!("eq"))
+            && f.get("value").is_some_and(Value::is_string)
+    };
+    if mode == "filter-ignored" && params.get("filter").is_some_and(plain_leaf) {
+        params.remove("filter");
+        return Inbound::Forward(v.to_string());
+    }
+    if mode == "min-score-ignored" && params.get("minScore").is_some_and(Value::is_number) {
+        params.remove("minScore");
+        return Inbound::Forward(v.to_string());
     }
     if mode == "rewrite-ignored" && params.remove("rewrite").is_some() {
         return Inbound::Forward(v.to_string());

@@ -200,6 +200,27 @@ async fn an_ignored_rewrite_fails() {
     assert_eq!(common::failed(&report), ["retrieve.rewrite-unadvertised"], "{}", report.render_text());
 }
 
+/// An engine that ignores a valid filter fails `filter.valid`, and only it: the check picks a
+/// value that some unfiltered hit does not carry, so ignoring the filter cannot pass by accident.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_filter_fails() {
+    let report = expect_failures("filter-ignored", &["filter.valid"]).await;
+    assert_eq!(common::failed(&report), ["filter.valid"], "{}", report.render_text());
+    let detail = report.check("filter.valid").map(|c| c.detail.clone()).unwrap_or_default();
+    assert!(detail.contains("topic"), "{detail}");
+}
+
+/// An ignored `minScore` is caught by `retrieve.min-score` (a SHOULD of §14.2, so a warning):
+/// its threshold is one an unfiltered hit scores below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_min_score_is_reported() {
+    let report = against("min-score-ignored").await;
+    let c = report.check("retrieve.min-score").expect("ran");
+    assert_eq!(c.status, Status::Warn, "{c:?}");
+    assert!(c.detail.contains("scored"), "{}", c.detail);
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{}", report.render_text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
     let report = expect_failures("graph-shapes", &["graph.result-shape", "feedback.accepted"]).await;

@@ -169,13 +169,14 @@ pub(crate) async fn type_mismatch(m: &mut Main) -> Res {
 pub(crate) async fn valid(m: &mut Main) -> Res {
     let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
     let typed_exact = |t: &Option<String>| matches!(t.as_deref(), None | Some("keyword" | "int" | "bool"));
-    let k = m.k(10);
-    // A value the unfiltered top k carry, chosen so that another of those hits does not: the
-    // filter must then exclude that hit, and an engine that ignores the filter returns it.
-    let top: Vec<Value> = m.baseline.iter().take(k as usize).cloned().collect();
+    // A value some unfiltered hit carries, chosen so that another hit of the same unfiltered
+    // request does not: the filter must then exclude that hit, and an engine that ignores the
+    // filter returns it (the filtered request asks for as many hits as the unfiltered one).
+    let k = m.probe_k;
+    let top: Vec<Value> = m.baseline.clone();
     let pick = if fc.allows("eq") { excluding_value(&fc, &top) } else { None };
     if let Some(Pick { field, ftype, value, from, excluded }) = pick {
-        let r = filtered(m, json!({"field": field, "op": "eq", "value": value})).await?;
+        let r = m.broad_hits(k, json!({"filter": {"field": field, "op": "eq", "value": value}})).await?;
         let hs = hits(&r)?;
         if let Some(bad) = hs.iter().find(|h| h.get("meta").and_then(|x| x.get(&field)).is_some_and(|v| *v != value)) {
             return fail(format!(
@@ -208,8 +209,9 @@ pub(crate) async fn valid(m: &mut Main) -> Res {
         let r = filtered(m, json!({"field": field, "op": "eq", "value": value})).await?;
         let hs = hits(&r)?;
         return pass_note(format!(
-            "{field} eq {value} accepted ({} hits); no value of an advertised field excludes one of the top {k} unfiltered hits, so an engine ignoring the filter would pass too",
-            hs.len()
+            "{field} eq {value} accepted ({} hits); no value of an advertised field excludes one of the {} unfiltered hits (at k={k}), so an engine ignoring the filter would pass too",
+            hs.len(),
+            top.len()
         ));
     }
     // No hit carries advertised meta: the filter must at least be accepted.
