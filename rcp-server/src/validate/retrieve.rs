@@ -221,7 +221,8 @@ impl Check<'_> {
     fn unhonoured(&mut self, option: &str, value: &str) -> Result<(), RcpError> {
         if self.strict {
             let mut e = RcpError::option_unsupported(option, value, &[]);
-            e.message = format!("{option} is not honoured by this engine (retrieve.{} lists what it honours)", Honours::KEY);
+            e.message =
+                format!("{option} is not honoured by this engine (retrieve.{} lists what it honours)", Honours::KEY);
             return Err(e);
         }
         self.notes.push(format!("{option} ignored: not honoured by this engine"));

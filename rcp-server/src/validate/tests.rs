@@ -110,7 +110,8 @@ fn a_session_id_without_the_session_capability_is_noted() {
     let (r, notes) = run(&caps(json!({"retrieve": {}})), json!({"query": "q", "k": 1, "sessionId": "s"}));
     assert!(r.is_ok());
     assert_eq!(notes, ["sessionId ignored: this server does not advertise session"]);
-    let (_, notes) = run(&caps(json!({"retrieve": {}, "session": {}})), json!({"query": "q", "k": 1, "sessionId": "s"}));
+    let (_, notes) =
+        run(&caps(json!({"retrieve": {}, "session": {}})), json!({"query": "q", "k": 1, "sessionId": "s"}));
     assert!(notes.is_empty(), "{notes:?}");
 }
 
