@@ -18,6 +18,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Beside the named checks, a malformed-params sweep (§14.1) derived from the params schema of
+//! `initialize` and of every advertised method sends one forbidden value per request on an
+//! otherwise valid call and requires `-32602`; each path a server coerces, ignores or dies on is
+//! one FAIL named `sweep.<method>.<path>` ([`SweepOptions`] sets its seed and budget).
+//!
 //! With a schema, every frame received is validated against it (the root schema for frames,
 //! `$defs/ResultFor` for each result given the method that was asked); a violation fails the
 //! check that received the frame. The schema is either the RCP 1.0 schema shipped in this crate
