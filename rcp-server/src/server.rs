@@ -281,10 +281,12 @@ impl ServerBuilder {
     /// The framework then runs the funnel around the engine's `retrieve` handler (see
     /// [`crate::Funnel`]): the handler is asked for `candidateK` candidates (default
     /// `max(k, 100)` within `maxK`) with their texts, `reranker` scores the top `rerank.topN`
-    /// (default all, at most `rerank.maxCandidates`) with the requested method (one of
+    /// (default `max(k, 20)`, at most `rerank.maxCandidates`) with the requested method (one of
     /// `rerank.methods`; another is -32005), and the best `k` are returned with `score` the
-    /// reranker's, `scores.rerank` and the first-stage score in `scores`, `usage.candidates`
-    /// and `usage.reranked`. A request with `rerank: false` is served by the handler alone.
+    /// reranker's and the first-stage scores merged (`rerank.fusion`, default `convex`; `none`
+    /// keeps the reranker's), `scores.rerank` and the first-stage score in `scores`,
+    /// `usage.candidates` and `usage.reranked`. A request with `rerank: false` is served by
+    /// the handler alone.
     pub fn rerank_builtin<T: Rerank>(mut self, reranker: T) -> Self {
         let h = Arc::new(reranker);
         self.inline_reranker = Some(stage::erase(Arc::clone(&h)));
@@ -484,7 +486,7 @@ impl ServerBuilder {
         }
         let mut caps = self.caps;
         if let (Some(reranker), Some(retrieve)) = (self.inline_reranker, caps.retrieve.as_mut()) {
-            retrieve.rerank_builtin = Some(true);
+            crate::Funnel::advertise(retrieve);
             let _ = self.reranker.set(reranker);
         }
         if let Some(options) = self.session {

@@ -108,6 +108,7 @@ async fn advertised_only_when_registered_with_retrieve() {
     let (_, caps) = reranking().await;
     assert_eq!(caps["retrieve"]["rerankBuiltin"], json!(true), "{caps}");
     assert_eq!(caps["rerank"]["methods"], json!(["cross-encoder", "colbert"]), "{caps}");
+    assert_eq!(caps["retrieve"]["x-rcp-rerankFusion"], json!(["convex", "rrf", "none"]), "{caps}");
     let (mut plain, caps) = Peer::start(Server::builder("p", "0").retrieve(Corpus).build()).await;
     assert!(caps["retrieve"].get("rerankBuiltin").is_none(), "{caps}");
     let r = plain.call("retrieve", json!({"query": "q", "k": 2, "rerank": {"method": "cross-encoder"}})).await;
@@ -121,15 +122,29 @@ async fn default_stage_reranks_every_candidate_the_reranker_takes() {
     let (mut p, _) = reranking().await;
     let r = p.call("retrieve", json!({"query": "q", "k": 3})).await;
     // candidateK defaults to max(k, 100) within maxK 50; the corpus holds 30; the reranker
-    // takes 10 (maxCandidates): the best 3 of d0..d9 by number.
-    assert_eq!(ids(&r), ["d9", "d8", "d7"], "{r}");
+    // takes 10 (maxCandidates) and reverses their order. By default its scores are merged with
+    // recall's (convex, α = 0.5, each min-max normalised): recall's 30..21 and the reranker's
+    // 0..9 cancel out, every hit scores 0.5 and recall's order stands.
+    assert_eq!(ids(&r), ["d0", "d1", "d2"], "{r}");
     let usage = &r["result"]["usage"];
     assert_eq!((usage["candidates"].as_u64(), usage["reranked"].as_u64()), (Some(30), Some(10)), "{r}");
     let hit = &r["result"]["hits"][0];
     assert_eq!(hit["meta"]["askedK"], json!(50), "{r}");
+    assert_eq!(hit["score"], json!(0.5), "{r}");
+    assert_eq!(hit["scores"], json!({"rerank": 0.0, "sparse": 30.0}), "{r}");
+    assert!(r["result"].get("nextCursor").is_none(), "{r}");
+    // `fusion: "rrf"`: d0 (1st and 10th) ties d9 (10th and 1st) and keeps its recall place;
+    // then d1 (2nd and 9th).
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"fusion": "rrf"}})).await;
+    assert_eq!(ids(&r), ["d0", "d9", "d1"], "{r}");
+    let fused = r["result"]["hits"][0]["score"].as_f64().unwrap_or_default();
+    assert!((fused - (1.0 / 61.0 + 1.0 / 70.0)).abs() < 1e-12, "{r}");
+    // `fusion: "none"`: the reranker's order and score alone, the best 3 of d0..d9 by number.
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"fusion": "none"}})).await;
+    assert_eq!(ids(&r), ["d9", "d8", "d7"], "{r}");
+    let hit = &r["result"]["hits"][0];
     assert_eq!(hit["score"], json!(9.0), "{r}");
     assert_eq!(hit["scores"], json!({"rerank": 9.0, "sparse": 21.0}), "{r}");
-    assert!(r["result"].get("nextCursor").is_none(), "{r}");
 }
 
 #[tokio::test]
@@ -138,14 +153,19 @@ async fn explicit_funnel_is_honoured() {
     let r = p
         .call(
             "retrieve",
-            json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "cross-encoder", "topN": 4}}),
+            json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "cross-encoder", "topN": 4, "fusion": "none"}}),
         )
         .await;
     assert_eq!(ids(&r), ["d3", "d2"], "{r}");
     assert_eq!(r["result"]["hits"][0]["meta"]["askedK"], json!(5), "{r}");
     assert_eq!(r["result"]["usage"]["reranked"], json!(4), "{r}");
     assert_eq!(r["result"]["usage"]["candidates"], json!(5), "{r}");
-    let r = p.call("retrieve", json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "colbert"}})).await;
+    let r = p
+        .call(
+            "retrieve",
+            json!({"query": "q", "k": 2, "candidateK": 5, "rerank": {"method": "colbert", "fusion": "none"}}),
+        )
+        .await;
     assert_eq!(ids(&r), ["d0", "d1"], "{r}");
     assert_eq!(r["result"]["hits"][1]["scores"]["rerank"], json!(-1.0), "{r}");
 }
@@ -157,9 +177,10 @@ async fn rerank_false_min_score_and_include_text() {
     assert_eq!(ids(&r), ["d0", "d1"], "{r}");
     assert!(r["result"]["usage"].get("reranked").is_none(), "{r}");
     assert_eq!(r["result"]["nextCursor"], json!("next"), "{r}");
-    // minScore on the reranker's scale, not the recall's (all recall scores are >= 21).
+    // minScore on the reranker's scale, not the recall's (all recall scores are >= 21) nor the
+    // merged one (all 0.5 here, so recall's order stands).
     let r = p.call("retrieve", json!({"query": "q", "k": 5, "minScore": 7.5, "includeText": false})).await;
-    assert_eq!(ids(&r), ["d9", "d8"], "{r}");
+    assert_eq!(ids(&r), ["d8", "d9"], "{r}");
     assert!(r["result"]["hits"][0].get("text").is_none(), "{r}");
 }
 
@@ -169,12 +190,17 @@ async fn funnel_errors() {
     let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"method": "llm"}})).await;
     assert_eq!(r["error"]["code"], json!(-32005), "{r}");
     assert_eq!(r["error"]["data"]["option"], json!("rerank.method"), "{r}");
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"fusion": "mean"}})).await;
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert_eq!(r["error"]["data"]["field"], json!("rerank.fusion"), "{r}");
     let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"topN": 2}})).await;
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
     let r = p.call("retrieve", json!({"query": "q", "k": 3, "candidateK": 4, "rerank": {"topN": 5}})).await;
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
     // strict:false falls back to the default method, and says so.
-    let r = p.call("retrieve", json!({"query": "q", "k": 1, "strict": false, "rerank": {"method": "llm"}})).await;
+    let r = p
+        .call("retrieve", json!({"query": "q", "k": 1, "strict": false, "rerank": {"method": "llm", "fusion": "none"}}))
+        .await;
     assert_eq!(ids(&r), ["d9"], "{r}");
     // More passages than maxCandidates on `rerank` itself: refused, never cut.
     let passages: Vec<String> = (0..11).map(|i| format!("passage {i}")).collect();

@@ -28,7 +28,8 @@ pub struct FusionParams {
     pub alpha: Option<f64>,
 }
 
-/// The inline rerank stage of `retrieve` (§7.7): `{method, model?, topN?}`.
+/// The inline rerank stage of `retrieve` (§7.7): `{method, model?, topN?}`, plus this
+/// implementation's `fusion` field.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RerankStage {
@@ -41,16 +42,80 @@ pub struct RerankStage {
     /// How many candidates the reranker rescores.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub top_n: Option<u64>,
+    /// How the reranker's ranking is merged with the first stage's (an extension field of the
+    /// stage object, advertised under [`RERANK_FUSION_KEY`]); absent means the server's
+    /// default. A value outside [`RerankFusion`] is refused (-32602, field `rerank.fusion`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<RerankFusion>,
+}
+
+/// The `retrieve` capability key under which a server lists the [`RerankFusion`] values it
+/// accepts in `rerank.fusion`, its default first (an `x-` extension key, §6.2).
+pub const RERANK_FUSION_KEY: &str = "x-rcp-rerankFusion";
+
+/// `rerank.fusion`: how the inline rerank stage (§7.7) orders the candidates it rescored.
+///
+/// A reranker alone can rank worse than the list it reranks (on Cranfield, the cross-encoder
+/// over RRF's top 100 loses nDCG@10 to RRF itself; see `docs/benchmarks.md`); merging its
+/// ranking with the first stage's keeps the first stage's evidence. `Hit.score` is then the
+/// merged score, `scores.rerank` the reranker's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RerankFusion {
+    /// Reciprocal rank fusion (§16.3, k = 60) of the candidate's first-stage rank (its position
+    /// in the recalled list) and its rank by the reranker's score.
+    Rrf,
+    /// A convex combination of the reranker's and the first stage's scores, each min-max
+    /// normalised over the rescored candidates.
+    Convex,
+    /// The reranker's order alone (its score becomes `Hit.score`).
+    None,
+}
+
+impl RerankFusion {
+    /// Every value, in the order a server advertises them.
+    pub const ALL: [RerankFusion; 3] = [RerankFusion::Rrf, RerankFusion::Convex, RerankFusion::None];
+
+    /// The wire name (`rrf`, `convex`, `none`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RerankFusion::Rrf => "rrf",
+            RerankFusion::Convex => "convex",
+            RerankFusion::None => "none",
+        }
+    }
 }
 
 /// `retrieve.rerank`: a stage object, or `false` to disable server-side reranking.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand rather than as an untagged enum so that an error inside the stage object
+/// keeps its path (`rerank.fusion`, `rerank.topN`) instead of "no variant matched".
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum RerankOption {
     /// `false` (or `true`, meaning "server default").
     Enabled(bool),
     /// An explicit stage.
     Stage(RerankStage),
+}
+
+impl<'de> Deserialize<'de> for RerankOption {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RerankOption;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a boolean or a rerank stage object")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RerankOption, E> {
+                Ok(RerankOption::Enabled(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RerankOption, A::Error> {
+                RerankStage::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(RerankOption::Stage)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 /// `retrieve.mmr` (§7.7): diversification with `lambda` (0 = max diversity, 1 = relevance).
@@ -472,6 +537,22 @@ mod tests {
         let p: RetrieveParams =
             serde_json::from_value(json!({"query":"q","k":3,"rerank":{"method":"llm","topN":5}})).unwrap();
         assert_eq!(p.rerank_stage().unwrap().top_n, Some(5));
+    }
+
+    #[test]
+    fn rerank_fusion_round_trips_and_refuses_unknown_values() {
+        let p: RetrieveParams =
+            serde_json::from_value(json!({"query":"q","k":3,"rerank":{"fusion":"none","x-a":1}})).unwrap();
+        assert_eq!(p.rerank_stage().unwrap().fusion, Some(RerankFusion::None));
+        assert_eq!(serde_json::to_value(&p.rerank).unwrap(), json!({"fusion":"none"}));
+        let p: RetrieveParams = serde_json::from_value(json!({"query":"q","k":3,"rerank":true})).unwrap();
+        assert_eq!(p.rerank, Some(RerankOption::Enabled(true)));
+        let err = serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3,"rerank":{"fusion":"mean"}}))
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown variant `mean`"), "{err}");
+        assert!(serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3,"rerank":"yes"})).is_err());
+        let names: Vec<&str> = RerankFusion::ALL.iter().map(|f| f.as_str()).collect();
+        assert_eq!(serde_json::to_value(RerankFusion::ALL).unwrap(), json!(names));
     }
 
     #[test]

@@ -32,7 +32,8 @@ fn retrieve_reranks_the_candidates_with_the_cross_encoder() {
     // Small funnels keep the test quick on a loaded machine: 5 candidates, all rescored.
     let plain = e.ok("retrieve", json!({"query": QUERY, "k": 5, "rerank": false}));
     assert!(plain["usage"].get("reranked").is_none(), "{plain}");
-    let r = e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 5, "rerank": {"topN": 5}}));
+    // `fusion: "none"`: the reranker's order and score alone (the default fuses it with BM25's).
+    let r = e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 5, "rerank": {"topN": 5, "fusion": "none"}}));
     assert_eq!((&r["usage"]["reranked"], r["hits"].as_array().map(Vec::len)), (&json!(5), Some(3)), "{r}");
     let reranked = ids(&r);
     let first = ids(&plain);
@@ -45,7 +46,8 @@ fn retrieve_reranks_the_candidates_with_the_cross_encoder() {
         assert!(h["scores"]["sparse"].as_f64().is_some_and(|s| s > 0.0), "the BM25 score kept: {h}");
     }
     // The same request again gives the same answer (one pair per run: no batch effects).
-    let again = e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 5, "rerank": {"topN": 5}}));
+    let again =
+        e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 5, "rerank": {"topN": 5, "fusion": "none"}}));
     assert_eq!(ids(&again), reranked);
     // colbert is not loaded: -32005 naming the option.
     let err = e.err("retrieve", json!({"query": QUERY, "k": 1, "candidateK": 5, "rerank": {"method": "colbert"}}));

@@ -26,7 +26,8 @@ fn dense_candidates_are_reranked_by_colbert_and_keep_their_cosine() {
     assert_eq!(caps["rerank"]["methods"], json!(["colbert"]), "{caps}");
     let plain = e.ok("retrieve", json!({"query": QUERY, "k": 6, "rerank": false}));
     assert!(plain["usage"].get("reranked").is_none(), "{plain}");
-    let r = e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 6, "rerank": {"topN": 6}}));
+    // `fusion: "none"`: the reranker's order and score alone (the default fuses it with recall's).
+    let r = e.ok("retrieve", json!({"query": QUERY, "k": 3, "candidateK": 6, "rerank": {"topN": 6, "fusion": "none"}}));
     assert_eq!((&r["usage"]["reranked"], r["hits"].as_array().map(Vec::len)), (&json!(6), Some(3)), "{r}");
     let first = ids(&plain);
     assert!(ids(&r).iter().all(|id| first.contains(id)), "the best 3 come from the 6 candidates: {r} {plain}");

@@ -6,20 +6,29 @@
 //! - [`Funnel::plan`] reads the validated request: no stage for `rerank: false` or a `cursor`
 //!   (a page continues the first-stage list its cursor was minted for); otherwise the recall
 //!   stage keeps `candidateK` candidates (the framework's default `max(k, 100)`, within
-//!   `maxK`), the reranker rescores the top `rerank.topN` of them (default: every candidate),
-//!   at most `rerank.maxCandidates`, and the best `k` are returned.
-//! - [`Funnel::apply`] turns the reranker's scores into the result: each rescored hit's
-//!   `score` becomes the reranker's, `scores.rerank` holds it and the first-stage score is
-//!   kept beside it (`scores.sparse`, `scores.dense`, `scores.fusion`); candidates beyond
-//!   `topN` are dropped (the best `k` come from the reranked ones), `minScore` applies on the
-//!   reranker's scale, and `usage.candidates` / `usage.reranked` say what ran. With `mmr`,
-//!   the inline stage diversifies the reranked hits (rerank, then diversify, as §3 draws the
-//!   pipeline) by their vectors.
+//!   `maxK`), the reranker rescores the top `rerank.topN` of them (default
+//!   [`Funnel::DEFAULT_TOP_N`]: `max(k, 20)`), at most `rerank.maxCandidates`, and the best
+//!   `k` are returned.
+//! - [`Funnel::apply`] turns the reranker's scores into the result. By default the stage
+//!   does not trust the reranker alone: each rescored hit's `score` becomes
+//!   `0.5 · reranker + 0.5 · first stage`, both min-max normalised over the rescored hits
+//!   (`rerank.fusion: "convex"`, [`RerankFusion`]; `"rrf"` fuses the two ranks instead,
+//!   `"none"` keeps the reranker's order and score), because on Cranfield the cross-encoder
+//!   alone ranks worse than the list it reranks (`docs/benchmarks.md`). `scores.rerank` holds the
+//!   reranker's score and the first-stage score is kept beside it (`scores.sparse`,
+//!   `scores.dense`, `scores.fusion`); candidates beyond `topN` are dropped (the best `k`
+//!   come from the reranked ones), `minScore` applies on the reranker's scale
+//!   (`scores.rerank`) whatever the fusion, and `usage.candidates` / `usage.reranked` say
+//!   what ran. With `mmr`, the inline stage diversifies the reranked hits (rerank, then
+//!   diversify, as §3 draws the pipeline) by their vectors, their merged scores min-max
+//!   normalised as MMR's relevance.
 
+pub(crate) mod fusion;
 pub(crate) mod stage;
 
+use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::mmr::mmr;
-use rcp_wire::retrieve::{RerankOption, WireVector};
+use rcp_wire::retrieve::{RERANK_FUSION_KEY, RerankFusion, RerankOption, WireVector};
 use rcp_wire::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
 
 /// One request's rerank stage: how many candidates recall keeps and which of them are
@@ -39,16 +48,20 @@ pub struct Funnel {
     /// The key under which each hit's first-stage score is kept in `scores`.
     pub first_stage: String,
     /// MMR's `lambda` when the reranked hits are diversified after the rerank (the pipeline's
-    /// order, §3), from the hits' vectors; `None` leaves them in reranker order.
+    /// order, §3), from the hits' vectors; `None` leaves them in reranked order.
     pub diversify: Option<f64>,
+    /// How the reranker's ranking is merged with the first stage's (`rerank.fusion`; by
+    /// default [`Funnel::DEFAULT_FUSION`], the convex combination).
+    pub fusion: RerankFusion,
 }
 
 impl Funnel {
     /// The funnel of a validated request (the framework has checked `candidateK >= topN >= k`
     /// and clamped each to `maxK` / `maxCandidates`), or `None` when it asks for no rerank
     /// (`rerank: false`) or continues a page (`cursor`). An absent `rerank` means the server's
-    /// default stage: `default_method` over every candidate. `max_candidates` is the
-    /// reranker's `rerank.maxCandidates`.
+    /// default stage: `default_method` over the top [`Funnel::DEFAULT_TOP_N`] (or `k`, if
+    /// larger), fused with the first stage by [`Funnel::DEFAULT_FUSION`]. `max_candidates` is
+    /// the reranker's `rerank.maxCandidates`.
     pub fn plan(
         params: &RetrieveParams,
         k: usize,
@@ -65,7 +78,9 @@ impl Funnel {
             Some(RerankOption::Enabled(true)) | None => Default::default(),
         };
         let ceiling = max_candidates.map_or(usize::MAX, |m| m as usize);
-        let top_n = stage.top_n.map_or(candidate_k.max(k), |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let top_n = stage
+            .top_n
+            .map_or(candidate_k.max(k).min(Self::DEFAULT_TOP_N.max(k)), |n| usize::try_from(n).unwrap_or(usize::MAX));
         let top_n = top_n.min(ceiling).max(1);
         let first_stage = match &params.mode {
             Some(Mode::Hybrid) => "fusion".to_owned(),
@@ -80,7 +95,18 @@ impl Funnel {
             model: stage.model,
             first_stage,
             diversify: None,
+            fusion: stage.fusion.unwrap_or(Self::DEFAULT_FUSION),
         })
+    }
+
+    /// Advertises an inline rerank stage in `retrieve` (§6.1): `rerankBuiltin`, and the
+    /// `rerank.fusion` values this stage accepts under [`RERANK_FUSION_KEY`], the default
+    /// first.
+    pub fn advertise(retrieve: &mut RetrieveCapability) {
+        retrieve.rerank_builtin = Some(true);
+        let mut values = vec![Self::DEFAULT_FUSION.as_str()];
+        values.extend(RerankFusion::ALL.iter().map(|f| f.as_str()).filter(|&f| f != Self::DEFAULT_FUSION.as_str()));
+        retrieve.extra.insert(RERANK_FUSION_KEY.into(), values.into());
     }
 
     /// Keeps `fusion` as the key of the first-stage score (a gateway's fused list).
@@ -98,19 +124,23 @@ impl Funnel {
     }
 
     /// Applies the reranker's `scores` (one per passage of [`Funnel::passages`], in order) to
-    /// the recall stage's `result`: the rescored hits best first (equal scores keep their
-    /// first-stage order), those below `min_score` left out, cut to `k`; `usage.reranked`
+    /// the recall stage's `result`: each rescored hit scored by [`Funnel::fusion`] (see
+    /// [`Funnel::fused_scores`]), best first (equal scores keep their first-stage order),
+    /// those whose reranker score is below `min_score` left out, cut to `k`; `usage.reranked`
     /// set, and `usage.candidates` unless the recall stage counted its own.
     pub fn apply(&self, result: &mut RetrieveResult, scores: Vec<f64>, min_score: Option<f64>) {
         let candidates = result.hits.len();
         let n = scores.len().min(candidates);
         result.hits.truncate(n);
-        let mut head: Vec<Hit> =
-            std::mem::take(&mut result.hits).into_iter().zip(scores).map(|(h, s)| self.rescored(h, s)).collect();
+        let first: Vec<f64> = result.hits.iter().map(|h| h.score).collect();
+        let fused = Self::fused_scores(self.fusion, &first, &scores[..n]);
+        let mut head: Vec<Hit> = std::mem::take(&mut result.hits)
+            .into_iter()
+            .zip(scores.into_iter().zip(fused))
+            .filter(|(_, (s, _))| min_score.is_none_or(|min| *s >= min))
+            .map(|(h, (s, f))| self.rescored(h, s, f))
+            .collect();
         head.sort_by(|a, b| b.score.total_cmp(&a.score));
-        if let Some(min) = min_score {
-            head.retain(|h| h.score >= min);
-        }
         let usage = result.usage.get_or_insert_with(Default::default);
         if let Some(lambda) = self.diversify {
             match diversified(&head, lambda, self.k) {
@@ -134,19 +164,21 @@ impl Funnel {
         usage.reranked = Some(n as u64);
     }
 
-    /// `hit` with the reranker's `score` (NaN ranks last), its first-stage score kept.
-    fn rescored(&self, mut hit: Hit, score: f64) -> Hit {
+    /// `hit` scored `fused`, the reranker's `score` in `scores.rerank` (NaN stands as the
+    /// lowest number), its first-stage score kept.
+    fn rescored(&self, mut hit: Hit, score: f64, fused: f64) -> Hit {
         let score = if score.is_nan() { f64::MIN } else { score };
         let scores = hit.scores.get_or_insert_with(Default::default);
         scores.entry(self.first_stage.clone()).or_insert(hit.score);
         scores.insert("rerank".into(), score);
-        hit.score = score;
+        hit.score = fused;
         hit
     }
 }
 
-/// The MMR order (§7.7 `mmr`) of the best `k` of `hits` by their (reranked) scores and their
-/// vectors; `None` when a hit carries no vector in numbers.
+/// The MMR order (§7.7 `mmr`) of the best `k` of `hits` by their (reranked) scores, min-max
+/// normalised to `[0, 1]` so that relevance and cosine similarity weigh on one scale whatever
+/// the fusion, and their vectors; `None` when a hit carries no vector in numbers.
 fn diversified(hits: &[Hit], lambda: f64, k: usize) -> Option<Vec<usize>> {
     let vectors = hits
         .iter()
@@ -155,7 +187,7 @@ fn diversified(hits: &[Hit], lambda: f64, k: usize) -> Option<Vec<usize>> {
             _ => None,
         })
         .collect::<Option<Vec<&[f32]>>>()?;
-    let relevance: Vec<f64> = hits.iter().map(|h| h.score).collect();
+    let relevance = fusion::min_max(&hits.iter().map(|h| h.score).collect::<Vec<f64>>());
     Some(mmr(&relevance, &vectors, lambda, k))
 }
 

@@ -1,3 +1,4 @@
+use rcp_wire::retrieve::{RERANK_FUSION_KEY, RerankFusion};
 use rcp_wire::{Hit, Mode, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
@@ -11,8 +12,15 @@ fn params(v: serde_json::Value) -> RetrieveParams {
 fn plan_defaults_clamps_and_opt_outs() {
     let p = params(json!({"query": "q", "k": 3}));
     let f = Funnel::plan(&p, 3, 100, "cross-encoder", Some(40)).expect("a stage");
-    assert_eq!((f.candidates, f.top_n, f.k, f.method.as_str()), (100, 40, 3, "cross-encoder"));
-    assert_eq!(f.first_stage, "recall");
+    // The default depth: the top 20 of the 100 candidates, fused by the convex combination.
+    assert_eq!((f.candidates, f.top_n, f.k, f.method.as_str()), (100, 20, 3, "cross-encoder"));
+    assert_eq!((f.first_stage.as_str(), f.fusion), ("recall", RerankFusion::Convex));
+    let f = Funnel::plan(&p, 3, 100, "cross-encoder", Some(15)).expect("a stage");
+    assert_eq!(f.top_n, 15, "within maxCandidates");
+    let f = Funnel::plan(&params(json!({"query": "q", "k": 30})), 30, 100, "x", None).expect("a stage");
+    assert_eq!(f.top_n, 30, "never below k");
+    let f = Funnel::plan(&params(json!({"query": "q", "k": 3})), 3, 12, "x", None).expect("a stage");
+    assert_eq!((f.candidates, f.top_n), (12, 12), "within candidateK");
     let p = params(json!({"query": "q", "k": 3, "mode": "hybrid", "rerank": {"method": "colbert", "topN": 20}}));
     let f = Funnel::plan(&p, 3, 10, "cross-encoder", None).expect("a stage");
     assert_eq!((f.candidates, f.top_n, f.method.as_str(), f.first_stage.as_str()), (20, 20, "colbert", "fusion"));
@@ -25,7 +33,7 @@ fn plan_defaults_clamps_and_opt_outs() {
 
 #[test]
 fn apply_rescores_sorts_cuts_and_counts() {
-    let p = params(json!({"query": "q", "k": 2, "mode": "sparse", "rerank": {"topN": 3}}));
+    let p = params(json!({"query": "q", "k": 2, "mode": "sparse", "rerank": {"topN": 3, "fusion": "none"}}));
     let f = Funnel::plan(&p, 2, 4, "cross-encoder", None).expect("a stage");
     let hits = (0..4).map(|i| Hit::new(format!("d{i}"), f64::from(10 - i)).with_text(format!("t{i}"))).collect();
     let mut res = RetrieveResult::from_hits(hits);
@@ -36,13 +44,14 @@ fn apply_rescores_sorts_cuts_and_counts() {
     assert_eq!(ids, ["d2", "d0"]);
     let scores = res.hits[0].scores.clone().unwrap_or_default();
     assert_eq!((scores.get("rerank"), scores.get("sparse")), (Some(&0.7), Some(&8.0)));
+    assert_eq!(res.hits[0].score, 0.7);
     let usage = res.usage.clone().unwrap_or_default();
     assert_eq!((usage.candidates, usage.reranked), (Some(4), Some(3)));
 }
 
 #[test]
 fn k_above_max_candidates_returns_fewer_and_says_why() {
-    let p = params(json!({"query": "q", "k": 5}));
+    let p = params(json!({"query": "q", "k": 5, "rerank": {"fusion": "none"}}));
     let f = Funnel::plan(&p, 5, 100, "cross-encoder", Some(2)).expect("a stage");
     let hits = (0..6).map(|i| Hit::new(format!("d{i}"), 1.0).with_text("t")).collect();
     let mut res = RetrieveResult::from_hits(hits);
@@ -75,4 +84,106 @@ fn diversify_runs_mmr_over_the_reranked_hits() {
     let mut res = RetrieveResult::from_hits(vec![Hit::new("x", 1.0).with_text("t")]);
     f.apply(&mut res, vec![0.3], None);
     assert!(res.usage.unwrap_or_default().notes.iter().any(|n| n.contains("mmr not applied")));
+}
+
+/// Ten candidates in first-stage order `d0..d9` (scores 10..1), and reranker scores that put
+/// `d9` first and `d0` last, the rest in first-stage order.
+fn inverted_head() -> (RetrieveResult, Vec<f64>) {
+    let hits = (0..10).map(|i| Hit::new(format!("d{i}"), f64::from(10 - i)).with_text(format!("t{i}"))).collect();
+    let mut rerank: Vec<f64> = (0..10).map(|i| f64::from(9 - i) / 10.0).collect();
+    rerank.swap(0, 9);
+    (RetrieveResult::from_hits(hits), rerank)
+}
+
+fn ranked(fusion: Option<&str>, min_score: Option<f64>) -> RetrieveResult {
+    let stage = match fusion {
+        Some(f) => json!({"fusion": f}),
+        None => json!({}),
+    };
+    let p = params(json!({"query": "q", "k": 3, "mode": "dense", "rerank": stage}));
+    let f = Funnel::plan(&p, 3, 10, "cross-encoder", None).expect("a stage");
+    let (mut res, rerank) = inverted_head();
+    f.apply(&mut res, rerank, min_score);
+    res
+}
+
+fn keys(res: &RetrieveResult) -> Vec<String> {
+    res.hits.iter().map(Hit::key).collect()
+}
+
+#[test]
+fn fusion_none_is_the_reranker_order() {
+    let res = ranked(Some("none"), None);
+    assert_eq!(keys(&res), ["d9", "d1", "d2"]);
+    let top = &res.hits[0];
+    assert_eq!(top.score, 0.9);
+    let scores = top.scores.clone().unwrap_or_default();
+    assert_eq!((scores.get("rerank"), scores.get("dense")), (Some(&0.9), Some(&1.0)));
+}
+
+#[test]
+fn rrf_fusion_keeps_the_first_stage_evidence() {
+    // d1 is 2nd by both rankings: 2/(60+2); d9 is 1st by the reranker, 10th by recall:
+    // 1/61 + 1/70 < 2/62. d0 (1st by recall, last by the reranker) ties d9 and keeps its
+    // first-stage place ahead of it. The pure reranker order is d9, d1, d2.
+    let res = ranked(Some("rrf"), None);
+    assert_eq!(keys(&res), ["d1", "d2", "d3"]);
+    let top = &res.hits[0];
+    assert!((top.score - 2.0 / 62.0).abs() < 1e-12, "{}", top.score);
+    let scores = top.scores.clone().unwrap_or_default();
+    assert_eq!((scores.get("rerank"), scores.get("dense")), (Some(&0.8), Some(&9.0)));
+}
+
+#[test]
+fn default_fusion_is_convex_over_normalised_scores() {
+    // d0: 0.5·0 + 0.5·1 = 0.5; d1: 0.5·(0.8/0.9) + 0.5·(8/9) = 0.889; d9: 0.5·1 + 0 = 0.5.
+    // The pure reranker order is d9, d1, d2.
+    let res = ranked(None, None);
+    assert_eq!(keys(&res), ["d1", "d2", "d3"]);
+    assert_eq!(keys(&ranked(Some("convex"), None)), keys(&res));
+    assert!((res.hits[0].score - 8.0 / 9.0).abs() < 1e-12, "{}", res.hits[0].score);
+    assert!(res.hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+}
+
+#[test]
+fn min_score_applies_to_the_reranker_score_whatever_the_fusion() {
+    for fusion in [None, Some("none"), Some("convex")] {
+        let res = ranked(fusion, Some(0.65));
+        let mut kept = keys(&res);
+        kept.sort();
+        assert_eq!(kept, ["d1", "d2", "d9"], "{fusion:?}");
+    }
+}
+
+#[test]
+fn rrf_scores_rank_nan_last_and_ties_by_first_stage() {
+    let fused = Funnel::rrf_scores(60.0, &[f64::NAN, 1.0, 1.0]);
+    // Reranker ranks: d1 1st, d2 2nd (tie, first-stage order), NaN 3rd.
+    let expect = [1.0 / 61.0 + 1.0 / 63.0, 1.0 / 62.0 + 1.0 / 61.0, 1.0 / 63.0 + 1.0 / 62.0];
+    for (f, e) in fused.iter().zip(expect) {
+        assert!((f - e).abs() < 1e-12, "{fused:?}");
+    }
+    let convex = Funnel::convex_scores(0.5, &[3.0, 3.0], &[f64::NAN, 2.0]);
+    assert_eq!(convex, [0.5, 1.0]);
+}
+
+#[test]
+fn unknown_fusion_is_refused_naming_the_field() {
+    let raw = serde_json::value::RawValue::from_string(
+        r#"{"query": "q", "k": 3, "rerank": {"method": "cross-encoder", "fusion": "mean"}}"#.to_owned(),
+    )
+    .expect("json");
+    let err = crate::validate::parse::<RetrieveParams>(Some(&raw)).expect_err("refused");
+    assert_eq!(err.code, rcp_wire::ErrorCode::INVALID_PARAMS);
+    let field = err.data.as_ref().and_then(|d| d.field.clone());
+    assert_eq!(field.as_deref(), Some("rerank.fusion"), "{err:?}");
+    assert!(err.message.contains("mean"), "{}", err.message);
+}
+
+#[test]
+fn advertise_lists_the_default_first() {
+    let mut cap = rcp_wire::capabilities::RetrieveCapability::default();
+    Funnel::advertise(&mut cap);
+    assert_eq!(cap.rerank_builtin, Some(true));
+    assert_eq!(cap.extra[RERANK_FUSION_KEY], json!(["convex", "rrf", "none"]));
 }
