@@ -172,7 +172,7 @@ fn record_sweep(cx: &mut Ctx, s: MethodSweep) {
         cx.env.record(v);
     }
     let name =
-        format!("{method}: a value the schema forbids at any params path is -32602 naming it, and ping still answers");
+        format!("{method}: malformed-params sweep of every schema-typed path (a defective path is its own check)");
     cx.record(meta(format!("sweep.{method}"), name), summary);
     for d in s.defects {
         let also = match d.also {

@@ -322,11 +322,8 @@ impl<'a> Walker<'a> {
             if fits || (k == "null" && !required) {
                 continue;
             }
-            push(
-                sample,
-                format!("{what} where the schema allows {}", ok.iter().copied().collect::<Vec<_>>().join("/")),
-                &mut self.out,
-            );
+            let shown: Vec<&str> = ok.iter().copied().filter(|t| !(*t == "integer" && ok.contains("number"))).collect();
+            push(sample, format!("{what} where the schema allows {}", shown.join("/")), &mut self.out);
         }
         let integer_only = ok.contains("integer") && !ok.contains("number");
         if integer_only {
