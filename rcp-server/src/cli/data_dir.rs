@@ -40,7 +40,7 @@ pub enum DataDir<'a> {
 pub enum DataDirError {
     /// The directory does not exist.
     #[error(
-        "{}: no such data directory (build one with `{engine} index --data-dir {} CORPUS`, or pass --create to start an empty one)",
+        "{}: no such data directory: it does not exist (build one with `{engine} index --data-dir {} CORPUS`, or pass --create to start an empty one)",
         dir.display(),
         dir.display()
     )]
