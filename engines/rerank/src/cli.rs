@@ -77,6 +77,10 @@ struct ServeCmd {
     /// `rerank.maxCandidates`: most passages per call; more are refused (-32602).
     #[arg(long, default_value_t = 1000)]
     max_candidates: u32,
+    /// The cross-encoder's window: each (query, passage) pair is cut to this many tokens
+    /// (64 to 512), the end of the passage dropped first.
+    #[arg(long, value_name = "TOKENS", default_value_t = crate::cross_encoder::MAX_LENGTH)]
+    cross_encoder_window: usize,
     /// Sessions of each model running side by side [default: one per core].
     #[arg(long, value_name = "N")]
     encoder_sessions: Option<usize>,
@@ -123,6 +127,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         fetch: cmd.fetch_model,
         encoder: EncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() },
         max_candidates: cmd.max_candidates,
+        cross_encoder_window: cmd.cross_encoder_window,
     };
     // SPLADE is located before anything loads too, so a missing model is named first.
     let splade_files = cmd

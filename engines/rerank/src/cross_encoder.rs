@@ -24,6 +24,10 @@ use crate::onnx::{self, EncoderError, EncoderOptions};
 /// The longest pair the model was trained on, in tokens.
 pub const MAX_LENGTH: usize = 512;
 
+/// The shortest window [`CrossEncoder::load_window`] accepts, in tokens: room for a query and
+/// the start of a passage.
+pub const MIN_WINDOW: usize = 64;
+
 /// A loaded cross-encoder. `score` is blocking CPU work: call it off the async runtime.
 pub struct CrossEncoder {
     sessions: Vec<Mutex<Session>>,
@@ -39,11 +43,11 @@ impl std::fmt::Debug for CrossEncoder {
     }
 }
 
-fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy) -> Result<Tokenizer, EncoderError> {
+fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy, window: usize) -> Result<Tokenizer, EncoderError> {
     let mut t = base.clone();
     t.with_padding(None)
         .with_truncation(Some(TruncationParams {
-            max_length: MAX_LENGTH,
+            max_length: window,
             strategy,
             stride: 0,
             direction: TruncationDirection::Right,
@@ -53,11 +57,20 @@ fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy) -> Result<Toke
 }
 
 impl CrossEncoder {
-    /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]).
+    /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]), each pair
+    /// cut to the model's whole window, [`MAX_LENGTH`] tokens.
     pub fn load(files: &ModelFiles, options: EncoderOptions) -> Result<Self, EncoderError> {
+        Self::load_window(files, options, MAX_LENGTH)
+    }
+
+    /// [`CrossEncoder::load`] with each pair cut to `window` tokens (clamped to
+    /// [`MIN_WINDOW`]..=[`MAX_LENGTH`]): a shorter window costs less per long passage and
+    /// scores only its beginning.
+    pub fn load_window(files: &ModelFiles, options: EncoderOptions, window: usize) -> Result<Self, EncoderError> {
+        let window = window.clamp(MIN_WINDOW, MAX_LENGTH);
         let base = onnx::tokenizer(files)?;
-        let tokenizer = tokenizer_with(&base, TruncationStrategy::OnlySecond)?;
-        let fallback = tokenizer_with(&base, TruncationStrategy::LongestFirst)?;
+        let tokenizer = tokenizer_with(&base, TruncationStrategy::OnlySecond, window)?;
+        let fallback = tokenizer_with(&base, TruncationStrategy::LongestFirst, window)?;
         Ok(Self { sessions: onnx::sessions(files, options)?, tokenizer, fallback })
     }
 
@@ -66,8 +79,8 @@ impl CrossEncoder {
         self.sessions.len()
     }
 
-    /// The tokens of the pair (query, passage) as the model sees them, truncated to
-    /// [`MAX_LENGTH`].
+    /// The tokens of the pair (query, passage) as the model sees them, truncated to the
+    /// window (by default [`MAX_LENGTH`]).
     pub fn encode(&self, query: &str, passage: &str) -> Result<Encoding, EncoderError> {
         match self.tokenizer.encode((query, passage), true) {
             Ok(e) => Ok(e),

@@ -40,6 +40,9 @@ pub struct Models {
     pub encoder: EncoderOptions,
     /// `rerank.maxCandidates`.
     pub max_candidates: u32,
+    /// The cross-encoder's window in tokens (query and passage; see
+    /// [`CrossEncoder::load_window`]).
+    pub cross_encoder_window: usize,
 }
 
 /// The loaded models: the `rerank` handler, and ColBERT's `embed/multi` handler when ColBERT
@@ -83,7 +86,9 @@ impl Models {
         let started = Instant::now();
         let options = self.encoder;
         let (cross_encoder, colbert) = std::thread::scope(|s| {
-            let ce = s.spawn(|| ce_files.as_ref().map(|f| CrossEncoder::load(f, options)).transpose());
+            let ce = s.spawn(|| {
+                ce_files.as_ref().map(|f| CrossEncoder::load_window(f, options, self.cross_encoder_window)).transpose()
+            });
             let cb = cb_files.as_ref().map(|f| Colbert::load(f, options)).transpose();
             (ce.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), cb)
         });
@@ -133,6 +138,10 @@ pub struct RerankArgs {
     /// call carries; more are refused, -32602).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub rerank_max_candidates: u32,
+    /// The cross-encoder's window: each (query, passage) pair is cut to this many tokens
+    /// (64 to 512), the end of the passage dropped first.
+    #[arg(long, value_name = "TOKENS", default_value_t = crate::cross_encoder::MAX_LENGTH)]
+    pub rerank_window: usize,
 }
 
 impl RerankArgs {
@@ -151,6 +160,7 @@ impl RerankArgs {
             fetch: self.rerank_fetch_model,
             encoder: EncoderOptions::default(),
             max_candidates: self.rerank_max_candidates,
+            cross_encoder_window: self.rerank_window,
         };
         let loaded = models.load().context(
             "--rerank: the reranking models could not be loaded (provision them with `rcp-rerank fetch-model`, or \

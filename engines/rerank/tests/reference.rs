@@ -92,3 +92,22 @@ fn cancellation_stops_between_pairs() {
     let err = encoder().score("q", &["a", "b"], &|| true).unwrap_err();
     assert!(matches!(err, rcp_rerank::EncoderError::Cancelled), "{err}");
 }
+
+#[test]
+fn a_shorter_window_cuts_the_passage_and_is_clamped() {
+    let dir = MODEL.default_dir();
+    let files = MODEL.locate_or_fetch(&dir, &mut |m| eprintln!("provision: {m}")).expect("provision the model");
+    let query = "boundary layer transition at supersonic speeds";
+    let cut = CrossEncoder::load_window(&files, EncoderOptions::default(), 128).expect("load");
+    let e = cut.encode(query, &long_passage()).expect("encode");
+    assert_eq!(e.get_ids().len(), 128);
+    let short = "Paris is the capital and most populous city of France.";
+    let whole = encoder().encode(query, short).expect("encode").get_ids().to_vec();
+    assert_eq!(cut.encode(query, short).expect("encode").get_ids(), whole.as_slice(), "a short pair is not cut");
+    let long = long_passage();
+    assert!(cut.score(query, &[long.as_str()], &|| false).expect("score")[0].is_finite());
+    let tiny = CrossEncoder::load_window(&files, EncoderOptions::default(), 1).expect("load");
+    assert_eq!(tiny.encode(query, &long).expect("encode").get_ids().len(), rcp_rerank::cross_encoder::MIN_WINDOW);
+    let huge = CrossEncoder::load_window(&files, EncoderOptions::default(), 10_000).expect("load");
+    assert_eq!(huge.encode(query, &long).expect("encode").get_ids().len(), MAX_LENGTH);
+}
