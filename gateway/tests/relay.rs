@@ -27,6 +27,9 @@ async fn an_engines_log_frames_reach_the_caller_naming_the_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let reg = write_registry(dir.path(), "rcp.json", vec![json!({"id": "bm25", "command": [bm25_bin(), "serve"]})]);
     let gw = gateway(&reg, &[]).await;
+    // What its one engine honours beyond its flags, the gateway honours (and forwards).
+    let rc = gw.capabilities().retrieve.expect("retrieve");
+    assert!(rc.honours().contains(&"recency"), "{rc:?}");
     let (sink, mut logs) = channel_sink();
     let caller = gw.relaying_logs(sink);
 

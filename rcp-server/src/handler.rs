@@ -69,7 +69,7 @@ pub struct Honours {
 impl Honours {
     /// The `retrieve` capability key listing the honoured params (an `x-` extension key, §6.2),
     /// so a client can see them too.
-    pub const KEY: &'static str = "x-rcp-honours";
+    pub const KEY: &'static str = RetrieveCapability::HONOURS_KEY;
 
     /// Nothing beyond what the framework honours.
     pub const NONE: Self = Self { recency: false, include_vectors: false };

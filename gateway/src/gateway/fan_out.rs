@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rcp_client::Client;
 use rcp_client::federation::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
-use rcp_server::{HandlerResult, RequestContext, Retrieve, RetrieveRequest};
+use rcp_server::{HandlerResult, Honours, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::notifications::LogLevel;
@@ -220,6 +220,20 @@ impl Retrieve for Gateway {
     /// The gateway's own cursor over its fused list (`g1.<offset>.<fingerprint>`).
     fn pagination(&self) -> bool {
         true
+    }
+
+    /// What every engine honours (`recency`, `includeVectors`) is forwarded to each and kept
+    /// through fusion; the rule is the federation's (`federate_retrieve`).
+    fn honours(&self) -> Honours {
+        let names = self.retrieval.as_ref().map(|f| f.retrieve.honours()).unwrap_or_default();
+        let mut h = Honours::NONE;
+        if names.contains(&"recency") {
+            h = h.with_recency();
+        }
+        if names.contains(&"includeVectors") {
+            h = h.with_vectors();
+        }
+        h
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {

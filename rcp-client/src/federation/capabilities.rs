@@ -3,7 +3,7 @@
 //!
 //! | key | rule |
 //! |---|---|
-//! | `retrieve` | fanned out: `modes` united (an engine lacking the requested mode is skipped with a note), `maxK` the largest (fusion can return that many), `modalities` and `deterministic` intersected; `fusion` the federation's own strategies (§16.3); `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
+//! | `retrieve` | fanned out: `modes` united (an engine lacking the requested mode is skipped with a note), `maxK` the largest (fusion can return that many), `modalities` and `deterministic` intersected; `fusion` the federation's own strategies (§16.3); the params every engine honours beyond its flags (`x-rcp-honours`: `recency`, `includeVectors`) intersected; `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
 //! | `filter`, `citations` | intersected: a filtered `retrieve` reaches every engine, so only fields (typed alike) and operators all of them accept; citations only when every engine's hits carry them |
 //! | `embed`, `sparseEmbed`, `multiVector` | routed to one engine: the descriptor of the engine a call without `_meta.engine` reaches (highest `priority`), so the advertised `dimension` and `identity` are what such a call returns |
 //! | `rerank` | routed by method: `methods` and `models` united (in priority order), `maxCandidates` the smallest, so every engine a method may reach can take that many |
@@ -135,6 +135,12 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
     let modalities = intersect_lists(rcs.iter().map(|r| r.modalities.clone()));
     let deterministic = rcs.iter().all(|r| r.deterministic == Some(true)).then_some(true);
     let rerank_builtin = rcs.iter().any(|r| r.rerank_builtin == Some(true)).then_some(true);
+    let mut honours: Vec<&str> = rcs[0].honours();
+    honours.retain(|p| rcs.iter().all(|r| r.honours().contains(p)));
+    let mut extra = rcp_wire::Meta::new();
+    if !honours.is_empty() {
+        extra.insert(RetrieveCapability::HONOURS_KEY.into(), serde_json::json!(honours));
+    }
     let retrieve = RetrieveCapability {
         max_k,
         rerank_builtin,
@@ -142,6 +148,7 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
         modalities,
         fusion: Some(FUSION_METHODS.map(String::from).to_vec()),
         deterministic,
+        extra,
         ..RetrieveCapability::default()
     };
     let filter = first

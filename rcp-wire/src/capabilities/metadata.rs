@@ -272,6 +272,17 @@ impl RetrieveCapability {
         self.mmr == Some(true)
     }
 
+    /// The extension key (§6.2) under which an engine lists the optional `retrieve` params it
+    /// honours that no flag of its own gates (`recency`, `includeVectors`); rcp-server's
+    /// `Honours` writes it and refuses the params it does not list.
+    pub const HONOURS_KEY: &'static str = "x-rcp-honours";
+
+    /// The params listed under [`Self::HONOURS_KEY`] (none when absent).
+    pub fn honours(&self) -> Vec<&str> {
+        let listed = self.extra.get(Self::HONOURS_KEY).and_then(serde_json::Value::as_array);
+        listed.into_iter().flatten().filter_map(serde_json::Value::as_str).collect()
+    }
+
     /// Whether inline rerank is offered (§6.1); absent means no.
     pub fn offers_rerank(&self) -> bool {
         self.rerank_builtin == Some(true)
