@@ -56,6 +56,38 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// Deserialises an optional field that must be a JSON object when present (`null` is absent,
+/// §4.6), refusing the array of its fields that serde's derived `Deserialize` would read.
+pub(crate) fn opt_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v @ serde_json::Value::Object(_)) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
+        Some(other) => Err(D::Error::custom(format!("must be an object, not {other}"))),
+    }
+}
+
+/// Like [`opt_object`] for a field that may also be a scalar (`rerank: false`): anything but an
+/// array, which serde's derived `Deserialize` would read as the object's fields in order.
+pub(crate) fn opt_unlisted<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Array(_)) => Err(D::Error::custom("must not be an array")),
+        Some(v) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
+    }
+}
+
 /// Deserialises a list whose items must each be a JSON object (§14.1: malformed params are
 /// `-32602`). serde's derived `Deserialize` also reads a struct from an array of its fields in
 /// order, so without this `[["h"]]` would pass for `[{"hitId": "h"}]`.

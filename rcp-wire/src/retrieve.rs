@@ -170,13 +170,13 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::int::opt_u64")]
     pub candidate_k: Option<u64>,
     /// Fusion of the hybrid lists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_object")]
     pub fusion: Option<FusionParams>,
     /// Inline rerank stage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_unlisted")]
     pub rerank: Option<RerankOption>,
     /// MMR diversification.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_object")]
     pub mmr: Option<MmrParams>,
     /// Inline query rewriting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,7 +188,7 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f64>,
     /// Recency decay.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_object")]
     pub recency: Option<Recency>,
     /// Retrieval granularity (§7.7.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -528,6 +528,25 @@ mod tests {
         assert_eq!(p.mode, None);
         assert!(p.is_strict());
         assert_eq!(p.meta.unwrap()["a"], 1);
+    }
+
+    #[test]
+    fn option_objects_are_objects_not_arrays_of_their_fields() {
+        for field in ["fusion", "mmr", "recency", "rerank"] {
+            for bad in [json!([]), json!([1]), json!(["published"])] {
+                let r = serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3, field: bad}));
+                assert!(r.is_err(), "{field}: {bad} accepted");
+            }
+            let r = serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3, field: null}));
+            assert!(
+                r.is_ok_and(|p| p.fusion.is_none() && p.mmr.is_none() && p.recency.is_none() && p.rerank.is_none())
+            );
+        }
+        assert!(serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3,"fusion": 7})).is_err());
+        let p: RetrieveParams =
+            serde_json::from_value(json!({"query":"q","k":3,"recency":{"field":"published","halfLifeDays":30}}))
+                .unwrap();
+        assert_eq!(p.recency.map(|r| r.field), Some("published".to_owned()));
     }
 
     #[test]
