@@ -81,8 +81,9 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     assert_eq!(ids(&fused)[0], "stuffed", "{fused}");
     assert!(fused["usage"].get("reranked").is_none(), "{fused}");
 
-    // With it (the default): every fused candidate rescored, the answer first.
-    let r = gw.call("retrieve", json!({"query": QUERY, "k": 2})).await.expect("retrieve");
+    // With it, the reranker's order alone (`rerank.fusion: "none"`): every fused candidate
+    // rescored, the answer first.
+    let r = gw.call("retrieve", json!({"query": QUERY, "k": 2, "rerank": {"fusion": "none"}})).await.expect("retrieve");
     assert_eq!(ids(&r), ["paris", "guide"], "{r}");
     let top = &r["hits"][0];
     assert!((top["scores"]["rerank"].as_f64().unwrap_or(f64::NAN) - PARIS_LOGIT).abs() < 1e-3, "{top}");
@@ -90,6 +91,16 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     assert!(top["scores"]["fusion"].as_f64().is_some_and(|s| s > 0.0 && s < 1.0), "the RRF score kept: {top}");
     // BM25 finds the Eiffel passage nowhere: three fused candidates (from four engine hits).
     assert_eq!((&r["usage"]["reranked"], &r["usage"]["candidates"]), (&json!(3), &json!(4)), "{r}");
+    // By default the reranker's and the fused scores are merged (convex, α = 0.5, each min-max
+    // normalised): `score` is the merge, in [0, 1], both stage scores kept beside it.
+    assert_eq!(
+        caps.retrieve.as_ref().map(|r| r.extra["x-rcp-rerankFusion"].clone()),
+        Some(json!(["convex", "rrf", "none"]))
+    );
+    let r = gw.call("retrieve", json!({"query": QUERY, "k": 2})).await.expect("retrieve");
+    let top = &r["hits"][0];
+    assert!(top["score"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{top}");
+    assert!(top["scores"]["rerank"].is_number() && top["scores"]["fusion"].is_number(), "{top}");
 
     // topN bounds the rescored head: only the fused first is reranked, and it stays first.
     let r = gw.call("retrieve", json!({"query": QUERY, "k": 1, "rerank": {"topN": 1}})).await.expect("retrieve");

@@ -1,8 +1,10 @@
 //! The gateway's rerank stage (§7.7 funnel `candidateK >= rerank.topN >= k`): the registry's
 //! reranking entry (its `rerank` key) rescores the top `topN` of the fused list, which is
 //! then cut to `k`. Each reranked hit keeps its fused score in `scores.fusion` beside
-//! `scores.rerank`, and `score` becomes the reranker's; `usage.reranked` says how many were
-//! rescored. The gateway also serves `rerank` itself by forwarding it to that engine.
+//! `scores.rerank`, and `score` becomes the two merged (`rerank.fusion`: by default a convex
+//! combination of both, min-max normalised; `"none"` keeps the reranker's); `usage.reranked`
+//! says how many were rescored. The gateway also serves `rerank` itself by forwarding it to
+//! that engine.
 //!
 //! The funnel's rules (planning, rescoring, the cut, `usage`) are the framework's
 //! [`Funnel`], the same an engine gets from `ServerBuilder::rerank_builtin`. The gateway runs

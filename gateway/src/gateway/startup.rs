@@ -171,6 +171,10 @@ impl Gateway {
         let retrieval = retrieval.map(|mut f| {
             // The gateway's own rerank stage, else the engines' built-in ones (the union rule).
             f.retrieve.rerank_builtin = (reranker.is_some() || f.retrieve.rerank_builtin == Some(true)).then_some(true);
+            if reranker.is_some() {
+                // The `rerank.fusion` values the gateway's own stage accepts.
+                rcp_server::Funnel::advertise(&mut f.retrieve);
+            }
             f
         });
         let mut indexable = Vec::new();
