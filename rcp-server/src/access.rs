@@ -110,6 +110,7 @@ impl Scopes {
     }
 
     /// The set of a bit mask ([`Scopes::bits`]); unknown bits are dropped.
+    #[cfg(feature = "http")]
     pub(crate) fn from_bits(bits: u8) -> Self {
         Scopes(bits & Self::ALL.0)
     }
