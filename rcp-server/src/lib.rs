@@ -67,6 +67,7 @@ pub mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod context;
+pub mod cursor;
 mod dispatch;
 pub mod exec;
 pub mod feedback;

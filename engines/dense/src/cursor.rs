@@ -8,11 +8,9 @@
 //! above the key belongs to pages already read and is not shown. Under `mmr` the order is not
 //! a score order, so its pages are cut by the count of hits already returned instead.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rcp_server::cursor::{self, CursorState, Fingerprint};
 use rcp_wire::{RcpError, RetrieveParams};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// A decoded cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,26 +29,21 @@ pub struct Cursor {
     pub fingerprint: String,
 }
 
+impl CursorState for Cursor {
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
 impl Cursor {
-    /// The opaque token.
+    /// The opaque token ([`cursor::encode`]).
     pub fn encode(&self) -> String {
-        // Serialising plain fields cannot fail; an empty token would end pagination.
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+        cursor::encode(self)
     }
 
     /// Decodes a token sent back by the client and checks it belongs to this request.
     pub fn decode(token: &str, fingerprint: &str) -> Result<Self, RcpError> {
-        let invalid =
-            |why: &str| RcpError::invalid_params("cursor", format!("not a cursor this server issued ({why})"));
-        let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("not base64url"))?;
-        let cursor: Cursor = serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
-        if cursor.fingerprint != fingerprint {
-            return Err(RcpError::invalid_params(
-                "cursor",
-                "the cursor belongs to a different request (query, filter, minScore, recency, mmr, candidateK and k must be repeated unchanged)",
-            ));
-        }
-        Ok(cursor)
+        cursor::decode(token, fingerprint, "query, filter, minScore, recency, mmr, candidateK and k")
     }
 
     /// Whether a hit `(score, id)` comes after this cursor's key in the ranking order (score
@@ -63,21 +56,7 @@ impl Cursor {
 /// A digest of everything that shapes the ranking: the request without `cursor`, `_meta` and
 /// the fields that only change what each hit carries.
 pub fn fingerprint(params: &RetrieveParams, k: usize) -> String {
-    let mut h = Sha256::new();
-    h.update(params.query.text().as_bytes());
-    h.update([0]);
-    h.update(k.to_le_bytes());
-    for part in [
-        params.filter.as_ref().map(|f| f.to_string()),
-        params.min_score.map(|m| m.to_string()),
-        params.candidate_k.map(|c| c.to_string()),
-        params.recency.as_ref().and_then(|r| serde_json::to_string(r).ok()),
-        params.mmr.map(|m| m.lambda.to_string()),
-    ] {
-        h.update(part.unwrap_or_default().as_bytes());
-        h.update([0]);
-    }
-    h.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect()
+    Fingerprint::of_request(params, k).part(params.mmr.map(|m| m.lambda.to_string()).unwrap_or_default()).finish()
 }
 
 #[cfg(test)]

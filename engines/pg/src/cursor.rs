@@ -7,11 +7,9 @@
 //! the versions, and the client starts again from the first page; PostgreSQL keeps no old
 //! snapshots to page through.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rcp_server::cursor::{self, CursorState, Fingerprint};
 use rcp_wire::{Mode, RcpError, RetrieveParams};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// A decoded cursor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,26 +25,21 @@ pub struct Cursor {
     pub fingerprint: String,
 }
 
+impl CursorState for Cursor {
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
 impl Cursor {
-    /// The opaque token.
+    /// The opaque token ([`cursor::encode`]).
     pub fn encode(&self) -> String {
-        // Serialising three plain fields cannot fail; an empty token would end pagination.
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+        cursor::encode(self)
     }
 
     /// Decodes and checks a token sent back by the client against this request.
     pub fn decode(token: &str, fingerprint: &str) -> Result<Self, RcpError> {
-        let invalid =
-            |why: &str| RcpError::invalid_params("cursor", format!("not a cursor this server issued ({why})"));
-        let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("not base64url"))?;
-        let cursor: Cursor = serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
-        if cursor.fingerprint != fingerprint {
-            return Err(RcpError::invalid_params(
-                "cursor",
-                "the cursor belongs to a different request (query, mode, filter, fusion and k must be repeated unchanged)",
-            ));
-        }
-        Ok(cursor)
+        cursor::decode(token, fingerprint, "query, mode, filter, fusion, minScore, recency, candidateK and k")
     }
 
     /// Refuses the cursor when the index moved on since the first page.
@@ -67,23 +60,8 @@ impl Cursor {
 /// A digest of everything that shapes the ranking: the request without `cursor`, `_meta`
 /// and the fields that only change what each hit carries.
 pub fn fingerprint(params: &RetrieveParams, mode: &Mode, k: usize) -> String {
-    let mut h = Sha256::new();
-    h.update(params.query.text().as_bytes());
-    h.update([0]);
-    h.update(mode.as_str().as_bytes());
-    h.update([0]);
-    h.update(k.to_le_bytes());
-    for part in [
-        params.filter.as_ref().map(|f| f.to_string()),
-        params.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()),
-        params.min_score.map(|m| m.to_string()),
-        params.candidate_k.map(|c| c.to_string()),
-        params.recency.as_ref().and_then(|r| serde_json::to_string(r).ok()),
-    ] {
-        h.update(part.unwrap_or_default().as_bytes());
-        h.update([0]);
-    }
-    h.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect()
+    let fusion = params.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()).unwrap_or_default();
+    Fingerprint::of_request(params, k).part(mode.as_str()).part(fusion).finish()
 }
 
 #[cfg(test)]
@@ -97,7 +75,6 @@ mod tests {
         assert_eq!(Cursor::decode(&token, "abc").unwrap(), c);
         assert!(Cursor::decode(&token, "abd").unwrap_err().to_string().contains("different request"));
         assert!(Cursor::decode("%%%", "abc").is_err());
-        assert!(Cursor::decode(&URL_SAFE_NO_PAD.encode(b"[1]"), "abc").is_err());
         assert!(c.check_version(7).is_ok());
         assert!(c.check_version(8).unwrap_err().to_string().contains("7 -> 8"));
     }
