@@ -2,10 +2,11 @@
 //! with `recency` reorders the same way on rcp-bm25, rcp-dense and rcp-pg.
 //!
 //! A hit's score is multiplied by `0.5^(age / halfLife)`: a document `halfLifeDays` old keeps
-//! half its score, one twice as old a quarter. The age is measured from the engine's clock
+//! half its score, one twice as old a quarter (a negative score, such as a cosine below 0, loses
+//! the same share of its magnitude the other way: it is pushed down, never up). The age is measured from the engine's clock
 //! (`now`) to the value of the declared `date` field (§4.6), never below zero (a document dated
 //! in the future is as fresh as one dated now). A document without a date in that field gets
-//! factor 0: it ranks after every dated one that matched.
+//! factor 0: a positive score becomes 0, below every dated one with a positive score.
 
 use rcp_wire::Meta;
 use rcp_wire::filter::date_to_epoch_ms;
@@ -57,9 +58,11 @@ impl Decay {
         self.factor(date)
     }
 
-    /// `score` decayed by [`Self::factor_of`].
+    /// `score` decayed by [`Self::factor_of`]: multiplied by it when positive; a negative
+    /// score (a cosine below 0) is pushed down by the same share of its magnitude, so an older
+    /// document never rises above a newer one with the same score.
     pub fn apply(&self, score: f64, meta: &Meta, field: &str) -> f64 {
-        score * self.factor_of(meta, field)
+        score - (1.0 - self.factor_of(meta, field)) * score.abs()
     }
 }
 
@@ -92,5 +95,12 @@ mod tests {
         let old = fresh.apply(1.0, &meta(json!({"published": "1990-01-01"})), "published");
         let new = fresh.apply(0.9, &meta(json!({"published": "2026-12-01T00:00:00Z"})), "published");
         assert!(new > old, "a recent document overtakes an older one with a slightly higher score");
+        // A negative score (a cosine below 0) is pushed down by age, never raised towards 0.
+        let month_old = json!({"published": now - 30 * 86_400_000});
+        assert!((d.apply(-0.2, &meta(month_old.clone()), "published") - -0.3).abs() < 1e-12);
+        assert!(
+            d.apply(-0.2, &meta(month_old), "published") < d.apply(-0.2, &meta(json!({"published": now})), "published")
+        );
+        assert!((d.apply(0.4, &meta(json!({"published": now - 30 * 86_400_000})), "published") - 0.2).abs() < 1e-12);
     }
 }

@@ -101,6 +101,11 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     let top = &r["hits"][0];
     assert!(top["score"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{top}");
     assert!(top["scores"]["rerank"].is_number() && top["scores"]["fusion"].is_number(), "{top}");
+    // `minScore` is on the reranker's scale, once: the merged score (at most 1) does not hide a
+    // hit whose reranker score clears it.
+    let floor = PARIS_LOGIT - 1.0;
+    let r = gw.call("retrieve", json!({"query": QUERY, "k": 2, "minScore": floor})).await.expect("retrieve");
+    assert_eq!(ids(&r), ["paris"], "{r}");
 
     // topN bounds the rescored head: only the fused first is reranked, and it stays first.
     let r = gw.call("retrieve", json!({"query": QUERY, "k": 1, "rerank": {"topN": 1}})).await.expect("retrieve");

@@ -121,15 +121,15 @@ async fn advertised_only_when_registered_with_retrieve() {
 async fn default_stage_reranks_every_candidate_the_reranker_takes() {
     let (mut p, _) = reranking().await;
     let r = p.call("retrieve", json!({"query": "q", "k": 3})).await;
-    // candidateK defaults to max(k, 100) within maxK 50; the corpus holds 30; the reranker
-    // takes 10 (maxCandidates) and reverses their order. By default its scores are merged with
+    // The reranker takes 10 (maxCandidates, below the default topN of 20), so with no candidateK
+    // of the request's own recall is asked for those 10, and the reranker reverses their order. By default its scores are merged with
     // recall's (convex, α = 0.5, each min-max normalised): recall's 30..21 and the reranker's
     // 0..9 cancel out, every hit scores 0.5 and recall's order stands.
     assert_eq!(ids(&r), ["d0", "d1", "d2"], "{r}");
     let usage = &r["result"]["usage"];
-    assert_eq!((usage["candidates"].as_u64(), usage["reranked"].as_u64()), (Some(30), Some(10)), "{r}");
+    assert_eq!((usage["candidates"].as_u64(), usage["reranked"].as_u64()), (Some(10), Some(10)), "{r}");
     let hit = &r["result"]["hits"][0];
-    assert_eq!(hit["meta"]["askedK"], json!(50), "{r}");
+    assert_eq!(hit["meta"]["askedK"], json!(10), "{r}");
     assert_eq!(hit["score"], json!(0.5), "{r}");
     assert_eq!(hit["scores"], json!({"rerank": 0.0, "sparse": 30.0}), "{r}");
     assert!(r["result"].get("nextCursor").is_none(), "{r}");

@@ -57,35 +57,30 @@ where
 }
 
 /// Deserialises an optional field that must be a JSON object when present (`null` is absent,
-/// §4.6), refusing the array of its fields that serde's derived `Deserialize` would read.
+/// §4.6), refusing the array of its fields that serde's derived `Deserialize` would read. The
+/// object is read in place, so an error inside it keeps its path (`recency.field`).
 pub(crate) fn opt_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
+    T: serde::Deserialize<'de>,
 {
-    use serde::Deserialize;
-    use serde::de::Error;
-    match Option::<serde_json::Value>::deserialize(d)? {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v @ serde_json::Value::Object(_)) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
-        Some(other) => Err(D::Error::custom(format!("must be an object, not {other}"))),
+    struct Visit<T>(std::marker::PhantomData<T>);
+    impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
     }
-}
-
-/// Like [`opt_object`] for a field that may also be a scalar (`rerank: false`): anything but an
-/// array, which serde's derived `Deserialize` would read as the object's fields in order.
-pub(crate) fn opt_unlisted<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    use serde::Deserialize;
-    use serde::de::Error;
-    match Option::<serde_json::Value>::deserialize(d)? {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Array(_)) => Err(D::Error::custom("must not be an array")),
-        Some(v) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
-    }
+    d.deserialize_any(Visit(std::marker::PhantomData))
 }
 
 /// Deserialises a list whose items must each be a JSON object (§14.1: malformed params are

@@ -173,7 +173,7 @@ pub struct RetrieveParams {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_object")]
     pub fusion: Option<FusionParams>,
     /// Inline rerank stage.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_unlisted")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankOption>,
     /// MMR diversification.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::opt_object")]
@@ -543,6 +543,11 @@ mod tests {
             );
         }
         assert!(serde_json::from_value::<RetrieveParams>(json!({"query":"q","k":3,"fusion": 7})).is_err());
+        // An error inside the object keeps its path.
+        let raw = json!({"query":"q","k":3,"recency":{"field": 5}}).to_string();
+        let err = serde_path_to_error::deserialize::<_, RetrieveParams>(&mut serde_json::Deserializer::from_str(&raw))
+            .expect_err("a number for a field name");
+        assert_eq!(err.path().to_string(), "recency.field");
         let p: RetrieveParams =
             serde_json::from_value(json!({"query":"q","k":3,"recency":{"field":"published","halfLifeDays":30}}))
                 .unwrap();

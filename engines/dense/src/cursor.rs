@@ -24,6 +24,10 @@ pub struct Cursor {
     /// The id of the last hit returned.
     #[serde(rename = "i")]
     pub id: String,
+    /// The clock (epoch ms) `recency` decayed the first page by, kept for every later page so
+    /// their scores compare with `score`; 0 in a cursor of a build before it.
+    #[serde(rename = "t", default)]
+    pub clock_ms: i64,
     /// [`fingerprint`] of the request.
     #[serde(rename = "f")]
     pub fingerprint: String,
@@ -65,7 +69,7 @@ mod tests {
 
     #[test]
     fn round_trip_order_and_refusals() {
-        let c = Cursor { offset: 3, score: 0.5, id: "m".into(), fingerprint: "abc".into() };
+        let c = Cursor { offset: 3, score: 0.5, id: "m".into(), clock_ms: 1, fingerprint: "abc".into() };
         assert_eq!(Cursor::decode(&c.encode(), "abc").unwrap(), c);
         assert!(Cursor::decode(&c.encode(), "abd").unwrap_err().to_string().contains("different request"));
         assert!(Cursor::decode("%%%", "abc").is_err());

@@ -25,7 +25,7 @@ use crate::cursor::{Cursor, fingerprint};
 use crate::graph::GraphIndex;
 use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
-use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
+use rcp_corpus::recency::{self, DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -178,6 +178,9 @@ impl Retrieve for DenseEngine {
         // A later page searches deeper: past the hits already returned, with as many again of
         // slack for documents written since that now rank above the cursor's key.
         let offset = cursor.as_ref().map_or(0, |c| c.offset);
+        // One clock for every page of a ranking: `recency` decays by the first page's time, so
+        // a later page's scores are comparable with the cursor's key.
+        let clock_ms = cursor.as_ref().map(|c| c.clock_ms).filter(|&t| t > 0).unwrap_or_else(recency::now_ms);
         let depth = req.candidate_k.max(offset + req.k + 1) + offset;
         let ef = self.options.ef_search.max(depth);
         let planner = store.options().planner;
@@ -190,7 +193,8 @@ impl Retrieve for DenseEngine {
                 let candidates = found.len();
                 let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
                 if let Some(r) = &req.params.recency {
-                    decay(&mut found, &table, &r.field, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+                    let decay = Decay::new(clock_ms, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+                    apply_decay(&mut found, &table, &r.field, &decay);
                 }
                 if let Some(min) = req.params.min_score {
                     found.retain(|s| f64::from(s.score) >= min);
@@ -213,8 +217,14 @@ impl Retrieve for DenseEngine {
                 order.truncate(req.k);
                 let next_cursor = order.last().filter(|_| more).map(|&i| {
                     let s = &found[i];
-                    Cursor { offset: offset + order.len(), score: s.score, id: id(s).to_owned(), fingerprint: print }
-                        .encode()
+                    Cursor {
+                        offset: offset + order.len(),
+                        score: s.score,
+                        id: id(s).to_owned(),
+                        clock_ms,
+                        fingerprint: print,
+                    }
+                    .encode()
                 });
                 let hits: Vec<Hit> = order
                     .into_iter()
@@ -239,13 +249,11 @@ impl Retrieve for DenseEngine {
     }
 }
 
-/// `recency` (§7.7) over the candidates: each cosine multiplied by the decay of its document's
-/// date ([`Decay`], the formula every bundled engine applies), then reordered.
-fn decay(found: &mut [Scored], table: &crate::store::Table, field: &str, half_life_days: f64) {
-    let decay = Decay::from_now(half_life_days);
+/// `recency` (§7.7) over the candidates: each cosine decayed by its document's date
+/// ([`Decay::apply`], the formula every bundled engine applies), then reordered.
+fn apply_decay(found: &mut [Scored], table: &crate::store::Table, field: &str, decay: &Decay) {
     for s in found.iter_mut() {
-        let factor = table.doc(s.slot).map_or(0.0, |d| decay.factor_of(&d.meta, field));
-        s.score = (f64::from(s.score) * factor) as f32;
+        s.score = table.doc(s.slot).map_or(0.0, |d| decay.apply(f64::from(s.score), &d.meta, field)) as f32;
     }
     found.sort_by(by_score);
 }

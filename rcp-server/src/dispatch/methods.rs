@@ -96,7 +96,7 @@ pub(crate) fn retrieve<T: Retrieve>(
             _ => {
                 let mut res = handler.retrieve(req, ctx.clone()).await?;
                 if let Some(floor) = min_score {
-                    res.hits.retain(|h| h.score >= floor);
+                    res.hits.retain(|h| min_score_scale(h) >= floor);
                 }
                 res
             }
@@ -380,4 +380,10 @@ pub(crate) fn memory_recall<T: Memory>(
     validate::at_least_one("n", p.n)?;
     let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.recall(p, ctx).await?)) }))
+}
+/// The score `minScore` is compared with: the reranker's (`scores.rerank`) when a rerank
+/// stage scored the hit (the funnel's rule, whoever ran the stage: the framework's inline stage
+/// or a handler such as a gateway reranking its fused list), else the hit's `score`.
+fn min_score_scale(hit: &rcp_wire::Hit) -> f64 {
+    hit.scores.as_ref().and_then(|s| s.get("rerank")).copied().unwrap_or(hit.score)
 }

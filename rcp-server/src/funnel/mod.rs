@@ -4,11 +4,11 @@
 //! then runs [`stage`]) and the gateway, which reranks its fused list.
 //!
 //! - [`Funnel::plan`] reads the validated request: no stage for `rerank: false` or a `cursor`
-//!   (a page continues the first-stage list its cursor was minted for); otherwise the recall
-//!   stage keeps `candidateK` candidates (the framework's default `max(k, 100)`, within
-//!   `maxK`), the reranker rescores the top `rerank.topN` of them (default
-//!   [`Funnel::DEFAULT_TOP_N`]: `max(k, 20)`), at most `rerank.maxCandidates`, and the best
-//!   `k` are returned.
+//!   (a page continues the first-stage list its cursor was minted for); otherwise the reranker
+//!   rescores the top `rerank.topN` candidates (default [`Funnel::DEFAULT_TOP_N`]:
+//!   `max(k, 20)`, within the request's `candidateK`), at most `rerank.maxCandidates`, and the
+//!   best `k` are returned. The recall stage keeps the request's `candidateK` candidates when
+//!   it names one, else just the `topN` the reranker rescores.
 //! - [`Funnel::apply`] turns the reranker's scores into the result. By default the stage
 //!   does not trust the reranker alone: each rescored hit's `score` becomes
 //!   `0.5 · reranker + 0.5 · first stage`, both min-max normalised over the rescored hits
@@ -87,8 +87,11 @@ impl Funnel {
             Some(m) => m.as_str().to_owned(),
             None => "recall".to_owned(),
         };
+        // Candidates beyond `top_n` are never rescored and the answer is cut from the rescored
+        // ones, so without an explicit `candidateK` recall fetches just those.
+        let candidates = if params.candidate_k.is_some() { candidate_k.max(top_n) } else { top_n };
         Some(Self {
-            candidates: candidate_k.max(top_n),
+            candidates,
             top_n,
             k,
             method: stage.method.unwrap_or_else(|| default_method.to_owned()),

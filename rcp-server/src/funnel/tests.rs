@@ -12,8 +12,12 @@ fn params(v: serde_json::Value) -> RetrieveParams {
 fn plan_defaults_clamps_and_opt_outs() {
     let p = params(json!({"query": "q", "k": 3}));
     let f = Funnel::plan(&p, 3, 100, "cross-encoder", Some(40)).expect("a stage");
-    // The default depth: the top 20 of the 100 candidates, fused by the convex combination.
-    assert_eq!((f.candidates, f.top_n, f.k, f.method.as_str()), (100, 20, 3, "cross-encoder"));
+    // The default depth: the top 20 candidates, fused by the convex combination; without a
+    // `candidateK` of the request's own, recall fetches just those.
+    assert_eq!((f.candidates, f.top_n, f.k, f.method.as_str()), (20, 20, 3, "cross-encoder"));
+    let asked = params(json!({"query": "q", "k": 3, "candidateK": 100}));
+    let f = Funnel::plan(&asked, 3, 100, "cross-encoder", Some(40)).expect("a stage");
+    assert_eq!((f.candidates, f.top_n), (100, 20), "an explicit candidateK is kept");
     assert_eq!((f.first_stage.as_str(), f.fusion), ("recall", RerankFusion::Convex));
     let f = Funnel::plan(&p, 3, 100, "cross-encoder", Some(15)).expect("a stage");
     assert_eq!(f.top_n, 15, "within maxCandidates");

@@ -83,7 +83,10 @@ impl Pipeline {
     ///
     /// At most `max_in_flight` handlers run at once; up to four times that may wait for a
     /// slot while the reader keeps going (so pings and cancels are still read and answered).
-    /// Past that the reader stops, which pushes back on a sender flooding slow requests.
+    /// Past that the reader stops, which pushes back on a sender flooding slow requests. The
+    /// reader also stops while a request waits for room in a full CPU lane
+    /// ([`Pipeline::lanes_full`]); a cancel or ping sent then is read once the lanes drain
+    /// (a request's deadline still ends it while it waits).
     pub(crate) fn new(dispatcher: Arc<Dispatcher>, queue: FrameQueue) -> Self {
         let max = dispatcher.options.max_in_flight.max(1);
         Self {
