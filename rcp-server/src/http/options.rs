@@ -32,8 +32,9 @@ pub struct RateLimit {
     pub burst: f64,
 }
 
-/// Options of the HTTP transport.
-#[derive(Debug, Clone)]
+/// Options of the HTTP transport. Its `Debug` shows how many bearer tokens there are, never
+/// the tokens.
+#[derive(Clone)]
 pub struct HttpOptions {
     /// Base path (default `/rcp`).
     pub base: String,
@@ -84,6 +85,29 @@ pub struct HttpOptions {
     pub drain_grace: Duration,
 }
 
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("base", &self.base)
+            .field("sessions", &self.sessions)
+            .field("bearer_tokens", &format_args!("[{} redacted]", self.bearer_tokens.len()))
+            .field("tokens", &self.tokens)
+            .field("body_limit", &self.body_limit)
+            .field("max_in_flight_per_client", &self.max_in_flight_per_client)
+            .field("rate_limit", &self.rate_limit)
+            .field("cors_origins", &self.cors_origins)
+            .field("require_session", &self.require_session)
+            .field("max_connections", &self.max_connections)
+            .field("max_connections_per_client", &self.max_connections_per_client)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("ops", &self.ops)
+            .field("metrics_public", &self.metrics_public)
+            .field("drain_grace", &self.drain_grace)
+            .finish()
+    }
+}
+
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
@@ -122,6 +146,13 @@ pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALH
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_shows_a_token() {
+        let opts = HttpOptions { bearer_tokens: vec!["s3cret-token".into()], ..HttpOptions::default() };
+        let shown = format!("{opts:?}");
+        assert!(!shown.contains("s3cret") && shown.contains("[1 redacted]"), "{shown}");
+    }
 
     #[test]
     fn a_client_gets_half_the_cap_unless_told_otherwise() {
