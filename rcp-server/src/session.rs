@@ -10,6 +10,7 @@ use rcp_wire::notifications::LogLevel;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Scopes;
+use crate::exec::Executor;
 use crate::profile::Profile;
 
 /// What a successful `initialize` fixed for the rest of the session (§13.2).
@@ -33,9 +34,10 @@ pub(crate) struct Session {
     id: Option<String>,
     /// Stateless HTTP: implicitly initialised; `initialize` answers idempotently (§5.2).
     stateless: bool,
-    /// One peer on a pipe (stdio, one byte stream): a full CPU lane makes the session's
-    /// requests wait for room, and its transport stop reading, instead of refusing them.
-    piped: bool,
+    /// One peer on a pipe (stdio, one byte stream): the session's waiting handle on the CPU
+    /// pool ([`Executor::waiting`]), so a full lane makes its requests wait for room, and its
+    /// transport stop reading, instead of refusing them.
+    paced: Option<Executor>,
     /// What the caller may do, when a transport authenticated it with scoped credentials;
     /// `None`: everything ([`Scopes::ALL`]).
     restricted: Option<Scopes>,
@@ -49,8 +51,8 @@ impl Session {
 
     /// A new session of the only peer of a pipe: its requests wait for room in a full CPU lane
     /// while the transport stops reading, instead of being refused with `-32011`.
-    pub(crate) fn piped() -> Self {
-        Self { piped: true, ..Self::default() }
+    pub(crate) fn piped(executor: &Executor) -> Self {
+        Self { paced: Some(executor.waiting()), ..Self::default() }
     }
 
     /// This session, limited to what `scopes` allow (§15.6): the caller's credentials decide
@@ -65,9 +67,10 @@ impl Session {
         self.restricted.unwrap_or(Scopes::ALL)
     }
 
-    /// Whether this is a pipe's session ([`Session::piped`]).
-    pub(crate) fn is_piped(&self) -> bool {
-        self.piped
+    /// The executor handle of a pipe's session ([`Session::piped`]): its own jobs wait for
+    /// room, and only they decide whether its transport reads.
+    pub(crate) fn paced(&self) -> Option<&Executor> {
+        self.paced.as_ref()
     }
 
     /// A new session carrying a transport-level session id (HTTP stateful mode).

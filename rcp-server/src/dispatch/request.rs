@@ -82,7 +82,7 @@ pub(super) fn start(
         session_id: session.id().map(str::to_owned),
         meta,
         // A pipe's only peer is paced by its pipe, not refused (see `crate::transport`).
-        executor: if session.is_piped() { dispatcher.executor.waiting() } else { dispatcher.executor.clone() },
+        executor: session.paced().cloned().unwrap_or_else(|| dispatcher.executor.clone()),
     });
     let call = dispatcher.routes.start(m, params, ctx.clone())?;
     let id = id.to_owned();

@@ -169,8 +169,16 @@ impl Drop for Closer {
 pub struct Executor {
     inner: Arc<Inner>,
     _closer: Arc<Closer>,
-    /// Whether a job that finds its lane full waits for room instead of being refused.
-    wait_for_room: bool,
+    /// A waiting handle's own count of its jobs waiting for room ([`Executor::waiting`]);
+    /// `None`: jobs finding their lane full are refused.
+    gauge: Option<Arc<Gauge>>,
+}
+
+/// Jobs of one waiting handle waiting for room, and when they drain.
+#[derive(Default)]
+struct Gauge {
+    waiting: AtomicUsize,
+    drained: Notify,
 }
 
 impl std::fmt::Debug for Executor {
@@ -179,7 +187,7 @@ impl std::fmt::Debug for Executor {
             .field("threads", &self.inner.threads)
             .field("write_slots", &self.inner.write_slots)
             .field("queue", &self.inner.queue)
-            .field("wait_for_room", &self.wait_for_room)
+            .field("wait_for_room", &self.gauge.is_some())
             .finish()
     }
 }
@@ -234,18 +242,23 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// Counts one job waiting for room for as long as it waits.
-struct Waiting<'a>(&'a Inner);
+/// Counts one job waiting for room for as long as it waits: in the pool, and in its handle's
+/// gauge.
+struct Waiting<'a>(&'a Inner, &'a Gauge);
 
 impl<'a> Waiting<'a> {
-    fn enter(inner: &'a Inner) -> Self {
+    fn enter(inner: &'a Inner, gauge: &'a Gauge) -> Self {
         inner.waiting.fetch_add(1, Ordering::SeqCst);
-        Self(inner)
+        gauge.waiting.fetch_add(1, Ordering::SeqCst);
+        Self(inner, gauge)
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
+        if self.1.waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.1.drained.notify_waiters();
+        }
         if self.0.waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.drained.notify_waiters();
         }
@@ -267,31 +280,35 @@ impl Executor {
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
         });
-        Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner, wait_for_room: false }
+        Self { _closer: Arc::new(Closer(Arc::clone(&inner))), inner, gauge: None }
     }
 
     /// A handle on the same pool whose jobs, finding their lane full, wait for room instead of
-    /// being refused with `-32011`. For a transport with one peer, which stops reading while
-    /// any job waits ([`Executor::has_waiting`]): its requests are then all answered, with the
-    /// memory they take bounded by what it has read.
+    /// being refused with `-32011`, counted apart from every other handle's. For a transport
+    /// with one peer, which stops reading while its own jobs wait ([`Executor::has_waiting`]
+    /// on this handle and its clones): its requests are then all answered, with the memory
+    /// they take bounded by what it has read, and another peer's reading is not held up.
     pub fn waiting(&self) -> Self {
-        Self { wait_for_room: true, ..self.clone() }
+        Self { gauge: Some(Arc::new(Gauge::default())), ..self.clone() }
     }
 
     /// Whether jobs of this handle wait for room in a full lane ([`Executor::waiting`]).
     pub fn waits_for_room(&self) -> bool {
-        self.wait_for_room
+        self.gauge.is_some()
     }
 
-    /// Whether any job (of any handle) is waiting for room in a full lane now.
+    /// Whether a job is waiting for room in a full lane now: one of this waiting handle's (and
+    /// its clones'), or, on any other handle, one of any handle's.
     pub fn has_waiting(&self) -> bool {
-        self.inner.waiting.load(Ordering::SeqCst) > 0
+        let waiting = self.gauge.as_ref().map_or(&self.inner.waiting, |g| &g.waiting);
+        waiting.load(Ordering::SeqCst) > 0
     }
 
-    /// Resolves once no job waits for room: the lanes have drained below their bounds.
+    /// Resolves once no job counted by [`Executor::has_waiting`] waits for room.
     pub async fn drained(&self) {
+        let drained_notify = self.gauge.as_ref().map_or(&self.inner.drained, |g| &g.drained);
         loop {
-            let drained = self.inner.drained.notified();
+            let drained = drained_notify.notified();
             let mut drained = std::pin::pin!(drained);
             drained.as_mut().enable();
             if !self.has_waiting() {
@@ -401,13 +418,11 @@ impl Executor {
                     return Ok(id);
                 }
                 Err(Full { task: back, error }) => {
-                    if !self.wait_for_room {
-                        return Err(error);
-                    }
+                    let Some(gauge) = self.gauge.as_deref() else { return Err(error) };
                     task = back;
+                    waiting.get_or_insert_with(|| Waiting::enter(&self.inner, gauge));
                 }
             }
-            waiting.get_or_insert_with(|| Waiting::enter(&self.inner));
             let Some(room) = room.as_pin_mut() else { continue };
             tokio::select! {
                 () = room => {}

@@ -33,6 +33,7 @@ use super::connection::Connection;
 use super::lines::Line;
 use super::queue::FrameQueue;
 use crate::dispatch::{Dispatcher, Processed, error_frame};
+use crate::exec::Executor;
 use crate::handler::BoxFuture;
 use crate::observe::{self, Rejection};
 use crate::session::Session;
@@ -90,7 +91,11 @@ impl Pipeline {
     pub(crate) fn new(dispatcher: Arc<Dispatcher>, queue: FrameQueue) -> Self {
         let max = dispatcher.options.max_in_flight.max(1);
         Self {
-            connection: Connection::new(dispatcher, Arc::new(Session::piped()), queue.outbound()),
+            connection: Connection::new(
+                Arc::clone(&dispatcher),
+                Arc::new(Session::piped(&dispatcher.executor)),
+                queue.outbound(),
+            ),
             queue,
             tracker: TaskTracker::new(),
             running: Arc::new(Semaphore::new(max)),
@@ -107,15 +112,22 @@ impl Pipeline {
         self.connection.dispatcher()
     }
 
-    /// Whether requests wait for room in a full CPU lane: the caller must stop reading until
-    /// [`Pipeline::lanes_drained`] (the pipe's backpressure, instead of `-32011`).
-    pub(crate) fn lanes_full(&self) -> bool {
-        self.dispatcher().executor.has_waiting()
+    /// The session's own executor handle (its requests wait for room in a full lane).
+    fn paced(&self) -> Executor {
+        let session = self.connection.session();
+        session.paced().cloned().unwrap_or_else(|| self.dispatcher().executor.waiting())
     }
 
-    /// Resolves once no request waits for room in a CPU lane.
+    /// Whether this session's requests wait for room in a full CPU lane: the caller must stop
+    /// reading until [`Pipeline::lanes_drained`] (the pipe's backpressure, instead of
+    /// `-32011`). Another session's waiting requests do not stop this one's reading.
+    pub(crate) fn lanes_full(&self) -> bool {
+        self.paced().has_waiting()
+    }
+
+    /// Resolves once none of this session's requests waits for room in a CPU lane.
     pub(crate) fn lanes_drained(&self) -> impl Future<Output = ()> + Send + 'static {
-        let executor = self.dispatcher().executor.clone();
+        let executor = self.paced();
         async move { executor.drained().await }
     }
 
