@@ -25,22 +25,17 @@ pub(crate) enum Step {
 
 /// A path as a reader writes it: `filter.and[0].field`.
 pub(crate) fn dotted(at: &[Step]) -> String {
-    let mut out = String::new();
-    for s in at {
-        match s {
-            Step::Key(k) if out.is_empty() => out.push_str(k),
-            Step::Key(k) => {
-                out.push('.');
-                out.push_str(k);
-            }
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
+    written(at, false)
 }
 
 /// The same path with array positions folded (`filter.and[].field`): the key of one defect.
 pub(crate) fn folded(at: &[Step]) -> String {
+    written(at, true)
+}
+
+/// `at` written with dots between keys and each array position as `[i]`, or `[]` when
+/// `fold_positions`.
+fn written(at: &[Step], fold_positions: bool) -> String {
     let mut out = String::new();
     for s in at {
         match s {
@@ -49,7 +44,8 @@ pub(crate) fn folded(at: &[Step]) -> String {
                 out.push('.');
                 out.push_str(k);
             }
-            Step::Index(_) => out.push_str("[]"),
+            Step::Index(_) if fold_positions => out.push_str("[]"),
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
         }
     }
     out
