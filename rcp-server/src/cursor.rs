@@ -55,8 +55,23 @@ impl Fingerprint {
 
 /// What an engine keeps in a cursor: its position, and the [`Fingerprint`] of the request.
 pub trait CursorState: Serialize + DeserializeOwned {
+    /// The request fields the fingerprint covers, named in the `-32602` a cursor of another
+    /// request gets ("query, filter and k").
+    const REPEAT: &'static str;
+
     /// The fingerprint of the request the cursor was minted for.
     fn fingerprint(&self) -> &str;
+
+    /// The opaque token ([`encode`]).
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    /// The state in `token`, if this server minted it for the request fingerprinted
+    /// `fingerprint` ([`decode`]).
+    fn decode(token: &str, fingerprint: &str) -> Result<Self, RcpError> {
+        decode(token, fingerprint, Self::REPEAT)
+    }
 }
 
 /// The opaque token of `state`.
@@ -94,6 +109,8 @@ mod tests {
     }
 
     impl CursorState for At {
+        const REPEAT: &'static str = "query and k";
+
         fn fingerprint(&self) -> &str {
             &self.fingerprint
         }

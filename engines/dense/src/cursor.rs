@@ -8,8 +8,8 @@
 //! above the key belongs to pages already read and is not shown. Under `mmr` the order is not
 //! a score order, so its pages are cut by the count of hits already returned instead.
 
-use rcp_server::cursor::{self, CursorState, Fingerprint};
-use rcp_wire::{RcpError, RetrieveParams};
+use rcp_server::cursor::{CursorState, Fingerprint};
+use rcp_wire::RetrieveParams;
 use serde::{Deserialize, Serialize};
 
 /// A decoded cursor.
@@ -34,22 +34,14 @@ pub struct Cursor {
 }
 
 impl CursorState for Cursor {
+    const REPEAT: &'static str = "query, filter, minScore, recency, mmr, candidateK and k";
+
     fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
 }
 
 impl Cursor {
-    /// The opaque token ([`cursor::encode`]).
-    pub fn encode(&self) -> String {
-        cursor::encode(self)
-    }
-
-    /// Decodes a token sent back by the client and checks it belongs to this request.
-    pub fn decode(token: &str, fingerprint: &str) -> Result<Self, RcpError> {
-        cursor::decode(token, fingerprint, "query, filter, minScore, recency, mmr, candidateK and k")
-    }
-
     /// Whether a hit `(score, id)` comes after this cursor's key in the ranking order (score
     /// descending, then id ascending).
     pub fn precedes(&self, score: f32, id: &str) -> bool {

@@ -29,6 +29,7 @@ use rcp_corpus::recency::{self, DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
+use rcp_server::cursor::CursorState as _;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@
 //! the versions, and the client starts again from the first page; PostgreSQL keeps no old
 //! snapshots to page through.
 
-use rcp_server::cursor::{self, CursorState, Fingerprint};
+use rcp_server::cursor::{CursorState, Fingerprint};
 use rcp_wire::{Mode, RcpError, RetrieveParams};
 use serde::{Deserialize, Serialize};
 
@@ -26,22 +26,14 @@ pub struct Cursor {
 }
 
 impl CursorState for Cursor {
+    const REPEAT: &'static str = "query, mode, filter, fusion, minScore, recency, candidateK and k";
+
     fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
 }
 
 impl Cursor {
-    /// The opaque token ([`cursor::encode`]).
-    pub fn encode(&self) -> String {
-        cursor::encode(self)
-    }
-
-    /// Decodes and checks a token sent back by the client against this request.
-    pub fn decode(token: &str, fingerprint: &str) -> Result<Self, RcpError> {
-        cursor::decode(token, fingerprint, "query, mode, filter, fusion, minScore, recency, candidateK and k")
-    }
-
     /// Refuses the cursor when the index moved on since the first page.
     pub fn check_version(&self, now: i64) -> Result<(), RcpError> {
         if self.version == now {

@@ -28,6 +28,7 @@ use crate::db::DbError;
 use crate::feedback::PgFeedback;
 use crate::input::{refuse_nul, refuse_nul_in_filter, refuse_nul_in_object};
 use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
+use rcp_server::cursor::CursorState as _;
 
 /// The modes this engine serves (§7.7).
 pub const MODES: [Mode; 3] = [Mode::Hybrid, Mode::Sparse, Mode::Dense];
