@@ -88,11 +88,24 @@ impl Honours {
 
     /// The wire names of the honoured params, as advertised under [`Self::KEY`].
     pub fn names(&self) -> Vec<&'static str> {
-        [(self.recency, "recency"), (self.include_vectors, "includeVectors")]
+        [(self.recency, Self::RECENCY), (self.include_vectors, Self::INCLUDE_VECTORS)]
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
             .collect()
     }
+
+    /// What a list of wire names (as [`Self::names`] writes them, e.g. another server's
+    /// advertisement) declares honoured; unknown names are ignored.
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        names.into_iter().fold(Self::NONE, |h, name| match name {
+            Self::RECENCY => h.with_recency(),
+            Self::INCLUDE_VECTORS => h.with_vectors(),
+            _ => h,
+        })
+    }
+
+    const RECENCY: &'static str = "recency";
+    const INCLUDE_VECTORS: &'static str = "includeVectors";
 }
 
 /// `retrieve`: run the retrieval pipeline and return ranked hits (§7.7).
@@ -363,5 +376,23 @@ impl<T: Catalog> Catalog for Arc<T> {
     }
     fn list(&self, c: RequestContext) -> impl Future<Output = HandlerResult<CatalogListResult>> + Send {
         (**self).list(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Honours;
+
+    #[test]
+    fn honoured_names_read_back_as_written() {
+        for h in [
+            Honours::NONE,
+            Honours::NONE.with_recency(),
+            Honours::NONE.with_vectors(),
+            Honours::NONE.with_recency().with_vectors(),
+        ] {
+            assert_eq!(Honours::from_names(h.names()), h);
+        }
+        assert_eq!(Honours::from_names(["recency", "seed"]), Honours::NONE.with_recency(), "unknown names are ignored");
     }
 }

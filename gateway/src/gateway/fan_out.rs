@@ -225,15 +225,7 @@ impl Retrieve for Gateway {
     /// What every engine honours (`recency`, `includeVectors`) is forwarded to each and kept
     /// through fusion; the rule is the federation's (`federate_retrieve`).
     fn honours(&self) -> Honours {
-        let names = self.retrieval.as_ref().map(|f| f.retrieve.honours()).unwrap_or_default();
-        let mut h = Honours::NONE;
-        if names.contains(&"recency") {
-            h = h.with_recency();
-        }
-        if names.contains(&"includeVectors") {
-            h = h.with_vectors();
-        }
-        h
+        Honours::from_names(self.retrieval.as_ref().map(|f| f.retrieve.honours()).unwrap_or_default())
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
