@@ -51,8 +51,9 @@ impl Session {
 
     /// A new session of the only peer of a pipe: its requests wait for room in a full CPU lane
     /// while the transport stops reading, instead of being refused with `-32011`.
-    pub(crate) fn piped(executor: &Executor) -> Self {
-        Self { paced: Some(executor.waiting()), ..Self::default() }
+    /// `paced` is the session's own waiting handle ([`Executor::waiting`]).
+    pub(crate) fn piped(paced: Executor) -> Self {
+        Self { paced: Some(paced), ..Self::default() }
     }
 
     /// This session, limited to what `scopes` allow (§15.6): the caller's credentials decide

@@ -59,11 +59,6 @@ impl Connection {
     pub(crate) fn dispatcher(&self) -> &Dispatcher {
         &self.dispatcher
     }
-
-    /// The session it serves.
-    pub(crate) fn session(&self) -> &Session {
-        &self.session
-    }
 }
 
 impl fmt::Debug for Connection {

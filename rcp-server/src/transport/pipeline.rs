@@ -62,6 +62,9 @@ pub(crate) enum Admit {
 pub(crate) struct Pipeline {
     /// The session; handlers' progress and log frames go into `queue`.
     connection: Connection,
+    /// The session's own handle on the CPU pool: its requests wait for room in a full lane,
+    /// and while they do this pipeline stops reading.
+    paced: Executor,
     queue: FrameQueue,
     tracker: TaskTracker,
     running: Arc<Semaphore>,
@@ -90,12 +93,10 @@ impl Pipeline {
     /// (a request's deadline still ends it while it waits).
     pub(crate) fn new(dispatcher: Arc<Dispatcher>, queue: FrameQueue) -> Self {
         let max = dispatcher.options.max_in_flight.max(1);
+        let paced = dispatcher.executor.waiting();
         Self {
-            connection: Connection::new(
-                Arc::clone(&dispatcher),
-                Arc::new(Session::piped(&dispatcher.executor)),
-                queue.outbound(),
-            ),
+            paced: paced.clone(),
+            connection: Connection::new(dispatcher, Arc::new(Session::piped(paced)), queue.outbound()),
             queue,
             tracker: TaskTracker::new(),
             running: Arc::new(Semaphore::new(max)),
@@ -112,22 +113,16 @@ impl Pipeline {
         self.connection.dispatcher()
     }
 
-    /// The session's own executor handle (its requests wait for room in a full lane).
-    fn paced(&self) -> Executor {
-        let session = self.connection.session();
-        session.paced().cloned().unwrap_or_else(|| self.dispatcher().executor.waiting())
-    }
-
     /// Whether this session's requests wait for room in a full CPU lane: the caller must stop
     /// reading until [`Pipeline::lanes_drained`] (the pipe's backpressure, instead of
     /// `-32011`). Another session's waiting requests do not stop this one's reading.
     pub(crate) fn lanes_full(&self) -> bool {
-        self.paced().has_waiting()
+        self.paced.has_waiting()
     }
 
     /// Resolves once none of this session's requests waits for room in a CPU lane.
     pub(crate) fn lanes_drained(&self) -> impl Future<Output = ()> + Send + 'static {
-        let executor = self.paced();
+        let executor = self.paced.clone();
         async move { executor.drained().await }
     }
 
