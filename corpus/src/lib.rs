@@ -1,6 +1,9 @@
 //! Corpus input shared by every engine: JSONL documents in the BEIR layout (`_id`/`id`,
 //! `title`, `text`, any other field becomes metadata) and a small built-in demo corpus.
 //!
+//! [`chunking`] splits a document into the sentence-aware windows of `index/add` `chunk:true`
+//! (§7.10), the one chunker of every engine that chunks.
+//!
 //! A [`CorpusDoc`] converts to and from the `index/add` [`Document`] of the spec (§7.10), so an
 //! engine can bulk-load a file with the same code path it uses for live writes.
 //!
@@ -14,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chunking;
 pub mod fields;
 pub mod policy;
 #[cfg(feature = "progress")]

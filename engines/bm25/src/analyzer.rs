@@ -11,8 +11,9 @@ use tantivy::tokenizer::{
 /// The name under which the analyzer is registered in every index this engine opens.
 pub const ANALYZER: &str = "rcp_en";
 
-/// Tokens longer than this (in bytes) are dropped: they are almost always noise (base64, URLs).
-const MAX_TOKEN_BYTES: usize = 64;
+/// Tokens of this many bytes or more are dropped: they are almost always noise (base64, URLs).
+/// The shared chunker's word limit, so word counts and index tokens agree.
+const MAX_TOKEN_BYTES: usize = rcp_corpus::chunking::MAX_WORD_BYTES;
 
 /// Common English function words. Removing them keeps low-information terms out of both the
 /// postings and the queries ("what are the problems of ..." searches for "problem").
@@ -157,16 +158,11 @@ pub fn english() -> TextAnalyzer {
 
 /// The analyzer's word tokens of `text` before stopword removal and stemming, as byte ranges
 /// (`start..end`) in order: the unit in which `tokenBudget` (§7.7.2) and chunk sizes count.
+/// They are [`rcp_corpus::chunking::word_spans`], the words the shared chunker counts: the
+/// analyzer's tokenizer (letter/digit runs, tokens of [`MAX_TOKEN_BYTES`] or more dropped)
+/// splits text the same way (tested below).
 pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut words =
-        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES)).build();
-    let mut out = Vec::new();
-    let mut stream = words.token_stream(text);
-    while stream.advance() {
-        let t = stream.token();
-        out.push((t.offset_from, t.offset_to));
-    }
-    out
+    rcp_corpus::chunking::word_spans(text)
 }
 
 /// `tokenBudget` counts (§7.7.2) with this engine's own analyzer: its word tokens (runs of
@@ -215,5 +211,37 @@ mod tests {
         assert_eq!(word_spans(text), [(0, 3), (4, 8), (10, 12), (13, 19)]);
         assert_eq!(&text[10..12], "é");
         assert_eq!(rcp_server::TokenCounter::count(&WordCounter, "What are the problems?"), 4);
+    }
+
+    /// The analyzer's own tokenizer, before stopwords and stemming: what `word_spans` was before
+    /// it became the shared chunker's.
+    fn tokenizer_spans(text: &str) -> Vec<(usize, usize)> {
+        let mut words =
+            TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES)).build();
+        let mut out = Vec::new();
+        let mut stream = words.token_stream(text);
+        while stream.advance() {
+            let t = stream.token();
+            out.push((t.offset_from, t.offset_to));
+        }
+        out
+    }
+
+    #[test]
+    fn word_spans_are_the_tokenizers_words() {
+        let long = "z".repeat(MAX_TOKEN_BYTES);
+        let almost = "y".repeat(MAX_TOKEN_BYTES - 1);
+        let texts = [
+            String::new(),
+            "The wing, é-heated.".to_owned(),
+            "  ...  ".to_owned(),
+            format!("{long} a {almost} {long}b {almost}"),
+            format!("{almost}é"),
+            "naïve café — ß9 ٣x 漢字かな e\u{301} x\u{200d}y 1,000.5 _under_score O'Brien".to_owned(),
+            "tab\there\nnew\r\nline 🙂emoji🙂 end".to_owned(),
+        ];
+        for t in &texts {
+            assert_eq!(word_spans(t), tokenizer_spans(t), "{t:?}");
+        }
     }
 }

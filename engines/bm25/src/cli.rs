@@ -15,7 +15,6 @@ use rcp_wire::lifecycle::ConformanceLevel;
 use rcp_corpus::policy::NotIndexed;
 
 use crate::analyzer::WordCounter;
-use crate::chunking::ChunkPolicy;
 use crate::engine::{DEFAULT_TITLE_BOOST, Engine, EngineOptions, Rm3, TrustLevel};
 use crate::error::EngineError;
 use crate::integrity::repair::{self, Repair};
@@ -23,6 +22,7 @@ use crate::integrity::{self, DirState};
 use crate::schema::{self, FieldSpec};
 use crate::splade::ScorerArgs;
 use crate::{Bm25, ServiceOptions};
+use rcp_corpus::chunking::ChunkPolicy;
 
 /// A BM25 retrieval engine (tantivy) speaking RCP, the Retrieval Context Protocol.
 ///

@@ -5,8 +5,8 @@
 //!   both documents and queries; queries are tokenized, never parsed as syntax (§15.4).
 //! - [`schema`]: the data-directory layout, the persisted filter-field schema and the tantivy
 //!   schema derived from it.
-//! - [`chunking`]: server-side chunking (§7.10 `chunk:true`): sentence-aware windows with
-//!   overlap, byte offsets into the original text.
+//! - chunking (§7.10 `chunk:true`) is `rcp_corpus::chunking`, shared with rcp-pg: sentence-aware
+//!   windows with overlap, byte offsets into the original text.
 //! - [`filter`]: §8 filter trees compiled to typed tantivy queries.
 //! - [`engine`]: the index, its snapshots (§7.7.1), search with pagination cursors (§10) and
 //!   the durable write paths (§7.10, §7.11).
@@ -45,7 +45,6 @@
 #![forbid(unsafe_code)]
 
 pub mod analyzer;
-pub mod chunking;
 pub mod cli;
 pub mod engine;
 pub mod error;

@@ -1,5 +1,5 @@
 //! The engine on the framework: `retrieve` (§7.7, with `unit` `document` or `chunk`, §7.7.2)
-//! and `index/add` (with `chunk:true`, [`crate::chunking`])/`index/delete` (§7.10, §7.11); `query/transform` is in [`crate::transform`]. Handlers only translate between the protocol and [`Engine`]; blocking tantivy
+//! and `index/add` (with `chunk:true`, [`rcp_corpus::chunking`])/`index/delete` (§7.10, §7.11); `query/transform` is in [`crate::transform`]. Handlers only translate between the protocol and [`Engine`]; blocking tantivy
 //! work runs on the framework's CPU executor (`ctx.run_cpu`: reads in the read lane,
 //! document preparation in the write lane), reads never take the writer lock, and writes are validated
 //! here and then queued for group commit ([`GroupCommit`]): each is answered once the commit
@@ -19,11 +19,11 @@ use rcp_wire::transform::{TransformParams, TransformResult};
 use rcp_wire::{ErrorCode, Hit, Mode, RcpError, RetrieveResult};
 use tantivy::TantivyDocument;
 
-use crate::chunking::ChunkPolicy;
 use crate::engine::{
     Engine, GroupCommit, Hooks, RecencySpec, Rm3, SearchRequest, TrustLevel, Unit, WriteOp, WriteOutcome,
 };
 use crate::error::EngineError;
+use rcp_corpus::chunking::ChunkPolicy;
 
 /// How the engine is exposed over RCP.
 #[derive(Debug, Clone)]

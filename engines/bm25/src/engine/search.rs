@@ -15,10 +15,10 @@ use super::rank::Decay;
 use super::rm3::{self, Rewrite};
 use super::{Engine, MAX_OFFSET, TrustLevel};
 use crate::analyzer;
-use crate::chunking::Chunk;
 use crate::error::EngineError;
 use crate::filter;
 use crate::schema::MetaField;
+use rcp_corpus::chunking::Chunk;
 
 /// How many hits are materialised between cancellation checks and partial-hit frames.
 const CHUNK: usize = 32;

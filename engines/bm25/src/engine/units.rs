@@ -16,8 +16,8 @@ use tantivy::{DocAddress, Searcher, TantivyDocument};
 use super::rank::{Decay, Ranked};
 use super::writes::PARENT;
 use super::{Engine, MAX_OFFSET};
-use crate::chunking::Chunk;
 use crate::error::EngineError;
+use rcp_corpus::chunking::Chunk;
 
 /// How many chunks per wanted document the first ranking pass reads; each later pass reads
 /// this many times more, until enough distinct documents are found or the ranking ends.

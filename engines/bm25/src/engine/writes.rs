@@ -14,9 +14,9 @@ use tantivy::{IndexWriter, TantivyDocument};
 
 use super::group::{CancelFlag, WriteOp, WriteOutcome};
 use super::{Engine, TrustLevel};
-use crate::chunking::{self, Chunk, ChunkPolicy};
 use crate::error::EngineError;
 use crate::schema::{self, MetaField};
+use rcp_corpus::chunking::{self, Chunk, ChunkPolicy};
 
 /// The `role` of a chunked document's parent record.
 pub(crate) const PARENT: &str = "parent";

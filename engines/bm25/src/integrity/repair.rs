@@ -23,10 +23,10 @@ use tantivy::schema::Value as _;
 use tantivy::{Directory, Index, SegmentReader, TantivyDocument};
 
 use super::{Problem, Report, verify};
-use crate::chunking::Chunk;
 use crate::engine::{Engine, EngineOptions, PARENT, Record, TrustLevel};
 use crate::error::EngineError;
 use crate::schema::{self, Config, Fields, INDEX_DIR};
+use rcp_corpus::chunking::Chunk;
 
 /// A segment left out of the rebuilt index, and why.
 #[derive(Debug, Clone)]

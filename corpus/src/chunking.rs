@@ -2,8 +2,12 @@
 //! sentence-aware windows of at most [`ChunkPolicy::max_words`] words, each starting with the
 //! last sentences of the one before (up to [`ChunkPolicy::overlap_words`] words) — the policy of
 //! LlamaIndex's `SentenceSplitter` and LangChain's recursive splitters, with sizes counted in
-//! the analyzer's word tokens ([`crate::analyzer::word_spans`]).
+//! words ([`word_spans`]). One implementation for every engine that chunks (rcp-bm25, rcp-pg),
+//! so a document splits into the same chunks, at the same byte offsets, wherever it is added.
 //!
+//! - **Words** are runs of letters and digits (Unicode `alphanumeric`) shorter than
+//!   [`MAX_WORD_BYTES`] bytes; stopwords count. rcp-bm25's analyzer tokenizes the same way, and
+//!   counts `tokenBudget` with these spans.
 //! - **Sentences** end at `.`, `!` or `?` followed by whitespace, or at a blank line. A
 //!   sentence longer than the window is cut into pieces of `max_words` words at word
 //!   boundaries.
@@ -13,6 +17,36 @@
 //!   inside it is changed.
 //! - Every word of the document is in at least one chunk; a text with no words is one chunk
 //!   covering all of it.
+
+/// Words of this many bytes or more are not words (base64, URLs): they are skipped, neither
+/// counted nor cut at.
+pub const MAX_WORD_BYTES: usize = 64;
+
+/// The words of `text`: byte ranges (`start..end`) of its runs of letters and digits shorter
+/// than [`MAX_WORD_BYTES`] bytes, in order. The unit in which chunk sizes (and rcp-bm25's
+/// `tokenBudget`, §7.7.2) count.
+pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                start = None;
+                if i - s < MAX_WORD_BYTES {
+                    out.push((s, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start
+        && text.len() - s < MAX_WORD_BYTES
+    {
+        out.push((s, text.len()));
+    }
+    out
+}
 
 /// The window sizes of [`chunk`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +84,7 @@ struct Unit {
     words: usize,
 }
 
-/// Splits `text` into chunks under `policy` (see the module docs).
+/// Splits `text` into chunks under `policy` (see the module docs; §7.10 `chunk:true`).
 pub fn chunk(text: &str, policy: ChunkPolicy) -> Vec<Chunk> {
     let max = policy.max_words.max(1);
     let units = units(text, max);
@@ -86,7 +120,7 @@ pub fn chunk(text: &str, policy: ChunkPolicy) -> Vec<Chunk> {
 
 /// The sentences of `text` that hold words, long ones cut into pieces of at most `max` words.
 fn units(text: &str, max: usize) -> Vec<Unit> {
-    let spans = crate::analyzer::word_spans(text);
+    let spans = word_spans(text);
     let mut out = Vec::new();
     let mut w = 0;
     for (start, end) in sentences(text) {
@@ -159,6 +193,17 @@ mod tests {
     }
 
     #[test]
+    fn words_are_letter_and_digit_runs_shorter_than_the_limit() {
+        let text = "The wing, é-heated.";
+        assert_eq!(word_spans(text), [(0, 3), (4, 8), (10, 12), (13, 19)]);
+        let long = "x".repeat(MAX_WORD_BYTES);
+        let text = format!("a {long} b{}", "y".repeat(MAX_WORD_BYTES - 2));
+        assert_eq!(word_spans(&text), [(0, 1), (MAX_WORD_BYTES + 3, 2 * MAX_WORD_BYTES + 2)], "63 bytes is a word");
+        assert_eq!(word_spans(&long), []);
+        assert_eq!(word_spans("ß9 ٣x"), [(0, 3), (4, 7)]);
+    }
+
+    #[test]
     fn sentences_are_packed_into_windows_with_sentence_overlap() {
         let text = "One two three. Four five six.  Seven eight!\n\nNine ten eleven twelve? Thirteen.";
         let got = chunk(text, ChunkPolicy { max_words: 6, overlap_words: 3 });
@@ -195,10 +240,10 @@ mod tests {
         let text = "Alpha beta gamma delta. ".repeat(40);
         for (max, overlap) in [(5, 4), (7, 0), (12, 12), (1, 1)] {
             let got = chunk(&text, ChunkPolicy { max_words: max, overlap_words: overlap });
-            let spans = crate::analyzer::word_spans(&text);
+            let spans = word_spans(&text);
             assert!(spans.iter().all(|&(s, e)| got.iter().any(|c| c.start <= s && e <= c.end)));
             assert!(got.windows(2).all(|w| w[0].start < w[1].start && w[0].end < w[1].end));
-            assert!(got.iter().all(|c| crate::analyzer::word_spans(&text[c.start..c.end]).len() <= max));
+            assert!(got.iter().all(|c| word_spans(&text[c.start..c.end]).len() <= max));
         }
     }
 }
