@@ -286,7 +286,9 @@ impl ServerBuilder {
     /// reranker's and the first-stage scores merged (`rerank.fusion`, default `convex`; `none`
     /// keeps the reranker's), `scores.rerank` and the first-stage score in `scores`,
     /// `usage.candidates` and `usage.reranked`. A request with `rerank: false` is served by
-    /// the handler alone.
+    /// the handler alone. When the request's deadline cannot hold `topN` passages at the cost
+    /// this server has measured for the method, only the best that fit are rescored and the
+    /// rest follow in first-stage order (see [`crate::Funnel`]).
     pub fn rerank_builtin<T: Rerank>(mut self, reranker: T) -> Self {
         let h = Arc::new(reranker);
         self.inline_reranker = Some(stage::erase(Arc::clone(&h)));

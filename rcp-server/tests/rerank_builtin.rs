@@ -208,3 +208,122 @@ async fn funnel_errors() {
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
     assert_eq!(r["error"]["data"]["field"], json!("passages"), "{r}");
 }
+
+/// A reranker that takes 50 ms per passage (one sleep per call) and scores a passage by its
+/// number, like [`ByNumber`], with no `maxCandidates`; `calls` holds how many passages each call
+/// was given.
+#[derive(Clone, Default)]
+struct Slow {
+    calls: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+const PER_PASSAGE: Duration = Duration::from_millis(50);
+
+impl Slow {
+    fn calls(&self) -> Vec<usize> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+impl Rerank for Slow {
+    fn capability(&self) -> RerankCapability {
+        RerankCapability { methods: vec!["cross-encoder".into()], ..Default::default() }
+    }
+
+    async fn rerank(&self, req: RerankRequest, ctx: RequestContext) -> HandlerResult<Vec<f64>> {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(req.passages.len());
+        }
+        let n = u32::try_from(req.passages.len()).unwrap_or(u32::MAX);
+        tokio::time::sleep(PER_PASSAGE * n).await;
+        ByNumber.rerank(req, ctx).await
+    }
+}
+
+async fn slow() -> (Peer, Slow) {
+    let reranker = Slow::default();
+    let (peer, _) =
+        Peer::start(Server::builder("slow", "0").rerank_builtin(reranker.clone()).retrieve(Corpus).build()).await;
+    (peer, reranker)
+}
+
+fn deadline_notes(r: &Value) -> Vec<String> {
+    r["result"]["usage"]["notes"].as_array().map_or_else(Vec::new, |ns| {
+        ns.iter().filter_map(Value::as_str).filter(|n| n.contains("deadline")).map(str::to_owned).collect()
+    })
+}
+
+fn reranked(r: &Value) -> usize {
+    r["result"]["usage"]["reranked"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX)
+}
+
+/// A retrieve of `k` over `topN` 20 by the reranker's order alone, within `deadline_ms`.
+fn within(k: usize, deadline_ms: u64) -> Value {
+    json!({"query": "q", "k": k, "rerank": {"topN": 20, "fusion": "none"}, "_meta": {"deadlineMs": deadline_ms}})
+}
+
+#[tokio::test]
+async fn a_short_deadline_reranks_what_fits() {
+    let (mut p, reranker) = slow().await;
+    // No deadline pressure: all 4 rescored, nothing noted; the server learns ~50 ms a passage.
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"topN": 4, "fusion": "none"}})).await;
+    assert_eq!((ids(&r), reranked(&r)), (vec!["d3".to_owned(), "d2".into(), "d1".into()], 4), "{r}");
+    assert!(deadline_notes(&r).is_empty(), "{r}");
+
+    // 20 passages take 1 s, more than the 800 ms given: without the cut this is -32014. With
+    // it, the best that fit (~13 after the margin) are rescored, and the answer is in time.
+    let started = std::time::Instant::now();
+    let r = p.call("retrieve", within(3, 800)).await;
+    let took = started.elapsed();
+    let n = reranked(&r);
+    assert!((3..20).contains(&n), "{r}");
+    assert!(took < Duration::from_millis(800), "{took:?} {r}");
+    assert_eq!(reranker.calls().last(), Some(&n), "the reranker was given only {n}: {r}");
+    let want: Vec<String> = (n - 3..n).rev().map(|i| format!("d{i}")).collect();
+    assert_eq!(ids(&r), want, "the reranker's best of the {n} rescored: {r}");
+    let notes = deadline_notes(&r);
+    assert!(notes.iter().any(|m| m.starts_with(&format!("reranked {n} of 20 candidates"))), "{r}");
+
+    // 500 ms fit fewer than k = 8 passages (at most 7 after the margin): those are rescored and
+    // the rest of the 8 follow in first-stage order, their `score` below the rescored ones.
+    let r = p.call("retrieve", within(8, 500)).await;
+    let n = reranked(&r);
+    assert!((1..8).contains(&n), "{r}");
+    let mut want: Vec<String> = (0..n).rev().map(|i| format!("d{i}")).collect();
+    want.extend((n..8).map(|i| format!("d{i}")));
+    assert_eq!(ids(&r), want, "{r}");
+    let hits = r["result"]["hits"].as_array().cloned().unwrap_or_default();
+    let rescored: Vec<bool> = hits.iter().map(|h| h["scores"].get("rerank").is_some()).collect();
+    assert_eq!(rescored, (0..8).map(|i| i < n).collect::<Vec<_>>(), "{r}");
+    let scores: Vec<f64> = hits.iter().filter_map(|h| h["score"].as_f64()).collect();
+    assert!(scores.windows(2).all(|w| w[0] > w[1]), "{r}");
+    assert!(!deadline_notes(&r).is_empty(), "{r}");
+
+    // 80 ms fit no passage at all: the reranker is not called, the answer is the first stage's.
+    let calls = reranker.calls().len();
+    let r = p.call("retrieve", within(3, 80)).await;
+    assert_eq!((ids(&r), reranked(&r)), (vec!["d0".to_owned(), "d1".into(), "d2".into()], 0), "{r}");
+    assert_eq!(r["result"]["hits"][0]["score"], json!(30.0), "{r}");
+    assert!(deadline_notes(&r).iter().any(|m| m.starts_with("not reranked")), "{r}");
+    assert_eq!(reranker.calls().len(), calls, "{r}");
+
+    // No pressure again, with an estimate in hand: nothing is cut.
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"topN": 6, "fusion": "none"}})).await;
+    assert_eq!((ids(&r), reranked(&r)), (vec!["d5".to_owned(), "d4".into(), "d3".into()], 6), "{r}");
+    assert!(deadline_notes(&r).is_empty(), "{r}");
+    let r =
+        p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"topN": 6}, "_meta": {"deadlineMs": 3000}})).await;
+    assert_eq!(reranked(&r), 6, "{r}");
+    assert!(deadline_notes(&r).is_empty(), "{r}");
+}
+
+#[tokio::test]
+async fn a_first_call_is_never_cut() {
+    let (mut p, reranker) = slow().await;
+    // No estimate yet: the reranker is given all 10 passages (500 ms) and the 300 ms deadline
+    // passes, as it would without the stage's cut.
+    let r =
+        p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"topN": 10}, "_meta": {"deadlineMs": 300}})).await;
+    assert_eq!(r["error"]["code"], json!(-32014), "{r}");
+    assert_eq!(reranker.calls(), [10], "{r}");
+}

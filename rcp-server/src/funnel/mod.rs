@@ -17,12 +17,25 @@
 //!   alone ranks worse than the list it reranks (`docs/benchmarks.md`). `scores.rerank` holds the
 //!   reranker's score and the first-stage score is kept beside it (`scores.sparse`,
 //!   `scores.dense`, `scores.fusion`); candidates beyond `topN` are dropped (the best `k`
-//!   come from the reranked ones), `minScore` applies on the reranker's scale
-//!   (`scores.rerank`) whatever the fusion, and `usage.candidates` / `usage.reranked` say
-//!   what ran. With `mmr`, the inline stage diversifies the reranked hits (rerank, then
+//!   come from the reranked ones, after a deadline cut also from the rest of the `topN`),
+//!   `minScore` applies on the reranker's scale (`scores.rerank`) whatever the fusion, and
+//!   `usage.candidates` / `usage.reranked` say what ran. With `mmr`, the inline stage diversifies the reranked hits (rerank, then
 //!   diversify, as §3 draws the pipeline) by their vectors, their merged scores min-max
 //!   normalised as MMR's relevance.
+//! - The inline stage fits the rerank to the request's deadline (§13.1, [`deadline`]): the
+//!   server learns what each reranking method costs per passage (a moving average over its
+//!   past calls in this server, one estimator per registered reranker), and when the time left
+//!   after recall, less a margin (25 ms and 15% of it), cannot hold `topN` passages at that
+//!   cost, the reranker scores only the best `n` that fit. The other candidates of the `topN`
+//!   are not dropped: they follow the rescored ones in first-stage order (each `score` just
+//!   below the one before, the first-stage score kept in `scores`, `minScore` judged on that
+//!   score), so `k` hits still come back. When not even one passage fits, the reranker is not
+//!   called and the answer is the first stage's, never an error. `usage.reranked` counts the
+//!   rescored hits and `usage.notes` says what was cut and why ("reranked 12 of 20 candidates
+//!   to meet the deadline (~31 ms per passage); ..."). Before a method's first call there is
+//!   no estimate and nothing is cut; a call the deadline ends teaches a lower bound.
 
+pub(crate) mod deadline;
 pub(crate) mod fusion;
 pub(crate) mod stage;
 
@@ -126,15 +139,23 @@ impl Funnel {
         (head.iter().map(|h| InputItem::Text(h.text.clone().unwrap_or_default())).collect(), missing)
     }
 
-    /// Applies the reranker's `scores` (one per passage of [`Funnel::passages`], in order) to
-    /// the recall stage's `result`: each rescored hit scored by [`Funnel::fusion`] (see
-    /// [`Funnel::fused_scores`]), best first (equal scores keep their first-stage order),
-    /// those whose reranker score is below `min_score` left out, cut to `k`; `usage.reranked`
-    /// set, and `usage.candidates` unless the recall stage counted its own.
+    /// Applies the reranker's `scores` to the recall stage's `result`: one score per passage of
+    /// [`Funnel::passages`], in order, or per passage of a head of them (a deadline cut: the
+    /// reranker had time for only the first `scores.len()`). Each rescored hit is scored by
+    /// [`Funnel::fusion`] (see [`Funnel::fused_scores`]), best first (equal scores keep their
+    /// first-stage order), those whose reranker score is below `min_score` left out. The
+    /// passages not rescored follow in first-stage order, those whose first-stage score is below
+    /// `min_score` left out; when rescored hits precede them, each keeps its first-stage score in
+    /// `scores` and takes a `score` just below the one before it (so `score` still orders the
+    /// list); with no rescored hit the result is the first stage's. The whole is cut to `k`;
+    /// `usage.reranked` set to the rescored count, and `usage.candidates` unless the recall
+    /// stage counted its own.
     pub fn apply(&self, result: &mut RetrieveResult, scores: Vec<f64>, min_score: Option<f64>) {
         let candidates = result.hits.len();
-        let n = scores.len().min(candidates);
-        result.hits.truncate(n);
+        let planned = self.top_n.min(candidates);
+        let n = scores.len().min(planned);
+        result.hits.truncate(planned);
+        let unscored = result.hits.split_off(n);
         let first: Vec<f64> = result.hits.iter().map(|h| h.score).collect();
         let fused = Self::fused_scores(self.fusion, &first, &scores[..n]);
         let mut head: Vec<Hit> = std::mem::take(&mut result.hits)
@@ -161,6 +182,18 @@ impl Funnel {
             ));
         }
         head.truncate(self.k);
+        let room = self.k.saturating_sub(head.len());
+        let mut floor = head.iter().map(|h| h.score).reduce(f64::min);
+        let tail = unscored.into_iter().filter(|h| min_score.is_none_or(|min| h.score >= min)).take(room);
+        for mut hit in tail {
+            if let Some(below) = floor.map(f64::next_down) {
+                let scores = hit.scores.get_or_insert_with(Default::default);
+                scores.entry(self.first_stage.clone()).or_insert(hit.score);
+                hit.score = below;
+                floor = Some(below);
+            }
+            head.push(hit);
+        }
         result.hits = head;
         // The recall stage's own count (an engine's, a gateway's sum over engines) stands.
         usage.candidates.get_or_insert(candidates as u64);

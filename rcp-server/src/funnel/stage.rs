@@ -2,8 +2,9 @@
 //! engine registers a reranker with
 //! [`ServerBuilder::rerank_builtin`](crate::ServerBuilder::rerank_builtin): recall asks the
 //! handler for `candidateK` hits (texts included, `minScore` held back for the reranker's
-//! scale), the registered [`Rerank`] handler scores the top `topN`, and [`Funnel::apply`]
-//! returns the best `k`.
+//! scale), the registered [`Rerank`] handler scores the top `topN` (or, when the request's
+//! deadline cannot fit them at the method's measured cost, the best that fit: see
+//! [`super::deadline`]), and [`Funnel::apply`] returns the best `k`.
 
 use std::sync::Arc;
 
@@ -11,19 +12,37 @@ use rcp_wire::retrieve::RerankOption;
 use rcp_wire::{RcpError, RetrieveResult};
 
 use super::Funnel;
+use super::deadline::{self, RerankCosts};
 use crate::context::RequestContext;
 use crate::handler::{BoxFuture, HandlerResult, Rerank, RerankRequest, Retrieve, RetrieveRequest};
 
-/// A registered reranker, its type erased so that the `retrieve` route does not depend on it.
-pub(crate) type Reranker =
-    Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
+/// A reranker's `rerank` call, its handler's type erased.
+type RerankCall = Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
 
-/// `handler` behind the erased [`Reranker`] type.
+/// A registered reranker, its type erased so that the `retrieve` route does not depend on it,
+/// with what its methods have cost per passage in this server (one estimator per registration,
+/// so per server; clones share it).
+#[derive(Clone)]
+pub(crate) struct Reranker {
+    call: RerankCall,
+    costs: Arc<RerankCosts>,
+}
+
+impl std::fmt::Debug for Reranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reranker").field("costs", &self.costs).finish_non_exhaustive()
+    }
+}
+
+/// `handler` behind the erased [`Reranker`] type, with no cost measured yet.
 pub(crate) fn erase<T: Rerank>(handler: Arc<T>) -> Reranker {
-    Arc::new(move |req, ctx| {
-        let h = Arc::clone(&handler);
-        Box::pin(async move { h.rerank(req, ctx).await })
-    })
+    Reranker {
+        call: Arc::new(move |req, ctx| {
+            let h = Arc::clone(&handler);
+            Box::pin(async move { h.rerank(req, ctx).await })
+        }),
+        costs: Arc::default(),
+    }
 }
 
 /// The funnel of `req` for the session's `rerank` capability, or `None` (no stage: `rerank:
@@ -67,17 +86,47 @@ pub(crate) async fn run<T: Retrieve>(
     req.k = funnel.candidates;
     req.candidate_k = req.candidate_k.max(funnel.candidates);
     let mut res = handler.retrieve(req, ctx.clone()).await?;
-    let (passages, missing) = funnel.passages(&res.hits);
+    let (mut passages, _) = funnel.passages(&res.hits);
+    let planned = passages.len();
+    let cost = reranker.costs.estimate(&funnel.method);
+    let left = ctx.remaining();
+    let n = deadline::affordable(planned, left, cost);
+    passages.truncate(n);
+    if let Some(cost) = cost.filter(|_| n < planned) {
+        let ms = cost.as_secs_f64() * 1e3;
+        res.note(if n == 0 {
+            format!(
+                "not reranked, to meet the deadline: {planned} candidates at ~{ms:.0} ms per passage do not fit \
+                 the {} ms left; first-stage order kept",
+                left.as_millis()
+            )
+        } else {
+            format!(
+                "reranked {n} of {planned} candidates to meet the deadline (~{ms:.0} ms per passage); the rest \
+                 follow in first-stage order"
+            )
+        });
+    }
+    let missing = res.hits.iter().take(n).filter(|h| h.text.is_none()).count();
     if missing > 0 {
         res.note(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
     }
-    let n = passages.len();
     let scores = if n == 0 {
         Vec::new()
     } else {
         let call =
             RerankRequest { query, passages, method: funnel.method.clone(), model: funnel.model.clone(), meta: None };
-        reranker(call, ctx.clone()).await?
+        let timing = reranker.costs.time(&funnel.method, n);
+        match (reranker.call)(call, ctx.clone()).await {
+            Ok(scores) => {
+                timing.finish();
+                scores
+            }
+            Err(e) => {
+                timing.abandon();
+                return Err(e);
+            }
+        }
     };
     if scores.len() != n {
         return Err(RcpError::internal(format!("reranker returned {} scores for {n} passages", scores.len())));

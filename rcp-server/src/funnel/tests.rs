@@ -191,3 +191,62 @@ fn advertise_lists_the_default_first() {
     assert_eq!(cap.rerank_builtin, Some(true));
     assert_eq!(cap.extra[RERANK_FUSION_KEY], json!(["convex", "rrf", "none"]));
 }
+
+/// The funnel of [`inverted_head`] with `k` and `fusion`, `topN` 10.
+fn cut_funnel(k: usize, fusion: &str) -> Funnel {
+    let p = params(json!({"query": "q", "k": k, "mode": "dense", "rerank": {"topN": 10, "fusion": fusion}}));
+    Funnel::plan(&p, k, 10, "cross-encoder", None).expect("a stage")
+}
+
+#[test]
+fn a_cut_head_is_rescored_and_the_rest_follow_in_first_stage_order() {
+    // The reranker had time for 3 of the 10 passages: it prefers d2, then d1, then d0.
+    let f = cut_funnel(5, "none");
+    let (mut res, _) = inverted_head();
+    f.apply(&mut res, vec![0.1, 0.2, 0.3], None);
+    assert_eq!(keys(&res), ["d2", "d1", "d0", "d3", "d4"], "k hits still come back");
+    let rerank: Vec<bool> =
+        res.hits.iter().map(|h| h.scores.as_ref().is_some_and(|s| s.contains_key("rerank"))).collect();
+    assert_eq!(rerank, [true, true, true, false, false], "only the head carries a reranker score");
+    // `score` still orders the list, each unrescored hit just below the one before it.
+    assert!(res.hits.windows(2).all(|w| w[0].score > w[1].score), "{:?}", res.hits);
+    assert!(res.hits[3].score < 0.1 && res.hits[3].score > 0.099, "{}", res.hits[3].score);
+    let kept = res.hits[3].scores.clone().unwrap_or_default();
+    assert_eq!(kept.get("dense"), Some(&7.0), "the first-stage score is kept");
+    let usage = res.usage.unwrap_or_default();
+    assert_eq!((usage.candidates, usage.reranked), (Some(10), Some(3)));
+    // A head of k or more fills the answer by itself.
+    let f = cut_funnel(2, "none");
+    let (mut res, _) = inverted_head();
+    f.apply(&mut res, vec![0.1, 0.2, 0.3], None);
+    assert_eq!(keys(&res), ["d2", "d1"]);
+}
+
+#[test]
+fn with_no_score_the_answer_is_the_first_stage() {
+    for fusion in ["convex", "rrf", "none"] {
+        let f = cut_funnel(3, fusion);
+        let (mut res, _) = inverted_head();
+        f.apply(&mut res, Vec::new(), None);
+        assert_eq!(keys(&res), ["d0", "d1", "d2"], "{fusion}");
+        assert_eq!(res.hits.iter().map(|h| h.score).collect::<Vec<_>>(), [10.0, 9.0, 8.0], "{fusion}");
+        assert!(res.hits.iter().all(|h| h.scores.is_none()), "{fusion}");
+        assert_eq!(res.usage.unwrap_or_default().reranked, Some(0), "{fusion}");
+    }
+}
+
+#[test]
+fn min_score_judges_an_unrescored_hit_on_its_first_stage_score() {
+    let f = cut_funnel(5, "convex");
+    let (mut res, _) = inverted_head();
+    // Reranker scores 0.5 (d0) and 0.3 (d1) against 0.4: d0 stays, d1 goes; the unrescored
+    // d2..d9 score 8..1 in the first stage, all above 0.4, and fill the answer to k.
+    f.apply(&mut res, vec![0.5, 0.3], Some(0.4));
+    assert_eq!(keys(&res), ["d0", "d2", "d3", "d4", "d5"]);
+    // Against 6.5 neither reranker score passes; of the unrescored, d2 (8) and d3 (7) do, and
+    // with no rescored hit before them they keep their first-stage scores.
+    let (mut res, _) = inverted_head();
+    f.apply(&mut res, vec![0.5, 0.3], Some(6.5));
+    assert_eq!(keys(&res), ["d2", "d3"]);
+    assert_eq!(res.hits.iter().map(|h| h.score).collect::<Vec<_>>(), [8.0, 7.0]);
+}
