@@ -54,7 +54,7 @@ enum Command {
         model_dir: Option<PathBuf>,
     },
     /// Embed a JSONL corpus (BEIR layout) into a data directory; unchanged documents are kept.
-    Index(IndexCmd),
+    Index(Box<IndexCmd>),
     /// Serve the index in a data directory, or the built-in demo corpus without one.
     Serve(Box<ServeCmd>),
     /// Salvage a data directory whose write-ahead log is corrupt: keep every record that
@@ -131,6 +131,9 @@ struct IndexCmd {
     /// file, as `rcp-pg index --builtin` does.
     #[arg(long)]
     builtin: bool,
+    #[cfg(feature = "rerank")]
+    #[command(flatten)]
+    colbert: crate::late::ColbertIndexArgs,
 }
 
 #[derive(Debug, Args)]
@@ -172,7 +175,7 @@ impl EngineCli for Cli {
     fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::FetchModel { model_dir } => Ok(rcp_embedder::cli::fetch_model(model_dir, &mut say)?),
-            Command::Index(cmd) => rcp_corpus::policy::exit_if_not_indexed("rcp-dense", index(cmd)),
+            Command::Index(cmd) => rcp_corpus::policy::exit_if_not_indexed("rcp-dense", index(*cmd)),
             Command::Serve(cmd) => serve(*cmd),
             Command::Repair { data_dir } => repair(&data_dir),
             Command::Quarantine(cmd) => Ok(cmd.run(&mut std::io::stdout())?),
@@ -459,6 +462,8 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     ));
     let listed: Vec<String> = fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
     say(&format!("filter fields: {}", if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }));
+    #[cfg(feature = "rerank")]
+    cmd.colbert.run(&store, &cmd.data_dir, &mut say)?;
     Ok(loaded.skipped as u64)
 }
 
@@ -571,8 +576,10 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         builder = builder.graph(DenseGraph::new(engine.clone(), g)).memory(DenseMemory::new(engine, memories));
     }
     let builder = builder.streaming().log().conformance(ConformanceLevel::L2);
+    // ColBERT's matrices live beside the store (those `index --colbert` wrote, and each
+    // document's the first time it is reranked).
     #[cfg(feature = "rerank")]
-    let builder = cmd.rerank.register(builder)?;
+    let (builder, _) = cmd.rerank.register_in(builder, cmd.dir.dir())?;
     let builder = cmd.serve.durable_feedback(builder, cmd.dir.dir())?;
     Ok(cmd.serve.run(builder)?)
 }

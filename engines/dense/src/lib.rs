@@ -33,6 +33,8 @@ pub mod cli;
 pub mod cursor;
 pub mod engine;
 pub mod graph;
+#[cfg(feature = "rerank")]
+mod late;
 pub mod memory;
 pub mod store;
 pub mod wal;

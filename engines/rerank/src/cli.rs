@@ -128,13 +128,14 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         encoder: EncoderOptions { sessions: cmd.encoder_sessions, threads: cmd.threads, ..Default::default() },
         max_candidates: cmd.max_candidates,
         cross_encoder_window: cmd.cross_encoder_window,
+        matrices: None,
     };
     // SPLADE is located before anything loads too, so a missing model is named first.
     let splade_files = cmd
         .sparse_embed
         .then(|| locate(SPLADE_MODEL, cmd.dirs.splade_model_dir.as_ref(), cmd.fetch_model))
         .transpose()?;
-    let Loaded { engine, multi } = models.load()?;
+    let Loaded { engine, multi, .. } = models.load()?;
     let splade =
         splade_files.as_ref().map(|f| rcp_embedder::splade::Splade::load(f, cmd.encoder_sessions)).transpose()?;
     let mut builder =

@@ -21,12 +21,13 @@
 //! depend on its neighbours.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ort::session::Session;
 use rcp_embedder::ModelFiles;
 use tokenizers::Tokenizer;
 
+use crate::matrices::{MatrixStore, QuantisedMatrix};
 use crate::onnx::{self, EncoderError, EncoderOptions};
 
 /// Tokens of a query matrix, markers and `[MASK]` padding included.
@@ -57,6 +58,13 @@ pub struct Matrix {
 }
 
 impl Matrix {
+    /// A matrix of `data`, rows of [`DIMENSION`] floats one after the other.
+    #[cfg(test)]
+    pub(crate) fn from_data(data: Vec<f32>) -> Self {
+        debug_assert_eq!(data.len() % DIMENSION, 0);
+        Self { data }
+    }
+
     /// Rows in the matrix.
     pub fn len(&self) -> usize {
         self.data.len() / DIMENSION
@@ -210,6 +218,69 @@ impl Colbert {
                 return Err(EncoderError::Cancelled);
             }
             Ok(max_sim(&query, &self.encode_one(session, passages[i].as_ref(), Kind::Document)?))
+        })
+    }
+
+    /// The MaxSim of each passage against `query`, like [`Colbert::score`], with the passages'
+    /// matrices taken from `store` when held there (int8, see [`QuantisedMatrix`]): only the
+    /// query and the passages the store lacks are encoded. With `keep`, the matrices encoded
+    /// here are kept in `store` for the next time. Every passage is scored on its quantised
+    /// matrix, held or fresh, so a passage scores the same either way.
+    pub fn score_stored<S: AsRef<str> + Sync>(
+        &self,
+        query: &str,
+        passages: &[S],
+        store: &MatrixStore,
+        keep: bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<f32>, EncoderError> {
+        let Some(query) = self.encode(&[query], Kind::Query, cancelled)?.pop() else {
+            return Err(EncoderError::Output { expected: 1, got: 0 });
+        };
+        let mut matrices: Vec<Option<Arc<QuantisedMatrix>>> = passages.iter().map(|p| store.get(p.as_ref())).collect();
+        let missing: Vec<usize> = (0..passages.len()).filter(|&i| matrices[i].is_none()).collect();
+        let fresh = self.encode_quantised(passages, &missing, cancelled)?;
+        for (i, m) in missing.into_iter().zip(fresh) {
+            if keep && let Err(e) = store.insert(passages[i].as_ref(), m.clone()) {
+                tracing::warn!(error = %e, "a ColBERT matrix could not be stored; it is encoded again next time");
+            }
+            matrices[i] = Some(Arc::new(m));
+        }
+        Ok(matrices.iter().map(|m| m.as_ref().map_or(0.0, |m| m.max_sim(&query))).collect())
+    }
+
+    /// Encodes each of `texts` that `store` does not hold as a document and keeps its matrix
+    /// there (at indexing); how many were encoded. A text repeated in `texts` is encoded once.
+    pub fn store_documents<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        store: &MatrixStore,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<usize, EncoderError> {
+        let mut seen = HashSet::new();
+        let missing: Vec<usize> = (0..texts.len())
+            .filter(|&i| !store.contains(texts[i].as_ref()) && seen.insert(texts[i].as_ref()))
+            .collect();
+        let fresh = self.encode_quantised(texts, &missing, cancelled)?;
+        for (&i, m) in missing.iter().zip(fresh) {
+            store.insert(texts[i].as_ref(), m)?;
+        }
+        Ok(missing.len())
+    }
+
+    /// The quantised document matrices of `texts[i]` for each `i` in `which`, in that order.
+    fn encode_quantised<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        which: &[usize],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<QuantisedMatrix>, EncoderError> {
+        rcp_embedder::sessions::run_jobs(&self.sessions, which.len(), |session, j| {
+            if cancelled() {
+                return Err(EncoderError::Cancelled);
+            }
+            let matrix = self.encode_one(session, texts[which[j]].as_ref(), Kind::Document)?;
+            Ok(QuantisedMatrix::quantise(&matrix))
         })
     }
 

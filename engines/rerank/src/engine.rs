@@ -11,6 +11,7 @@ use rcp_wire::capabilities::RerankCapability;
 
 use crate::colbert::Colbert;
 use crate::cross_encoder::CrossEncoder;
+use crate::matrices::MatrixStore;
 use crate::onnx::EncoderError;
 
 /// The cross-encoder's method name (§7.6).
@@ -24,8 +25,9 @@ pub const COLBERT_METHOD: &str = "colbert";
 pub enum Reranker {
     /// The cross-encoder: one logit per (query, passage) pair.
     CrossEncoder(Arc<CrossEncoder>),
-    /// ColBERT: MaxSim of the query's and the passage's token matrices.
-    Colbert(Arc<Colbert>),
+    /// ColBERT: MaxSim of the query's and the passage's token matrices, the passages'
+    /// matrices taken from a store when one is given ([`MatrixStore`]).
+    Colbert(Arc<Colbert>, Option<Arc<MatrixStore>>),
 }
 
 impl Reranker {
@@ -33,20 +35,23 @@ impl Reranker {
     pub fn method(&self) -> &'static str {
         match self {
             Self::CrossEncoder(_) => METHOD,
-            Self::Colbert(_) => COLBERT_METHOD,
+            Self::Colbert(..) => COLBERT_METHOD,
         }
     }
 
-    /// One score per passage, in order (blocking CPU work).
+    /// One score per passage, in order (blocking CPU work). With `keep`, ColBERT keeps the
+    /// matrices it had to encode in its store.
     fn score(
         &self,
         query: &str,
         passages: &[String],
+        keep: bool,
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<f32>, EncoderError> {
         match self {
             Self::CrossEncoder(m) => m.score(query, passages, cancelled),
-            Self::Colbert(m) => m.score(query, passages, cancelled),
+            Self::Colbert(m, None) => m.score(query, passages, cancelled),
+            Self::Colbert(m, Some(store)) => m.score_stored(query, passages, store, keep, cancelled),
         }
     }
 }
@@ -105,12 +110,16 @@ impl Rerank for RerankEngine {
                 format!("model '{model}' not offered for method '{}'; offered: {}", req.method, offered.identity),
             ));
         }
+        // Matrices are kept only for the engine's own documents (the inline stage of
+        // `retrieve`), so a peer's `rerank` passages never grow the store.
+        let keep = ctx.method() == "retrieve";
         let query = req.query.text();
         let passages: Vec<String> = req.passages.iter().map(|p| p.text().to_owned()).collect();
         let reranker = offered.reranker.clone();
         let task_ctx = ctx.clone();
-        let scores =
-            ctx.run_cpu(Lane::Read, move || reranker.score(&query, &passages, &|| task_ctx.is_cancelled())).await?;
+        let scores = ctx
+            .run_cpu(Lane::Read, move || reranker.score(&query, &passages, keep, &|| task_ctx.is_cancelled()))
+            .await?;
         scores.map(|s| s.into_iter().map(f64::from).collect()).map_err(encoder_error)
     }
 }

@@ -3,7 +3,7 @@
 //! cross-encoder|colbert`) and calls [`RerankArgs::register`], which hands the loaded models
 //! to [`ServerBuilder::rerank_builtin`] (the framework's funnel, §3.3, §7.7).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,10 +11,14 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rcp_server::ServerBuilder;
 
+use crate::matrices::MatrixStore;
 use crate::{
     COLBERT_MODEL, Colbert, CrossEncoder, EncoderOptions, EngineOptions, MODEL, MultiVectorEngine, Offered,
     RerankEngine, Reranker,
 };
+
+/// The matrix file's name in an engine's data directory.
+pub const MATRIX_FILE: &str = "colbert-matrices";
 
 /// A `rerank` method the models serve (§7.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -43,6 +47,43 @@ pub struct Models {
     /// The cross-encoder's window in tokens (query and passage; see
     /// [`CrossEncoder::load_window`]).
     pub cross_encoder_window: usize,
+    /// Where ColBERT keeps document matrices (`None`: it encodes every passage it scores).
+    pub matrices: Option<MatrixHome>,
+}
+
+/// Where ColBERT keeps the document matrices it encodes ([`MatrixStore`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatrixHome {
+    /// A matrix file, created if absent.
+    File(PathBuf),
+    /// Memory, up to this many bytes of matrices.
+    Memory(u64),
+}
+
+impl MatrixHome {
+    /// Opens the store (a file's damaged tail is cut off and reported).
+    pub fn open(&self) -> anyhow::Result<MatrixStore> {
+        match self {
+            Self::Memory(limit) => Ok(MatrixStore::in_memory(*limit)),
+            Self::File(path) => {
+                let (store, report) = MatrixStore::open(path, COLBERT_MODEL.identity)?;
+                if report.dropped_bytes > 0 {
+                    tracing::warn!(
+                        file = %path.display(),
+                        dropped_bytes = report.dropped_bytes,
+                        "cut off a damaged or torn tail of the ColBERT matrix file (its matrices are encoded again when needed)"
+                    );
+                }
+                tracing::info!(
+                    file = %path.display(),
+                    matrices = report.matrices,
+                    bytes = store.bytes(),
+                    "ColBERT matrix store opened"
+                );
+                Ok(store)
+            }
+        }
+    }
 }
 
 /// The loaded models: the `rerank` handler, and ColBERT's `embed/multi` handler when ColBERT
@@ -53,6 +94,18 @@ pub struct Loaded {
     pub engine: RerankEngine,
     /// ColBERT's token matrices (`multiVector`), when ColBERT is loaded.
     pub multi: Option<MultiVectorEngine>,
+    /// ColBERT and its matrix store, when both are loaded.
+    pub matrices: Option<StoredColbert>,
+}
+
+/// ColBERT with its matrix store: an engine encodes the documents it indexes into the store
+/// with [`Colbert::store_documents`].
+#[derive(Debug, Clone)]
+pub struct StoredColbert {
+    /// The model.
+    pub model: Arc<Colbert>,
+    /// Its document matrices.
+    pub store: Arc<MatrixStore>,
 }
 
 fn say(msg: &str) {
@@ -93,6 +146,10 @@ impl Models {
             (ce.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), cb)
         });
         let (cross_encoder, colbert) = (cross_encoder?.map(Arc::new), colbert?.map(Arc::new));
+        let store = match (&colbert, &self.matrices) {
+            (Some(_), Some(home)) => Some(Arc::new(home.open()?)),
+            _ => None,
+        };
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, methods = ?self.methods, "reranking models loaded");
         let mut offered = Vec::new();
         let methods = self.methods.iter().enumerate().filter(|(i, m)| !self.methods[..*i].contains(m));
@@ -103,18 +160,24 @@ impl Models {
                         .clone()
                         .map(|m| Offered { reranker: Reranker::CrossEncoder(m), identity: MODEL.identity.to_owned() }),
                 ),
-                Method::Colbert => {
-                    offered.extend(colbert.clone().map(|m| Offered {
-                        reranker: Reranker::Colbert(m),
-                        identity: COLBERT_MODEL.identity.to_owned(),
-                    }))
-                }
+                Method::Colbert => offered.extend(colbert.clone().map(|m| Offered {
+                    reranker: Reranker::Colbert(m, store.clone()),
+                    identity: COLBERT_MODEL.identity.to_owned(),
+                })),
             }
         }
+        let matrices = colbert.clone().zip(store).map(|(model, store)| StoredColbert { model, store });
         let multi = colbert.map(|m| MultiVectorEngine::new(m, COLBERT_MODEL.identity.to_owned()));
         let engine = RerankEngine::new(offered, EngineOptions { max_candidates: self.max_candidates.max(1) });
-        Ok(Loaded { engine, multi })
+        Ok(Loaded { engine, multi, matrices })
     }
+}
+
+/// Loads ColBERT alone (for an engine's indexing to fill a matrix store), from `dir` (default
+/// its own), provisioning it first with `fetch`.
+pub fn load_colbert(dir: Option<&PathBuf>, fetch: bool) -> anyhow::Result<Arc<Colbert>> {
+    let files = locate(COLBERT_MODEL, dir, fetch)?;
+    Ok(Arc::new(Colbert::load(&files, EncoderOptions::default())?))
 }
 
 /// The flags of an engine's `serve` that switch on reranking inside `retrieve`.
@@ -142,6 +205,15 @@ pub struct RerankArgs {
     /// (64 to 512), the end of the passage dropped first.
     #[arg(long, value_name = "TOKENS", default_value_t = crate::cross_encoder::MAX_LENGTH)]
     pub rerank_window: usize,
+    /// Keep ColBERT's document matrices (int8, 388 bytes a token) in FILE: each document is
+    /// encoded once, at indexing or at its first rerank, and a rerank encodes only the query
+    /// [default: DATA_DIR/colbert-matrices with --data-dir, else in memory].
+    #[arg(long, value_name = "FILE")]
+    pub colbert_store: Option<PathBuf>,
+    /// Most MiB of ColBERT matrices kept in memory when there is no matrix file; documents
+    /// past it are encoded at every rerank.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub colbert_store_memory: u64,
 }
 
 impl RerankArgs {
@@ -150,9 +222,26 @@ impl RerankArgs {
     /// ColBERT's `embed/multi`. Without `--rerank`, `builder` unchanged. A missing model is
     /// refused, naming the commands that provision it.
     pub fn register(&self, builder: ServerBuilder) -> anyhow::Result<ServerBuilder> {
+        Ok(self.register_in(builder, None)?.0)
+    }
+
+    /// [`RerankArgs::register`] for an engine with a data directory: ColBERT's matrices are
+    /// kept in `DATA_DIR/colbert-matrices` unless `--colbert-store` names another file
+    /// (without either, in memory). Also returns ColBERT and its store, for the engine to
+    /// encode the documents it indexes ([`Loaded::matrices`]).
+    pub fn register_in(
+        &self,
+        builder: ServerBuilder,
+        data_dir: Option<&Path>,
+    ) -> anyhow::Result<(ServerBuilder, Option<StoredColbert>)> {
         if self.methods.is_empty() {
-            return Ok(builder);
+            return Ok((builder, None));
         }
+        let matrices = match (&self.colbert_store, data_dir) {
+            (Some(file), _) => MatrixHome::File(file.clone()),
+            (None, Some(dir)) => MatrixHome::File(dir.join(MATRIX_FILE)),
+            (None, None) => MatrixHome::Memory(self.colbert_store_memory.saturating_mul(1 << 20)),
+        };
         let models = Models {
             methods: self.methods.clone(),
             model_dir: self.rerank_model_dir.clone(),
@@ -161,15 +250,17 @@ impl RerankArgs {
             encoder: EncoderOptions::default(),
             max_candidates: self.rerank_max_candidates,
             cross_encoder_window: self.rerank_window,
+            matrices: Some(matrices),
         };
         let loaded = models.load().context(
             "--rerank: the reranking models could not be loaded (provision them with `rcp-rerank fetch-model`, or \
              start with --rerank-fetch-model)",
         )?;
         let builder = builder.rerank_builtin(loaded.engine);
-        Ok(match loaded.multi {
+        let builder = match loaded.multi {
             Some(multi) => builder.multi_vector(multi),
             None => builder,
-        })
+        };
+        Ok((builder, loaded.matrices))
     }
 }

@@ -48,6 +48,9 @@ pub enum EncoderError {
     /// The caller stopped the run between texts.
     #[error("cancelled between texts")]
     Cancelled,
+    /// A ColBERT matrix could not be kept in its store.
+    #[error("storing a ColBERT matrix")]
+    Store(#[from] crate::matrices::MatrixStoreError),
 }
 
 /// Tunables of a model's sessions.

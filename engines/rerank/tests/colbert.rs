@@ -115,3 +115,42 @@ fn cancellation_stops_between_texts() {
     let err = colbert().score("q", &["a", "b"], &|| true).unwrap_err();
     assert!(matches!(err, EncoderError::Cancelled), "{err}");
 }
+
+#[test]
+fn stored_matrices_score_like_encoded_ones_and_spare_the_encoding() {
+    use rcp_rerank::MatrixStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("colbert-matrices");
+    let passages = [PARIS, "The Eiffel Tower was completed in 1889.", "Rome is the capital of Italy.", PARIS];
+    let exact = colbert().score(Q, &passages, &|| false).unwrap();
+    {
+        let (store, _) = MatrixStore::open(&path, COLBERT_MODEL.identity).unwrap();
+        // At indexing: each distinct text encoded once.
+        assert_eq!(colbert().store_documents(&passages, &store, &|| false).unwrap(), 3);
+        assert_eq!(colbert().store_documents(&passages, &store, &|| false).unwrap(), 0);
+        store.sync().unwrap();
+    }
+    let (store, report) = MatrixStore::open(&path, COLBERT_MODEL.identity).unwrap();
+    assert_eq!(report.matrices, 3);
+    // The rows of the stored PARIS matrix are those Python counts (13), 388 bytes each.
+    assert_eq!(store.get(PARIS).unwrap().len(), 13);
+    let stored = colbert().score_stored(Q, &passages, &store, false, &|| false).unwrap();
+    // int8 rows: each of the 32 cosines within ~0.002, the sum within 0.05 of the float MaxSim,
+    // and the order kept.
+    assert!(close(&stored, &exact, 0.05), "{stored:?} vs {exact:?}");
+    let order = |s: &[f32]| {
+        let mut o: Vec<usize> = (0..3).collect();
+        o.sort_by(|&a, &b| s[b].total_cmp(&s[a]));
+        o
+    };
+    assert_eq!(order(&stored), order(&exact));
+    assert_eq!(stored[0], stored[3]);
+    // A passage the store lacks is encoded, scored alike, and kept only when asked.
+    let other = ["Berlin is the capital of Germany."];
+    let fresh = colbert().score_stored(Q, &other, &store, false, &|| false).unwrap();
+    assert!(!store.contains(other[0]));
+    let kept = colbert().score_stored(Q, &other, &store, true, &|| false).unwrap();
+    assert!(store.contains(other[0]));
+    assert_eq!(fresh, kept);
+    assert_eq!(colbert().score_stored(Q, &other, &store, false, &|| false).unwrap(), kept);
+}

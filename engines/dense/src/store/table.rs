@@ -77,6 +77,11 @@ impl Table {
         self.by_id.get(id, &self.docs).filter(|&s| self.docs.get(s).is_some_and(Option::is_some))
     }
 
+    /// The live documents, in slot order.
+    pub fn documents(&self) -> impl Iterator<Item = &StoredDoc> {
+        self.docs.iter().flatten()
+    }
+
     /// The document in a slot (`None` for a tombstone).
     pub fn doc(&self, slot: usize) -> Option<&StoredDoc> {
         self.docs.get(slot).and_then(Option::as_ref)
