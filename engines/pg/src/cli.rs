@@ -31,6 +31,7 @@ use crate::feedback::PgFeedback;
 use crate::migrate::{HnswParams, migrate};
 use crate::store::NewDoc;
 use crate::{Database, DbError, PgEngine, PgOptions, PoolOptions, Store};
+use rcp_corpus::chunking::ChunkPolicy;
 
 #[derive(Debug, Parser)]
 /// The `rcp-pg` command line.
@@ -159,6 +160,12 @@ struct ServeCmd {
     /// `embed.batchLimit`.
     #[arg(long, default_value_t = PgOptions::default().batch_limit)]
     batch_limit: u32,
+    /// `index/add` `chunk:true`: most words in one chunk (sentence-aware windows).
+    #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().max_words as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    chunk_words: u32,
+    /// `index/add` `chunk:true`: most words a chunk repeats from the one before.
+    #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().overlap_words as u32)]
+    chunk_overlap: u32,
     #[command(flatten)]
     model: ModelArgs,
     #[cfg(feature = "rerank")]
@@ -387,6 +394,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         batch_limit: cmd.batch_limit,
         ef_search: cmd.ef_search,
         default_mode: rcp_wire::Mode::from(cmd.default_mode),
+        chunking: ChunkPolicy { max_words: cmd.chunk_words as usize, overlap_words: cmd.chunk_overlap as usize },
         ..PgOptions::default()
     };
     let status = PgStatus::start(store.clone(), &runtime);

@@ -2,7 +2,7 @@
 //! version the first page was ranked on, and a fingerprint of the request.
 //!
 //! Pages are stable or refused: a cursor is only accepted for the same request (query, mode,
-//! filter, fusion, k) and only while the index is at the version it was issued on. Another
+//! unit, filter, fusion, k) and only while the index is at the version it was issued on. Another
 //! write in between (from this process or any other) makes it `-32602` naming `cursor`, with
 //! the versions, and the client starts again from the first page; PostgreSQL keeps no old
 //! snapshots to page through.
@@ -26,7 +26,7 @@ pub struct Cursor {
 }
 
 impl CursorState for Cursor {
-    const REPEAT: &'static str = "query, mode, filter, fusion, minScore, recency, candidateK and k";
+    const REPEAT: &'static str = "query, mode, unit, filter, fusion, minScore, recency, candidateK and k";
 
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -53,7 +53,8 @@ impl Cursor {
 /// and the fields that only change what each hit carries.
 pub fn fingerprint(params: &RetrieveParams, mode: &Mode, k: usize) -> String {
     let fusion = params.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()).unwrap_or_default();
-    Fingerprint::of_request(params, k).part(mode.as_str()).part(fusion).finish()
+    let unit = crate::query::Unit::of(params.unit.as_deref());
+    Fingerprint::of_request(params, k).part(mode.as_str()).part(unit.as_str()).part(fusion).finish()
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //!   mapping of outages to `-32010` with `retryAfterMs`;
 //! - [`migrate`]: versioned schema migrations compiled in from `migrations/`;
 //! - [`store`]: BM25 in SQL over a GIN-indexed `tsvector`, cosine over pgvector's HNSW, both
-//!   lists in one round trip, and writes as one transaction each;
+//!   lists in one round trip, and writes as one transaction each, a chunked document's chunks
+//!   (§7.10 `chunk: true`, [`rcp_corpus::chunking`]) with it;
+//! - [`query`]: the search statement, over whole documents and chunks in the requested unit
+//!   (§7.7.2: one hit per chunk, or per document scored by its best chunk);
 //! - [`filter`]: §8 filters compiled to parameterised SQL over the JSONB metadata;
 //! - [`input`]: client input PostgreSQL would refuse (U+0000, more than 65,535 bind
 //!   parameters), refused first as `-32602` naming the field;
@@ -43,6 +46,7 @@ pub mod filter;
 pub mod input;
 pub mod local;
 pub mod migrate;
+pub mod query;
 pub mod service;
 pub mod store;
 

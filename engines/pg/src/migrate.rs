@@ -3,8 +3,9 @@
 //! [`migrate`] applies the missing ones in order, each in its own transaction, under an
 //! advisory lock, so processes starting together over one database migrate it exactly once.
 //! A database migrated by a newer binary is refused rather than served with a schema this
-//! binary does not know. The HNSW index is built after the migrations with the configured
-//! `m`/`ef_construction` (integers, checked) when it does not exist yet.
+//! binary does not know. The HNSW indexes (documents' and chunks' vectors) are built after the
+//! migrations with the configured `m`/`ef_construction` (integers, checked) when they do not
+//! exist yet.
 
 use tokio_postgres::Client;
 
@@ -15,7 +16,12 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "postings", include_str!("../migrations/0002_postings.sql")),
     (3, "feedback", include_str!("../migrations/0003_feedback.sql")),
+    (4, "chunks", include_str!("../migrations/0004_chunks.sql")),
 ];
+
+/// The HNSW indexes [`migrate`] builds, as (table, index): whole documents' and chunks' vectors.
+const HNSW_INDEXES: [(&str, &str); 2] =
+    [("rcp_documents", "rcp_documents_embedding"), ("rcp_chunks", "rcp_chunks_embedding")];
 
 /// The schema version this binary serves.
 pub fn latest() -> i32 {
@@ -45,11 +51,11 @@ impl Default for HnswParams {
 pub struct MigrateReport {
     /// Versions applied now.
     pub applied: Vec<i32>,
-    /// Whether the HNSW index was created now.
+    /// Whether an HNSW index (of documents or of chunks) was created now.
     pub created_hnsw: bool,
 }
 
-/// Brings the schema to [`latest`] and makes sure the HNSW index exists.
+/// Brings the schema to [`latest`] and makes sure the HNSW indexes exist.
 pub async fn migrate(client: &mut Client, hnsw: HnswParams) -> Result<MigrateReport, DbError> {
     if !(2..=100).contains(&hnsw.m) || !(4..=1000).contains(&hnsw.ef_construction) || hnsw.ef_construction < 2 * hnsw.m
     {
@@ -86,22 +92,22 @@ pub async fn migrate(client: &mut Client, hnsw: HnswParams) -> Result<MigrateRep
         tx.execute("INSERT INTO rcp_migrations (version, name) VALUES ($1, $2)", &[&version, &name]).await?;
         report.applied.push(version);
     }
-    let has_index = tx
-        .query_opt(
-            "SELECT 1 FROM pg_indexes WHERE tablename = 'rcp_documents' AND indexname = 'rcp_documents_embedding'",
-            &[],
-        )
-        .await?
-        .is_some();
-    if !has_index {
-        // DDL takes no bind parameters; both values are range-checked integers above.
-        tx.batch_execute(&format!(
-            "CREATE INDEX rcp_documents_embedding ON rcp_documents USING hnsw (embedding vector_cosine_ops) \
-             WITH (m = {}, ef_construction = {})",
-            hnsw.m, hnsw.ef_construction
-        ))
-        .await?;
-        report.created_hnsw = true;
+    for (table, index) in HNSW_INDEXES {
+        let has_index = tx
+            .query_opt("SELECT 1 FROM pg_indexes WHERE tablename = $1 AND indexname = $2", &[&table, &index])
+            .await?
+            .is_some();
+        if !has_index {
+            // DDL takes no bind parameters: the names are constants, both values range-checked
+            // integers above.
+            tx.batch_execute(&format!(
+                "CREATE INDEX {index} ON {table} USING hnsw (embedding vector_cosine_ops) \
+                 WITH (m = {}, ef_construction = {})",
+                hnsw.m, hnsw.ef_construction
+            ))
+            .await?;
+            report.created_hnsw = true;
+        }
     }
     tx.commit().await?;
     Ok(report)

@@ -1,5 +1,6 @@
 //! The RCP face of the store: `retrieve` in `sparse`, `dense` and `hybrid` modes (§7.7, fusion
-//! of §16.3 inside one engine), `embed` (§7.3) and `index/add`/`index/delete` (§7.10, §7.11).
+//! of §16.3 inside one engine) and in `unit` `document` or `chunk` (§7.7.2), `embed` (§7.3) and
+//! `index/add` (with `chunk: true`)/`index/delete` (§7.10, §7.11).
 //! Handlers translate between the protocol and [`Store`]; the encoder runs on the framework's
 //! CPU executor, SQL runs on the async runtime.
 
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rcp_corpus::CorpusDoc;
+use rcp_corpus::chunking::{Chunk, ChunkPolicy};
 use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
@@ -19,7 +21,7 @@ use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapabilit
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_wire::retrieve::{Citation, Usage, WireVector};
+use rcp_wire::retrieve::{ChunkRef, Citation, Usage, WireVector};
 use rcp_wire::{Hit, Mode, RcpError, RequestId, RetrieveResult};
 use serde_json::{Value, json};
 
@@ -27,7 +29,7 @@ use crate::cursor::{Cursor, fingerprint};
 use crate::db::DbError;
 use crate::feedback::PgFeedback;
 use crate::input::{refuse_nul, refuse_nul_in_filter, refuse_nul_in_object};
-use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store};
+use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store, Unit};
 use rcp_server::cursor::CursorState as _;
 
 /// The modes this engine serves (§7.7).
@@ -50,6 +52,8 @@ pub struct PgOptions {
     pub source: String,
     /// `retrieve.defaultMode`: the mode of a request that names none (one of [`MODES`]).
     pub default_mode: Mode,
+    /// The chunk sizes of `index/add` `chunk: true` (§7.10).
+    pub chunking: ChunkPolicy,
 }
 
 impl Default for PgOptions {
@@ -61,6 +65,7 @@ impl Default for PgOptions {
             ef_search: 64,
             source: "rcp-pg".to_owned(),
             default_mode: Mode::Hybrid,
+            chunking: ChunkPolicy::default(),
         }
     }
 }
@@ -122,7 +127,7 @@ impl Retrieve for PgEngine {
             modes: Some(MODES.to_vec()),
             default_mode: Some(self.options.default_mode.clone()),
             fusion: Some(FUSION_METHODS.iter().map(|m| (*m).to_owned()).collect()),
-            units: Some(vec!["document".into()]),
+            units: Some(vec![Unit::Document.as_str().into(), Unit::Chunk.as_str().into()]),
             deterministic: Some(true),
             confidence: Some(true),
             // The scale depends on the mode (x-scoreScales); the floor holds for all of them:
@@ -169,6 +174,7 @@ impl Retrieve for PgEngine {
             Mode::Dense => Lists::Dense,
             _ => Lists::Both,
         };
+        let unit = Unit::of(p.unit.as_deref());
         let print = fingerprint(p, &mode, req.k);
         let cursor = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
         let offset = cursor.as_ref().map_or(0, |c| c.offset);
@@ -198,6 +204,7 @@ impl Retrieve for PgEngine {
             limit,
             ef_search: self.options.ef_search.max(req.candidate_k),
             with_vectors: p.include_vectors == Some(true),
+            unit,
         };
         let ranked = self.store.search(&search).await.map_err(db_error)?;
         if let Some(c) = &cursor {
@@ -218,7 +225,7 @@ impl Retrieve for PgEngine {
         }
         if let Some(f) = &self.feedback {
             let barred = f.quarantined().await.map_err(db_error)?;
-            ordered.retain(|(found, _)| !barred.contains(&found.id));
+            ordered.retain(|(found, _)| !quarantined(found, &barred));
         }
         if let Some(min) = p.min_score {
             ordered.retain(|(_, score)| *score >= min);
@@ -228,7 +235,7 @@ impl Retrieve for PgEngine {
             .into_iter()
             .skip(offset)
             .take(req.k)
-            .map(|(found, score)| self.hit(found, score, &mode, p.include_text != Some(false)))
+            .map(|(found, score)| self.hit(found, score, &mode, unit, p.include_text != Some(false)))
             .collect();
         let next_cursor =
             more.then(|| Cursor { offset: page_end, version: ranked.version, fingerprint: print }.encode());
@@ -245,6 +252,12 @@ impl Retrieve for PgEngine {
             ..Default::default()
         })
     }
+}
+
+/// Whether the quarantine leaves `found` out: its hit id is quarantined, or its document's (a
+/// chunk of a quarantined document goes with it), as the framework's rule for hits has it.
+fn quarantined(found: &Found, barred: &std::collections::HashSet<String>) -> bool {
+    barred.contains(&found.id) || (found.chunk.is_some() && barred.contains(&found.hit_id()))
 }
 
 /// `recency` (§7.7): each score multiplied by the decay of its document's date ([`Decay`], the
@@ -278,7 +291,7 @@ fn hybrid<'a>(
     };
     let weight = |name: &str| fusion.and_then(|f| f.weights.as_ref()).and_then(|w| w.get(name).copied()).unwrap_or(1.0);
     let as_hits = |list: &[Found], score: fn(&Found) -> Option<f64>| -> Vec<Hit> {
-        list.iter().map(|f| Hit::new(f.id.as_str(), score(f).unwrap_or(0.0))).collect()
+        list.iter().map(|f| Hit::new(f.key().as_str(), score(f).unwrap_or(0.0))).collect()
     };
     let lists = [
         EngineList::new(Mode::Sparse.as_str(), as_hits(&ranked.sparse, |f| f.bm25))
@@ -291,10 +304,10 @@ fn hybrid<'a>(
     let total = ranked.sparse.len() + ranked.dense.len();
     let fused = fuse(&lists, &method, total)?;
     // The fused order, mapped back to the rows (the richer row: the sparse one also carries
-    // the cosine, the dense one lacks BM25 only when the document was not a sparse candidate).
-    let mut rows: HashMap<&str, &Found> = ranked.dense.iter().map(|f| (f.id.as_str(), f)).collect();
+    // the cosine, the dense one lacks BM25 only when the row was not a sparse candidate).
+    let mut rows: HashMap<String, &Found> = ranked.dense.iter().map(|f| (f.key(), f)).collect();
     for f in &ranked.sparse {
-        rows.insert(f.id.as_str(), f);
+        rows.insert(f.key(), f);
     }
     Ok(fused
         .iter()
@@ -306,8 +319,11 @@ fn hybrid<'a>(
 }
 
 impl PgEngine {
-    fn hit(&self, found: &Found, score: f64, mode: &Mode, include_text: bool) -> Hit {
-        let mut hit = Hit::new(found.id.as_str(), score);
+    /// The hit of a row, in `unit` (§7.7.2): a chunk hit (`{docId}#{index}`, or the document id
+    /// for a document added whole, its own chunk 0) names its document and position in
+    /// `hit.chunk` and its byte range in `hit.citation`; a document hit is the whole text.
+    fn hit(&self, found: &Found, score: f64, mode: &Mode, unit: Unit, include_text: bool) -> Hit {
+        let mut hit = Hit::new(found.hit_id().as_str(), score);
         if let Some(cos) = found.cosine {
             hit.confidence = Some(confidence(cos));
         }
@@ -335,12 +351,20 @@ impl PgEngine {
             scores.insert("fused".to_owned(), score);
         }
         hit.scores = Some(scores);
-        hit.unit = Some("document".into());
-        hit.citation = Some(Citation {
-            source: Some(self.options.source.clone()),
-            title: found.title.clone(),
-            ..Default::default()
-        });
+        hit.unit = Some(unit.as_str().into());
+        let mut citation =
+            Citation { source: Some(self.options.source.clone()), title: found.title.clone(), ..Default::default() };
+        if unit == Unit::Chunk {
+            let chunk = found.chunk.unwrap_or(Chunk { index: 0, start: 0, end: found.body.len() });
+            citation.start = i64::try_from(chunk.start).ok();
+            citation.end = i64::try_from(chunk.end).ok();
+            hit.chunk = Some(ChunkRef {
+                doc_id: Some(found.id.clone()),
+                index: i64::try_from(chunk.index).ok(),
+                context: None,
+            });
+        }
+        hit.citation = Some(citation);
         hit
     }
 }
@@ -358,14 +382,12 @@ impl Embed for PgEngine {
 
 impl Index for PgEngine {
     fn capability(&self) -> IndexCapability {
-        IndexCapability { writable: true, ..Default::default() }
+        IndexCapability { writable: true, chunking: Some(true), ..Default::default() }
     }
 
     async fn add(&self, params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
-        if params.chunk == Some(true) {
-            return Err(RcpError::option_unsupported("chunk", "true", &[]));
-        }
         refuse_nul_in_documents(&params)?;
+        let chunked = params.chunk == Some(true);
         // Declared field types were checked by the framework (rcp_corpus::validate) before
         // this handler ran.
         let docs: Vec<CorpusDoc> = params.documents.iter().map(CorpusDoc::from_document).collect();
@@ -376,8 +398,12 @@ impl Index for PgEngine {
         let new: Vec<NewDoc> = docs
             .into_iter()
             .zip(&ids)
-            .map(|(d, id)| NewDoc::new(id.clone(), d.title, d.text, Value::Object(d.meta)))
+            .map(|(d, id)| {
+                let doc = NewDoc::new(id.clone(), d.title, d.text, Value::Object(d.meta));
+                if chunked { doc.chunked(self.options.chunking) } else { doc }
+            })
             .collect();
+        let chunks = new.iter().map(|d| d.chunks.as_ref().map_or(0, Vec::len) as u64).sum::<u64>();
         let (embedder, batch) = (Arc::clone(&self.embedder), self.options.encoder_batch);
         let embed = |texts: Vec<String>| {
             let (embedder, ctx) = (Arc::clone(&embedder), ctx.clone());
@@ -393,7 +419,7 @@ impl Index for PgEngine {
         if ids.len() > self.options.encoder_batch {
             ctx.progress(1.0, "index", format!("indexed {} documents; version {version}", ids.len()));
         }
-        Ok(IndexAddResult { ids, ..Default::default() })
+        Ok(IndexAddResult { ids, chunks: chunked.then_some(chunks), ..Default::default() })
     }
 
     async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {

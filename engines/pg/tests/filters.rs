@@ -7,7 +7,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use rcp_pg::migrate::{HnswParams, migrate};
-use rcp_pg::store::{Lists, NewDoc, Search};
+use rcp_pg::store::{Lists, NewDoc, Search, Unit};
 use rcp_pg::{Database, DbError, PoolOptions, Store};
 use rcp_wire::filter::{FieldType, Filter, Op, date_to_epoch_ms};
 use serde_json::{Value, json};
@@ -129,6 +129,7 @@ fn sql_filters_match_the_reference_evaluator_row_by_row() {
                 limit: 100,
                 ef_search: 100,
                 with_vectors: false,
+                unit: Unit::Document,
             };
             let found = store.search(&search).await.unwrap_or_else(|e| panic!("{}: {e}", f.to_value()));
             let got: BTreeSet<String> = found.dense.into_iter().map(|r| r.id).collect();
