@@ -239,3 +239,37 @@ fn a_quarantined_chunk_or_document_is_left_out_in_either_unit() {
         assert!(hits.iter().all(|h| h["id"] != "long" && h["chunk"]["docId"] != "long"), "{unit}: {hits:?}");
     }
 }
+
+#[test]
+fn a_database_at_schema_3_with_documents_upgrades_and_serves_them_in_both_units() {
+    let Some(url) = database("chunks_upgrade") else { return };
+    let c = common::cluster().expect("cluster");
+    let db = url.rsplit('/').next().expect("db name");
+    // Schema 3 as an earlier rcp-pg left it, holding one document with its statistics.
+    c.psql(db, "CREATE TABLE rcp_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+        .expect("psql");
+    for (version, name, sql) in rcp_pg::migrate::MIGRATIONS.iter().filter(|m| m.0 <= 3) {
+        c.psql(db, sql).expect("migration");
+        c.psql(db, &format!("INSERT INTO rcp_migrations (version, name) VALUES ({version}, '{name}')")).expect("psql");
+    }
+    let load = format!(
+        "INSERT INTO rcp_documents (id, body, content_hash, embedding, version)
+             VALUES ('old', '{SHORT}', 'x', array_fill(0.05::real, ARRAY[384])::vector, 1);
+         INSERT INTO rcp_postings SELECT x.lexeme, d.id, cardinality(x.positions), d.doc_len
+             FROM rcp_documents d CROSS JOIN LATERAL unnest(d.tsv) AS x;
+         INSERT INTO rcp_terms SELECT l, count(*) FROM rcp_documents d, unnest(tsvector_to_array(d.tsv)) AS l GROUP BY l;
+         UPDATE rcp_state SET version = 1, doc_count = 1, total_len = (SELECT sum(doc_len) FROM rcp_documents);"
+    );
+    c.psql(db, &load).expect("a schema-3 document");
+    let mut e = serve(&url, ARGS);
+    assert_eq!(c.psql(db, "SELECT max(version) FROM rcp_migrations").expect("psql").trim(), "4");
+    let hits = chunk_hits(&mut e, "laminar tunnel", json!({"mode": "sparse"}));
+    assert_eq!(ids(&json!({"hits": hits})), ["old"]);
+    assert_eq!((hits[0]["chunk"]["index"].clone(), hits[0]["citation"]["end"].clone()), (json!(0), json!(SHORT.len())));
+    let docs = retrieve(&mut e, "laminar tunnel", "document", json!({"mode": "hybrid"}));
+    assert_eq!(ids(&docs)[0], "old", "{docs}");
+    add_docs(&mut e);
+    check_statistics(&url);
+    assert_eq!(e.ok("index/delete", json!({"ids": ["old", "short"]}))["deleted"], 2);
+    check_statistics(&url);
+}
