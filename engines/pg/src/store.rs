@@ -319,10 +319,11 @@ impl Store {
         Ok(out)
     }
 
-    /// The stored content hash of each of `ids` that exists.
+    /// The stored content hash of each of `ids` that exists (a chunked document's is marked
+    /// as such, so it never matches the same text added whole).
     pub async fn hashes(&self, ids: &[String]) -> Result<HashMap<String, String>, DbError> {
         let client = self.db.client().await?;
-        Ok(Stored::read(&**client, ids).await?.docs)
+        Ok(Stored::read(&**client, ids, false).await?.docs)
     }
 
     /// Upserts `docs` (their `vector`s unset) in one transaction and returns the new version
@@ -341,9 +342,10 @@ impl Store {
         F: Future<Output = Result<Vec<Vec<f32>>, X>>,
     {
         let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+        let chunking = docs.iter().any(|d| d.chunks.is_some());
         let stored = {
             let client = self.db.client().await?;
-            Stored::read(&**client, &ids).await?
+            Stored::read(&**client, &ids, chunking).await?
         };
         let todo = stored.missing(&docs);
         fill(&mut docs, &todo, &embed).await?;
@@ -356,7 +358,7 @@ impl Store {
             .get(0);
         let reused: Vec<String> = docs.iter().filter(|d| d.reuses()).map(|d| d.id.clone()).collect();
         if !reused.is_empty() {
-            let current = Stored::read(&*tx, &reused).await?;
+            let current = Stored::read(&*tx, &reused, chunking).await?;
             let stale = current.missing(&docs);
             fill(&mut docs, &stale, &embed).await?;
         }
@@ -426,10 +428,18 @@ struct Stored {
 }
 
 impl Stored {
-    /// The hashes of `ids` and their chunks, read on `client` (a connection or a transaction).
-    async fn read(client: &impl tokio_postgres::GenericClient, ids: &[String]) -> Result<Self, DbError> {
+    /// The hashes of `ids`, and of their chunks when `with_chunks` (a batch that chunks), read
+    /// on `client` (a connection or a transaction).
+    async fn read(
+        client: &impl tokio_postgres::GenericClient,
+        ids: &[String],
+        with_chunks: bool,
+    ) -> Result<Self, DbError> {
         let rows = client.query("SELECT id, content_hash FROM rcp_documents WHERE id = ANY($1)", &[&ids]).await?;
         let docs = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        if !with_chunks {
+            return Ok(Self { docs, chunks: HashMap::new() });
+        }
         let rows =
             client.query("SELECT doc_id, idx, content_hash FROM rcp_chunks WHERE doc_id = ANY($1)", &[&ids]).await?;
         let chunks = rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect();
