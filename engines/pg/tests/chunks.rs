@@ -1,7 +1,7 @@
 //! Chunk units on rcp-pg (§7.10 `chunk:true`, §7.7.2 `unit`) through the real binary, with the
 //! wire behaviour of rcp-bm25: chunks are byte-exact slices of the original with their offsets,
 //! `unit:"chunk"` returns them in every mode, `unit:"document"` one hit per document scored by
-//! its best chunk, filters, cursors, sessions and quarantine apply, and re-adding or deleting a
+//! its best chunk, filters, recency, cursors, sessions, tokenBudget and quarantine apply, and re-adding or deleting a
 //! document takes every chunk with it, the collection statistics staying exact.
 
 mod common;
@@ -272,4 +272,27 @@ fn a_database_at_schema_3_with_documents_upgrades_and_serves_them_in_both_units(
     check_statistics(&url);
     assert_eq!(e.ok("index/delete", json!({"ids": ["old", "short"]}))["deleted"], 2);
     check_statistics(&url);
+}
+
+#[test]
+fn recency_orders_chunks_by_their_documents_date() {
+    let Some(url) = database("chunks_recency") else { return };
+    let mut e = serve(&url, &["--field", "published:date", "--chunk-words", "12", "--chunk-overlap", "0"]);
+    e.ok(
+        "index/add",
+        json!({"chunk": true, "documents": [
+            {"id": "old", "text": LONG, "meta": {"published": "1990-03-01"}},
+            {"id": "new", "text": LONG.replace("panel temperature", "panel heat"), "meta": {"published": "2026-11-20T00:00:00Z"}}
+        ]}),
+    );
+    for mode in MODES {
+        let plain = chunk_hits(&mut e, "panel temperature thermocouples", json!({"mode": mode, "k": 2}));
+        assert_eq!(plain[0]["chunk"]["docId"], "old", "{mode} without recency: {plain:?}");
+        let recent = chunk_hits(
+            &mut e,
+            "panel temperature thermocouples",
+            json!({"mode": mode, "k": 2, "recency": {"field": "published", "halfLifeDays": 30}}),
+        );
+        assert_eq!(recent[0]["chunk"]["docId"], "new", "{mode} with recency: {recent:?}");
+    }
 }
