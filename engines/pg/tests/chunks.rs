@@ -1,8 +1,8 @@
 //! Chunk units on rcp-pg (§7.10 `chunk:true`, §7.7.2 `unit`) through the real binary, with the
 //! wire behaviour of rcp-bm25: chunks are byte-exact slices of the original with their offsets,
 //! `unit:"chunk"` returns them in every mode, `unit:"document"` one hit per document scored by
-//! its best chunk, filters, recency, cursors, sessions, tokenBudget and quarantine apply, and re-adding or deleting a
-//! document takes every chunk with it, the collection statistics staying exact.
+//! its best chunk, filters, recency, cursors, sessions, tokenBudget and quarantine apply, and
+//! re-adding or deleting a document takes every chunk with it, the statistics staying exact.
 
 mod common;
 
