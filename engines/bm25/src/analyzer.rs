@@ -159,7 +159,7 @@ pub fn english() -> TextAnalyzer {
 /// The analyzer's word tokens of `text` before stopword removal and stemming, as byte ranges
 /// (`start..end`) in order: the unit in which `tokenBudget` (§7.7.2) and chunk sizes count.
 /// They are [`rcp_corpus::chunking::word_spans`], the words the shared chunker counts: the
-/// analyzer's tokenizer (letter/digit runs, tokens of [`MAX_TOKEN_BYTES`] or more dropped)
+/// analyzer's tokenizer (letter/digit runs, tokens of 64 bytes or more dropped)
 /// splits text the same way (tested below).
 pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     rcp_corpus::chunking::word_spans(text)

@@ -4,7 +4,8 @@
 //! Sparse ranking is Okapi BM25 (k1 1.2, b 0.75) computed in SQL from an inverted index:
 //! `rcp_postings` holds (lexeme, document, tf, length) for every lexeme of every document's
 //! `tsvector`, so a query reads only its own terms' postings; idf comes from `rcp_terms` and the
-//! average length from `rcp_state`. All three are maintained by every write, in its transaction. Dense ranking is cosine similarity through pgvector's HNSW index
+//! average length from `rcp_state`. All three are maintained by every write, in its
+//! transaction. Dense ranking is cosine similarity through pgvector's HNSW index
 //! (`hnsw.ef_search` per query), or an exact scan when a filter is present, so a selective
 //! filter never starves the result list.
 //!
