@@ -219,6 +219,14 @@ pub trait Rerank: Send + Sync + 'static {
         request: RerankRequest,
         ctx: RequestContext,
     ) -> impl Future<Output = HandlerResult<Vec<f64>>> + Send;
+
+    /// `hit.confidence` (§7.7.2) of a hit this reranker scored `score` with `method` in the
+    /// inline rerank stage of `retrieve`: the probability that the hit is relevant, from a map
+    /// fitted on judged pairs. `None` (the default) keeps the first stage's confidence, if any.
+    fn confidence(&self, method: &str, score: f64) -> Option<f64> {
+        let _ = (method, score);
+        None
+    }
 }
 
 /// `query/transform` (§7.8). `params.method` is one of the advertised methods.
@@ -357,7 +365,18 @@ macro_rules! forward_arc {
 forward_arc!(Embed, EmbedCapability { fn embed(EmbedRequest) -> Vec<Vec<f32>>; });
 forward_arc!(SparseEmbed, SparseEmbedCapability { fn embed_sparse(EmbedRequest) -> Vec<SparseVector>; });
 forward_arc!(MultiVector, MultiVectorCapability { fn embed_multi(EmbedRequest) -> Vec<Vec<Vec<f32>>>; });
-forward_arc!(Rerank, RerankCapability { fn rerank(RerankRequest) -> Vec<f64>; });
+
+impl<T: Rerank> Rerank for Arc<T> {
+    fn capability(&self) -> RerankCapability {
+        (**self).capability()
+    }
+    fn rerank(&self, r: RerankRequest, c: RequestContext) -> impl Future<Output = HandlerResult<Vec<f64>>> + Send {
+        (**self).rerank(r, c)
+    }
+    fn confidence(&self, method: &str, score: f64) -> Option<f64> {
+        (**self).confidence(method, score)
+    }
+}
 forward_arc!(Transform, TransformCapability { fn transform(TransformParams) -> TransformResult; });
 forward_arc!(Graph, GraphCapability { fn graph(GraphParams) -> GraphResult; });
 forward_arc!(Index, IndexCapability {

@@ -59,6 +59,11 @@ impl Rerank for ByNumber {
             .map(|p| sign * p.text().rsplit(' ').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(-100.0))
             .collect())
     }
+
+    /// The cross-encoder has a map (its score / 10); ColBERT none.
+    fn confidence(&self, method: &str, score: f64) -> Option<f64> {
+        (method == "cross-encoder").then_some(score / 10.0)
+    }
 }
 
 type Out = Lines<BufReader<ReadHalf<DuplexStream>>>;
@@ -145,6 +150,26 @@ async fn default_stage_reranks_every_candidate_the_reranker_takes() {
     let hit = &r["result"]["hits"][0];
     assert_eq!(hit["score"], json!(9.0), "{r}");
     assert_eq!(hit["scores"], json!({"rerank": 9.0, "sparse": 21.0}), "{r}");
+}
+
+#[tokio::test]
+async fn a_rescored_hit_carries_its_rerankers_confidence() {
+    let (mut p, _) = reranking().await;
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"fusion": "none"}})).await;
+    let confidences: Vec<Value> =
+        r["result"]["hits"].as_array().into_iter().flatten().map(|h| h["confidence"].clone()).collect();
+    assert_eq!(confidences, [json!(0.9), json!(0.8), json!(0.7)], "the map of each hit's scores.rerank: {r}");
+    // A method without a map leaves the first stage's (here none).
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": {"method": "colbert"}})).await;
+    assert!(
+        r["result"]["hits"]
+            .as_array()
+            .is_some_and(|hs| !hs.is_empty() && hs.iter().all(|h| h.get("confidence").is_none())),
+        "{r}"
+    );
+    // Not reranked: no confidence added.
+    let r = p.call("retrieve", json!({"query": "q", "k": 3, "rerank": false})).await;
+    assert!(r["result"]["hits"][0].get("confidence").is_none(), "{r}");
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! `calibrate_cranfield`: fits `hit.confidence` for all-MiniLM-L6-v2's cosines on Cranfield's
+//! `calibrate_cranfield`: fits `hit.confidence` for all-MiniLM-L6-v2's cosines (or a reranker's scores) on Cranfield's
 //! qrels and reports how well each map is calibrated.
 //!
 //! The dense engine (`--dense COMMAND`, over Cranfield's corpus) is asked `retrieve` with `k`
@@ -10,9 +10,16 @@
 //! (ECE, `--bins` equal-width bins), Brier score and log-loss; then the map fitted on every
 //! pair, as slope and midpoint, which is what the engine ships.
 //!
+//! With `--scores FILE` the pairs are a reranker's instead: every (query, document) score of
+//! one `--method` in the JSONL score cache `rerank_cranfield --scores` writes (the candidates
+//! of its first-stage lists), and the shipped map is `rcp_rerank::calibration`'s for that
+//! method; for the cross-encoder the logit read as a probability (`σ(logit)`, what a caller
+//! without a map would do) is reported beside it.
+//!
 //! ```sh
 //! rcp-dense index --data-dir dense ../shared/data/cranfield/corpus.jsonl
 //! target/debug/calibrate_cranfield --dense "rcp-dense serve --data-dir dense"
+//! target/debug/calibrate_cranfield --scores ce-scores.jsonl --method cross-encoder
 //! ```
 
 use std::process::{Command, ExitCode, Stdio};
@@ -21,15 +28,22 @@ use anyhow::Context;
 use clap::Parser;
 use rcp_bench::quality::{Collection, cranfield_dir};
 use rcp_bench::stdio::StdioServer;
-use rcp_embedder::calibration::confidence;
+use rcp_embedder::calibration::MINILM;
 use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(about = "Cranfield: fit and measure the calibration of the dense model's confidence")]
 struct Args {
     /// The dense engine's command line.
-    #[arg(long, value_name = "COMMAND")]
-    dense: String,
+    #[arg(long, value_name = "COMMAND", required_unless_present = "scores", conflicts_with = "scores")]
+    dense: Option<String>,
+    /// A reranker's score cache (`rerank_cranfield --scores`): its pairs instead of the dense
+    /// engine's.
+    #[arg(long, value_name = "FILE", requires = "method")]
+    scores: Option<std::path::PathBuf>,
+    /// The reranking method whose scores are read from `--scores` (`cross-encoder`, `colbert`).
+    #[arg(long, value_name = "METHOD")]
+    method: Option<String>,
     /// Hits asked per query (the pairs are every hit).
     #[arg(long, default_value_t = 100)]
     k: usize,
@@ -41,11 +55,12 @@ struct Args {
     bins: usize,
 }
 
-/// One hit: its query's position (for the folds), its cosine and whether it is relevant.
+/// One pair: its query's position (for the folds), its score (a cosine, a logit, a MaxSim) and
+/// whether it is relevant.
 #[derive(Debug, Clone, Copy)]
 struct Pair {
     query: usize,
-    cosine: f64,
+    score: f64,
     relevant: bool,
 }
 
@@ -73,9 +88,9 @@ impl Platt {
             let (mut g_a, mut g_b, mut h_aa, mut h_ab, mut h_bb) = (0.0, 0.0, 0.0, 0.0, 0.0);
             for pair in pairs {
                 let t = if pair.relevant { hi } else { lo };
-                let p = m.p(pair.cosine);
+                let p = m.p(pair.score);
                 let w = (p * (1.0 - p)).max(1e-12);
-                let x = pair.cosine;
+                let x = pair.score;
                 g_a += (p - t) * x;
                 g_b += p - t;
                 h_aa += w * x * x;
@@ -124,58 +139,101 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.folds >= 2 && args.bins >= 1, "--folds must be at least 2 and --bins at least 1");
     let c = Collection::load(&cranfield_dir())?;
-    let mut parts = args.dense.split_whitespace();
-    let mut cmd = Command::new(parts.next().context("empty --dense command")?);
-    cmd.args(parts).stderr(Stdio::null());
-    let mut dense = StdioServer::spawn(cmd)?;
-    let mut pairs = Vec::new();
-    for (q, (qid, text)) in c.queries.iter().enumerate() {
-        let r = dense.call("retrieve", json!({"query": text, "k": args.k}))?;
-        let judged = c.qrels.get(qid);
-        for hit in r["hits"].as_array().into_iter().flatten() {
-            let id = hit["id"].as_str().context("hit without an id")?;
-            let cosine =
-                hit["scores"]["dense"].as_f64().or_else(|| hit["score"].as_f64()).context("hit without a score")?;
-            let relevant = judged.is_some_and(|j| j.get(id).is_some_and(|g| *g > 0));
-            pairs.push(Pair { query: q, cosine, relevant });
+    let (pairs, shipped_label, shipped) = match (&args.dense, &args.scores, &args.method) {
+        (Some(dense), _, _) => {
+            (dense_pairs(&c, dense, args.k)?, "shipped map (rcp_embedder::calibration)".to_owned(), MINILM)
         }
-    }
-    dense.shutdown()?;
+        (None, Some(file), Some(method)) => {
+            let map = rcp_rerank::calibration::map(method)
+                .with_context(|| format!("no shipped map for the method '{method}'"))?;
+            (score_pairs(&c, file, method)?, format!("shipped map (rcp_rerank::calibration, {method})"), map)
+        }
+        _ => anyhow::bail!("give --dense, or --scores with --method"),
+    };
     let positives = pairs.iter().filter(|p| p.relevant).count();
     println!(
-        "Cranfield, {} queries, top {}: {} pairs, {} relevant ({:.1}%)",
+        "Cranfield, {} queries, {}: {} pairs, {} relevant ({:.1}%)",
         c.queries.len(),
-        args.k,
+        args.method.as_deref().map_or_else(|| format!("top {}", args.k), |m| format!("{m} scores")),
         pairs.len(),
         positives,
         100.0 * positives as f64 / pairs.len().max(1) as f64
     );
-    let shipped: Vec<f64> = pairs.iter().map(|p| confidence(p.cosine)).collect();
+    let shipped: Vec<f64> = pairs.iter().map(|p| shipped.apply(p.score)).collect();
+    let logit: Vec<f64> = pairs.iter().map(|p| 1.0 / (1.0 + (-p.score).exp())).collect();
     let mut held_out = vec![0.0; pairs.len()];
     for fold in 0..args.folds {
         let train: Vec<Pair> = pairs.iter().copied().filter(|p| p.query % args.folds != fold).collect();
         let m = Platt::fit(&train);
         for (i, p) in pairs.iter().enumerate().filter(|(_, p)| p.query % args.folds == fold) {
-            held_out[i] = m.p(p.cosine);
+            held_out[i] = m.p(p.score);
         }
     }
-    println!("{:<44} {:>8} {:>8} {:>9}", "", "ECE", "Brier", "log-loss");
-    for (label, predicted) in [
-        ("shipped map (rcp_embedder::calibration)", &shipped),
-        (&*format!("Platt, {}-fold cross-validated by query", args.folds), &held_out),
-    ] {
+    println!("{:<52} {:>8} {:>8} {:>9}", "", "ECE", "Brier", "log-loss");
+    let mut rows =
+        vec![(shipped_label, &shipped), (format!("Platt, {}-fold cross-validated by query", args.folds), &held_out)];
+    if args.method.as_deref() == Some("cross-encoder") {
+        rows.insert(0, ("the logit read as a probability, σ(logit)".into(), &logit));
+    }
+    for (label, predicted) in rows {
         let (ece, brier, log_loss) = calibration(&pairs, predicted, args.bins);
-        println!("{label:<44} {ece:>8.4} {brier:>8.4} {log_loss:>9.4}");
+        println!("{label:<52} {ece:>8.4} {brier:>8.4} {log_loss:>9.4}");
     }
     let all = Platt::fit(&pairs);
     println!(
-        "Platt on every pair: p = 1/(1+exp(-(a*cos + b))), a = {:.4}, b = {:.4} (slope {:.4}, midpoint {:.4})",
+        "Platt on every pair: p = 1/(1+exp(-(a*x + b))), a = {:.4}, b = {:.4} (slope {:.4}, midpoint {:.4})",
         all.a,
         all.b,
         all.a,
         -all.b / all.a
     );
     Ok(())
+}
+
+/// The dense engine's top `k` for every query: (cosine, relevant) pairs.
+fn dense_pairs(c: &Collection, command: &str, k: usize) -> anyhow::Result<Vec<Pair>> {
+    let mut parts = command.split_whitespace();
+    let mut cmd = Command::new(parts.next().context("empty --dense command")?);
+    cmd.args(parts).stderr(Stdio::null());
+    let mut dense = StdioServer::spawn(cmd)?;
+    let mut pairs = Vec::new();
+    for (q, (qid, text)) in c.queries.iter().enumerate() {
+        let r = dense.call("retrieve", json!({"query": text, "k": k}))?;
+        let judged = c.qrels.get(qid);
+        for hit in r["hits"].as_array().into_iter().flatten() {
+            let id = hit["id"].as_str().context("hit without an id")?;
+            let cosine =
+                hit["scores"]["dense"].as_f64().or_else(|| hit["score"].as_f64()).context("hit without a score")?;
+            let relevant = judged.is_some_and(|j| j.get(id).is_some_and(|g| *g > 0));
+            pairs.push(Pair { query: q, score: cosine, relevant });
+        }
+    }
+    dense.shutdown()?;
+    Ok(pairs)
+}
+
+/// Every score of `method` in a `rerank_cranfield --scores` cache, for Cranfield's queries:
+/// (score, relevant) pairs.
+fn score_pairs(c: &Collection, file: &std::path::Path, method: &str) -> anyhow::Result<Vec<Pair>> {
+    let position: std::collections::HashMap<&str, usize> =
+        c.queries.iter().enumerate().map(|(i, (qid, _))| (qid.as_str(), i)).collect();
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut pairs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{}:{}", file.display(), n + 1))?;
+        if v["method"].as_str() != Some(method) {
+            continue;
+        }
+        let (Some(qid), Some(doc), Some(score)) = (v["query"].as_str(), v["doc"].as_str(), v["score"].as_f64()) else {
+            anyhow::bail!("{}:{}: expected query, doc and score", file.display(), n + 1);
+        };
+        let Some(&q) = position.get(qid) else { continue };
+        let relevant = c.qrels.get(qid).is_some_and(|j| j.get(doc).is_some_and(|g| *g > 0));
+        pairs.push(Pair { query: q, score, relevant });
+    }
+    anyhow::ensure!(!pairs.is_empty(), "{} holds no '{method}' scores", file.display());
+    Ok(pairs)
 }
 
 #[cfg(test)]
@@ -192,13 +250,13 @@ mod tests {
             let p = truth.p(x);
             // 20 pairs per x-step group, relevant in proportion p.
             for j in 0..20 {
-                pairs.push(Pair { query: i, cosine: x, relevant: (j as f64) < p * 20.0 });
+                pairs.push(Pair { query: i, score: x, relevant: (j as f64) < p * 20.0 });
             }
         }
         let m = Platt::fit(&pairs);
         assert!((m.a - 8.0).abs() < 0.5 && (m.b + 4.0).abs() < 0.3, "{m:?}");
-        let fitted: Vec<f64> = pairs.iter().map(|p| m.p(p.cosine)).collect();
-        let off: Vec<f64> = pairs.iter().map(|p| (m.p(p.cosine) + 0.2).min(1.0)).collect();
+        let fitted: Vec<f64> = pairs.iter().map(|p| m.p(p.score)).collect();
+        let off: Vec<f64> = pairs.iter().map(|p| (m.p(p.score) + 0.2).min(1.0)).collect();
         let (good, _, _) = calibration(&pairs, &fitted, 10);
         let (bad, _, _) = calibration(&pairs, &off, 10);
         assert!(good < 0.02 && bad > 0.1, "{good} {bad}");

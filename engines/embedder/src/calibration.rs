@@ -1,5 +1,28 @@
 //! `hit.confidence` (§7.7.2) for cosines of this model: a fixed map that depends on the model
-//! only, so engines that rank by this model's cosine report comparable confidences.
+//! only, so engines that rank by this model's cosine report comparable confidences. The map's
+//! shape, [`PlattMap`], is the one every model's confidence uses (the rerankers' maps are in
+//! `rcp_rerank::calibration`).
+
+/// A Platt map from a model's score to the probability that the hit is relevant:
+/// `1 / (1 + exp(-slope · (score − midpoint)))`, fitted per model on judged pairs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlattMap {
+    /// Steepness per unit of score.
+    pub slope: f64,
+    /// The score that maps to 0.5.
+    pub midpoint: f64,
+}
+
+impl PlattMap {
+    /// The probability of `score`, in `[0, 1]` (a NaN score maps to NaN; callers pass finite
+    /// scores).
+    pub fn apply(&self, score: f64) -> f64 {
+        1.0 / (1.0 + (-self.slope * (score - self.midpoint)).exp())
+    }
+}
+
+/// all-MiniLM-L6-v2's map (see [`confidence`] for its provenance).
+pub const MINILM: PlattMap = PlattMap { slope: CONFIDENCE_SLOPE, midpoint: CONFIDENCE_MIDPOINT };
 
 /// The midpoint of the confidence map: the cosine that maps to confidence 0.5.
 pub const CONFIDENCE_MIDPOINT: f64 = 0.7960;
@@ -22,7 +45,7 @@ pub const CONFIDENCE_SLOPE: f64 = 9.4897;
 /// only, never of the corpus or the result set, so confidences stay comparable across calls
 /// and across the engines that rank by this model (rcp-dense, rcp-pg).
 pub fn confidence(cosine: f64) -> f64 {
-    1.0 / (1.0 + (-CONFIDENCE_SLOPE * (cosine - CONFIDENCE_MIDPOINT)).exp())
+    MINILM.apply(cosine)
 }
 
 #[cfg(test)]

@@ -122,6 +122,11 @@ impl Rerank for RerankEngine {
             .await?;
         scores.map(|s| s.into_iter().map(f64::from).collect()).map_err(encoder_error)
     }
+
+    /// The method's Platt map fitted on Cranfield ([`crate::calibration`]).
+    fn confidence(&self, method: &str, score: f64) -> Option<f64> {
+        crate::calibration::map(method).map(|m| m.apply(score))
+    }
 }
 
 /// The JSON-RPC error of a model failure: a cancellation is -32800, anything else means the

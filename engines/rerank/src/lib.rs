@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod calibration;
 pub mod cli;
 pub mod colbert;
 pub mod cross_encoder;

@@ -4,7 +4,9 @@
 //! handler for `candidateK` hits (texts included, `minScore` held back for the reranker's
 //! scale), the registered [`Rerank`] handler scores the top `topN` (or, when the request's
 //! deadline cannot fit them at the method's measured cost, the best that fit: see
-//! [`super::deadline`]), and [`Funnel::apply`] returns the best `k`.
+//! [`super::deadline`]), and [`Funnel::apply`] returns the best `k`. A rescored hit's
+//! `confidence` becomes the reranker's calibrated probability ([`Rerank::confidence`]) when the
+//! reranker has a map for its method; otherwise the first stage's stays.
 
 use std::sync::Arc;
 
@@ -19,12 +21,16 @@ use crate::handler::{BoxFuture, HandlerResult, Rerank, RerankRequest, Retrieve, 
 /// A reranker's `rerank` call, its handler's type erased.
 type RerankCall = Arc<dyn Fn(RerankRequest, RequestContext) -> BoxFuture<HandlerResult<Vec<f64>>> + Send + Sync>;
 
+/// A reranker's confidence map ([`Rerank::confidence`]), its handler's type erased.
+type ConfidenceMap = Arc<dyn Fn(&str, f64) -> Option<f64> + Send + Sync>;
+
 /// A registered reranker, its type erased so that the `retrieve` route does not depend on it,
 /// with what its methods have cost per passage in this server (one estimator per registration,
 /// so per server; clones share it).
 #[derive(Clone)]
 pub(crate) struct Reranker {
     call: RerankCall,
+    confidence: ConfidenceMap,
     costs: Arc<RerankCosts>,
 }
 
@@ -36,11 +42,13 @@ impl std::fmt::Debug for Reranker {
 
 /// `handler` behind the erased [`Reranker`] type, with no cost measured yet.
 pub(crate) fn erase<T: Rerank>(handler: Arc<T>) -> Reranker {
+    let mapped = Arc::clone(&handler);
     Reranker {
         call: Arc::new(move |req, ctx| {
             let h = Arc::clone(&handler);
             Box::pin(async move { h.rerank(req, ctx).await })
         }),
+        confidence: Arc::new(move |method, score| T::confidence(&mapped, method, score)),
         costs: Arc::default(),
     }
 }
@@ -136,6 +144,11 @@ pub(crate) async fn run<T: Retrieve>(
     }
     funnel.apply(&mut res, scores, min_score);
     for h in &mut res.hits {
+        // A rescored hit's confidence is its reranker's calibrated reading, when it has one.
+        let rescored = h.scores.as_ref().and_then(|s| s.get("rerank")).copied();
+        if let Some(c) = rescored.and_then(|s| (reranker.confidence)(&funnel.method, s)).filter(|c| c.is_finite()) {
+            h.confidence = Some(c.clamp(0.0, 1.0));
+        }
         if include_text == Some(false) {
             h.text = None;
         }
