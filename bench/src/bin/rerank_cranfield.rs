@@ -20,6 +20,9 @@
 //! defaults; its row and its `retrieve` latency (recall + rerank, as a client sees it) are
 //! reported. The pipeline's engines (`--bm25`, `--dense`, `--rerank`) may then be left out.
 //!
+//! `--collection DIR` runs another BEIR collection (queries.jsonl, corpus.jsonl and
+//! qrels/test.tsv or qrels.tsv) instead of Cranfield, e.g. one held back from tuning.
+//!
 //! The engines are separate processes driven over stdio, each indexed first:
 //!
 //! ```sh
@@ -92,6 +95,10 @@ struct Args {
     /// appended to: pairs found there are not scored again.
     #[arg(long, value_name = "FILE")]
     scores: Option<PathBuf>,
+    /// Another BEIR collection instead of Cranfield (e.g. a held-back one; the engines must
+    /// hold its corpus) [default: Cranfield, or $RCP_CRANFIELD].
+    #[arg(long, value_name = "DIR")]
+    collection: Option<PathBuf>,
 }
 
 /// The rankings of the fusion table, one per cell: (method, first stage, configuration,
@@ -191,7 +198,8 @@ struct Pipeline {
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
-    let mut c = Collection::load(&cranfield_dir())?;
+    let dir = args.collection.clone().unwrap_or_else(cranfield_dir);
+    let mut c = Collection::load(&dir)?;
     if let Some(n) = args.queries {
         c = c.limit(n);
     }
@@ -322,7 +330,8 @@ fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    println!("Cranfield ({} queries), depth {}", c.queries.len(), args.depth);
+    let name = if args.collection.is_some() { dir.display().to_string() } else { "Cranfield".to_owned() };
+    println!("{name} ({} queries), depth {}", c.queries.len(), args.depth);
     println!("{:<24} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
     for (stage, ranking) in stages.iter().zip(&rankings) {
         let s: Scores = evaluate(&c, ranking);
