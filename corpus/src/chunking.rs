@@ -48,6 +48,33 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// The granularity of a search's hits (§7.7.2 `unit`), for engines that index chunks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// One hit per document: a chunked document is ranked by its best chunk (MaxP) and
+    /// returned whole.
+    #[default]
+    Document,
+    /// One hit per chunk; a document added whole is its own single chunk.
+    Chunk,
+}
+
+impl Unit {
+    /// The unit a `retrieve` asks for: `chunk`, or `document` for anything else (the framework
+    /// has checked it against `retrieve.units`).
+    pub fn of(unit: Option<&str>) -> Self {
+        if unit == Some("chunk") { Unit::Chunk } else { Unit::Document }
+    }
+
+    /// The wire name (`hit.unit`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Document => "document",
+            Unit::Chunk => "chunk",
+        }
+    }
+}
+
 /// The window sizes of [`chunk`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkPolicy {
@@ -78,7 +105,7 @@ pub struct Chunk {
 
 /// A sentence, or a piece of a long one: its byte range and word count.
 #[derive(Debug, Clone, Copy)]
-struct Unit {
+struct Piece {
     start: usize,
     end: usize,
     words: usize,
@@ -119,7 +146,7 @@ pub fn chunk(text: &str, policy: ChunkPolicy) -> Vec<Chunk> {
 }
 
 /// The sentences of `text` that hold words, long ones cut into pieces of at most `max` words.
-fn units(text: &str, max: usize) -> Vec<Unit> {
+fn units(text: &str, max: usize) -> Vec<Piece> {
     let spans = word_spans(text);
     let mut out = Vec::new();
     let mut w = 0;
@@ -133,7 +160,7 @@ fn units(text: &str, max: usize) -> Vec<Unit> {
             continue;
         }
         if words.len() <= max {
-            out.push(Unit { start, end, words: words.len() });
+            out.push(Piece { start, end, words: words.len() });
             continue;
         }
         // A long sentence: pieces of `max` words, the first from the sentence start, the last
@@ -143,7 +170,7 @@ fn units(text: &str, max: usize) -> Vec<Unit> {
         for (i, piece) in pieces.into_iter().enumerate() {
             let s = if i == 0 { start } else { piece[0].0 };
             let e = if i + 1 == n { end } else { piece[piece.len() - 1].1 };
-            out.push(Unit { start: s, end: e, words: piece.len() });
+            out.push(Piece { start: s, end: e, words: piece.len() });
         }
     }
     out

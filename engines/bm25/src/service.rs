@@ -153,7 +153,7 @@ impl Retrieve for Bm25 {
             index_version: p.index_version.clone(),
             cursor: p.cursor.clone(),
             rewrite: crate::transform::inline(p.rewrite.as_ref(), &self.options.rm3)?,
-            unit: if p.unit.as_deref() == Some("chunk") { Unit::Chunk } else { Unit::Document },
+            unit: Unit::of(p.unit.as_deref()),
         };
         let engine = Arc::clone(&self.engine);
         let task_ctx = ctx.clone();

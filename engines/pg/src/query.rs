@@ -26,32 +26,7 @@ use crate::store::{BM25_B, BM25_K1, Lists, MAX_EF_SEARCH, Search, vector_literal
 /// How many chunks per wanted document a grouped dense list reads from the HNSW index.
 pub const WIDEN: usize = 4;
 
-/// The granularity of a search's rows and hits (§7.7.2 `unit`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Unit {
-    /// One row per document; a chunked document is scored by its best chunk and returned
-    /// whole.
-    #[default]
-    Document,
-    /// One row per chunk; a document added whole is its own single chunk.
-    Chunk,
-}
-
-impl Unit {
-    /// The unit a `retrieve` asks for: `chunk`, or `document` for anything else (the framework
-    /// has checked it against `retrieve.units`).
-    pub fn of(unit: Option<&str>) -> Self {
-        if unit == Some("chunk") { Unit::Chunk } else { Unit::Document }
-    }
-
-    /// The wire name (`hit.unit`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Document => "document",
-            Unit::Chunk => "chunk",
-        }
-    }
-}
+pub use rcp_corpus::chunking::Unit;
 
 /// A built statement: its SQL, its bind parameters, the beam width it wants and whether its
 /// dense list is an exact scan.

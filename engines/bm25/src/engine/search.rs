@@ -32,26 +32,7 @@ pub struct RecencySpec {
     pub half_life_days: f64,
 }
 
-/// The granularity of the hits of a search (§7.7.2 `unit`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Unit {
-    /// One hit per document: a chunked document is ranked by its best chunk (MaxP) and
-    /// returned whole.
-    #[default]
-    Document,
-    /// One hit per chunk; a document added whole is its own single chunk.
-    Chunk,
-}
-
-impl Unit {
-    /// The wire name (`hit.unit`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Document => "document",
-            Unit::Chunk => "chunk",
-        }
-    }
-}
+pub use rcp_corpus::chunking::Unit;
 
 /// One search, in engine terms.
 #[derive(Debug, Clone)]
