@@ -91,7 +91,11 @@ async fn dropping_a_call_sends_cancel_and_a_deadline_cancels_too() {
         .call_with_timeout("retrieve", serde_json::json!({"query": "wing", "k": 1}), Duration::from_millis(150))
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Timeout(150)), "{err}");
+    // The deadline travels as `_meta.deadlineMs`: on a loaded machine the server's own timer
+    // (-32014) may answer before the client's fires. Either way the call ends at its deadline.
+    let ended_at_deadline = matches!(err, ClientError::Timeout(150))
+        || matches!(&err, ClientError::Rpc(e) if e.code == rcp_wire::ErrorCode::TIMEOUT);
+    assert!(ended_at_deadline, "{err}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(events(&ev).iter().filter(|l| l.contains("cancelled")).count(), 2, "{:?}", events(&ev));
     // The connection is still healthy; a late answer (if any) was discarded.

@@ -42,7 +42,7 @@ struct Args {
     #[arg(long, value_name = "FILE", requires = "method")]
     scores: Option<std::path::PathBuf>,
     /// The reranking method whose scores are read from `--scores` (`cross-encoder`, `colbert`).
-    #[arg(long, value_name = "METHOD")]
+    #[arg(long, value_name = "METHOD", requires = "scores")]
     method: Option<String>,
     /// Hits asked per query (the pairs are every hit).
     #[arg(long, default_value_t = 100)]

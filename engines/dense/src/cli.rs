@@ -417,6 +417,8 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let embedder = cmd.model.load(&mut say)?;
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options)?;
+    #[cfg(feature = "rerank")]
+    let colbert = cmd.colbert.prepare(&cmd.data_dir, &mut say)?;
     // Declared fields (this run's --field, else the store's) are checked on every line: a
     // value of the wrong type is refused, never stored (rcp_corpus::validate).
     let declared: BTreeMap<String, FieldType> =
@@ -463,7 +465,9 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let listed: Vec<String> = fields.iter().map(|(k, t)| format!("{k}:{t}")).collect();
     say(&format!("filter fields: {}", if listed.is_empty() { "(none)".to_owned() } else { listed.join(", ") }));
     #[cfg(feature = "rerank")]
-    cmd.colbert.run(&store, &cmd.data_dir, &mut say)?;
+    if let Some(colbert) = colbert {
+        colbert.fill(&store, &mut say)?;
+    }
     Ok(loaded.skipped as u64)
 }
 

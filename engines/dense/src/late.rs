@@ -6,10 +6,11 @@
 //! are not encoded again.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use rcp_rerank::{COLBERT_MODEL, MATRIX_FILE, MatrixStore};
+use rcp_rerank::{COLBERT_MODEL, Colbert, MATRIX_FILE, MatrixStore};
 
 use crate::store::Store;
 
@@ -41,17 +42,34 @@ pub(crate) struct Stored {
     pub(crate) rows: u64,
 }
 
+/// ColBERT and the data directory's matrix file, ready before the corpus is embedded (so a
+/// missing model or a foreign file stops the run before hours of embedding, not after).
+pub(crate) struct Prepared {
+    colbert: Arc<Colbert>,
+    matrices: MatrixStore,
+    file: PathBuf,
+}
+
 impl ColbertIndexArgs {
-    /// With `--colbert`, encodes the documents of `store` that `dir`'s matrix file lacks.
-    pub(crate) fn run(&self, store: &Store, dir: &Path, say: &mut dyn FnMut(&str)) -> anyhow::Result<Option<Stored>> {
+    /// With `--colbert`: ColBERT loaded and `dir`'s matrix file open.
+    pub(crate) fn prepare(&self, dir: &Path, say: &mut dyn FnMut(&str)) -> anyhow::Result<Option<Prepared>> {
         if !self.colbert {
             return Ok(None);
         }
         let colbert = rcp_rerank::load_colbert(self.colbert_model_dir.as_ref(), self.colbert_fetch_model)?;
-        let (matrices, report) = MatrixStore::open(&dir.join(MATRIX_FILE), COLBERT_MODEL.identity)?;
+        let file = dir.join(MATRIX_FILE);
+        let (matrices, report) = MatrixStore::open(&file, COLBERT_MODEL.identity)?;
         if report.dropped_bytes > 0 {
             say(&format!("cut off a damaged tail of {} bytes of the ColBERT matrix file", report.dropped_bytes));
         }
+        Ok(Some(Prepared { colbert, matrices, file }))
+    }
+}
+
+impl Prepared {
+    /// Encodes the documents of `store` that the matrix file lacks.
+    pub(crate) fn fill(self, store: &Store, say: &mut dyn FnMut(&str)) -> anyhow::Result<Stored> {
+        let Self { colbert, matrices, file } = self;
         let texts: Vec<String> = store.read().documents().map(|d| d.text.clone()).collect();
         let bar = rcp_corpus::progress::bar(texts.len() as u64, "colbert");
         let started = Instant::now();
@@ -71,8 +89,8 @@ impl ColbertIndexArgs {
             stored.rows,
             stored.bytes as f64 / stored.matrices.max(1) as f64 / 1024.0,
             stored.bytes as f64 / f64::from(1 << 20),
-            dir.join(MATRIX_FILE).display()
+            file.display()
         ));
-        Ok(Some(stored))
+        Ok(stored)
     }
 }

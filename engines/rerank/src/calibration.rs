@@ -20,6 +20,8 @@ use crate::engine::{COLBERT_METHOD, METHOD};
 /// bins) 0.1230 for the logit read as a probability (`σ(logit)`), 0.0034 for this map
 /// cross-validated; Brier 0.1036 → 0.0333, log-loss 0.3772 → 0.1357. A logit of 8.38 is an
 /// even chance on Cranfield: the MS MARCO model's own reading is far too confident there.
+/// Fitted at the model's full 512-token window: a narrower `--rerank-window` shifts the
+/// logits of long passages, and the map was not refitted for it.
 pub const CROSS_ENCODER: PlattMap = PlattMap { slope: 0.2965, midpoint: 8.3756 };
 
 /// ColBERT's map, over its MaxSim (a sum of 32 cosines): 28,299 pairs, 1,268 relevant (4.5%).

@@ -206,8 +206,9 @@ pub struct RerankArgs {
     #[arg(long, value_name = "TOKENS", default_value_t = crate::cross_encoder::MAX_LENGTH)]
     pub rerank_window: usize,
     /// Keep ColBERT's document matrices (int8, 388 bytes a token) in FILE: each document is
-    /// encoded once, at indexing or at its first rerank, and a rerank encodes only the query
-    /// [default: DATA_DIR/colbert-matrices with --data-dir, else in memory].
+    /// encoded once, at indexing or at its first rerank, and a rerank encodes only the query;
+    /// one process per file [default: rcp-dense: DATA_DIR/colbert-matrices; otherwise in
+    /// memory].
     #[arg(long, value_name = "FILE")]
     pub colbert_store: Option<PathBuf>,
     /// Most MiB of ColBERT matrices kept in memory when there is no matrix file; documents

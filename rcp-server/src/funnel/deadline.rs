@@ -20,6 +20,10 @@ pub(crate) const MARGIN_SHARE: f64 = 0.15;
 /// Weight of the newest measurement in the moving average of [`RerankCosts`].
 pub(crate) const EWMA_WEIGHT: f64 = 0.3;
 
+/// Factor on a method's estimate each time a request skips the reranker (see
+/// [`RerankCosts::ease`]): after five skips the estimate is a third of what it was.
+pub(crate) const EASE: f64 = 0.8;
+
 /// Seconds per passage each reranking method (§7.6) has taken in this server's stage: an
 /// exponentially weighted moving average of the completed calls ([`EWMA_WEIGHT`] on the
 /// newest). A call cut short (the deadline passed, the client cancelled) proves only a lower
@@ -55,6 +59,16 @@ impl RerankCosts {
         let mut costs = self.per_passage.lock().unwrap_or_else(PoisonError::into_inner);
         let s = costs.entry(method.to_owned()).or_insert(bound);
         *s = s.max(bound);
+    }
+
+    /// A request skipped the reranker because not one passage fit at the estimate: the
+    /// estimate eases by [`EASE`], so a method whose cost was learnt under a burst of load (or
+    /// from a call cut short) is tried again after a few skipped requests instead of never.
+    pub(crate) fn ease(&self, method: &str) {
+        let mut costs = self.per_passage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(s) = costs.get_mut(method) {
+            *s *= EASE;
+        }
     }
 
     /// Starts timing a call of `method` over `passages`: [`Timing::finish`] records it; a
@@ -114,6 +128,27 @@ pub(crate) fn affordable(passages: usize, remaining: Duration, per_passage: Opti
     let fit = usable.as_secs_f64() / cost.as_secs_f64();
     // `as` saturates a large or infinite quotient; the quotient is never NaN (cost > 0).
     (fit.floor() as usize).min(passages)
+}
+
+#[cfg(test)]
+mod ease_tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_method_is_tried_again_after_a_few_requests() {
+        let costs = RerankCosts::default();
+        costs.record("cross-encoder", Duration::from_millis(60), 1);
+        let left = Duration::from_millis(80);
+        let mut skipped = 0;
+        while affordable(20, left, costs.estimate("cross-encoder")) == 0 {
+            costs.ease("cross-encoder");
+            skipped += 1;
+            assert!(skipped < 10, "never tried again");
+        }
+        assert!(skipped > 0, "60 ms a passage cannot fit in 80 ms less the margin at first");
+        costs.ease("colbert");
+        assert!(costs.estimate("colbert").is_none(), "easing an unmeasured method measures nothing");
+    }
 }
 
 #[cfg(test)]

@@ -101,6 +101,9 @@ pub(crate) async fn run<T: Retrieve>(
     let n = deadline::affordable(planned, left, cost);
     passages.truncate(n);
     if let Some(cost) = cost.filter(|_| n < planned) {
+        if n == 0 {
+            reranker.costs.ease(&funnel.method);
+        }
         let ms = cost.as_secs_f64() * 1e3;
         res.note(if n == 0 {
             format!(

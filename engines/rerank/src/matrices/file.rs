@@ -6,15 +6,20 @@
 //! payload 16-byte key · u32 rows · rows × f32 scale · rows × 384 i8 codes
 //! ```
 //!
-//! Integers and floats are little-endian. Opening reads every record's header and checks its
-//! CRC; the first record that is cut short or fails its check ends the file: it and what
-//! follows are cut off (the matrices are derived from the documents' texts, so what was cut
-//! is encoded again when next needed — never served damaged) and the bytes dropped are
-//! reported. A record read later is checked again.
+//! Integers and floats are little-endian. One process holds the file at a time (an exclusive
+//! lock, taken at opening: a second opener is refused, so no two writers interleave records).
+//! Opening walks the records' headers — each record's length must agree with its row count —
+//! and checks the CRC of the last one; the first record that is cut short or inconsistent ends
+//! the file: it and what follows are cut off and the bytes dropped are reported (the matrices
+//! are derived from the documents' texts, so what was cut is encoded again when next needed,
+//! never served damaged). Every record's CRC and key are checked when it is read, so damage
+//! inside the file is found then, and that one matrix is encoded again. Opening a large file
+//! thus reads 28 bytes a record, not the whole file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::colbert::{DIMENSION, DOCUMENT_LENGTH};
 
@@ -25,7 +30,7 @@ const MAGIC: &[u8] = b"RCP-COLBERT-MATRICES 1\n";
 
 /// The largest payload a record may declare: a document matrix has at most
 /// [`DOCUMENT_LENGTH`] rows.
-const MAX_PAYLOAD: usize = 16 + 4 + DOCUMENT_LENGTH * (4 + DIMENSION);
+const MAX_PAYLOAD: usize = 20 + DOCUMENT_LENGTH * (4 + DIMENSION);
 
 /// Where a record sits: its payload's offset and length, and its CRC.
 #[derive(Debug, Clone, Copy)]
@@ -42,79 +47,94 @@ impl Slot {
     }
 }
 
-/// The open file, appended to under the store's lock.
+/// The open file: positioned reads need no lock; appends take `end`'s.
 #[derive(Debug)]
 pub(super) struct MatrixFile {
     path: PathBuf,
     file: File,
-    end: u64,
+    /// Where the next record goes: the end of the last whole record.
+    end: Mutex<u64>,
 }
 
 /// What opening found: the records, and the bytes of a damaged tail cut off.
 #[derive(Debug)]
 pub(super) struct Scan {
-    pub(super) records: Vec<(Key, Slot, usize)>,
+    pub(super) records: Vec<(Key, Slot)>,
     pub(super) dropped: u64,
 }
 
 impl MatrixFile {
-    /// Opens (or creates) the file at `path` for `model`; a file of another model, or not a
-    /// matrix file, is refused.
+    /// Opens (or creates) the file at `path` for `model`, holding its lock; a file of another
+    /// model, or not a matrix file, or one another process holds, is refused.
     pub(super) fn open(path: &Path, model: &str) -> Result<(Self, Scan), MatrixStoreError> {
         let io = |e| MatrixStoreError::Io { path: path.to_owned(), source: e };
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
+        if file.try_lock().is_err() {
+            return Err(MatrixStoreError::Held { path: path.to_owned() });
+        }
         let header = header(model);
         let len = file.metadata().map_err(io)?.len();
         if len == 0 {
             file.write_all(&header).map_err(io)?;
             file.sync_all().map_err(io)?;
-            let end = header.len() as u64;
+            let end = Mutex::new(header.len() as u64);
             return Ok((Self { path: path.to_owned(), file, end }, Scan { records: Vec::new(), dropped: 0 }));
         }
-        let mut reader = BufReader::new(&file);
         let mut found = vec![0; header.len().min(len as usize)];
-        reader.read_exact(&mut found).map_err(io)?;
+        read_at(&file, &mut found, 0).map_err(io)?;
         if found != header {
             return Err(MatrixStoreError::Foreign { path: path.to_owned(), model: model.to_owned() });
         }
         let mut records = Vec::new();
         let mut at = header.len() as u64;
-        let mut payload = Vec::new();
-        while at < len {
-            match read_record(&mut reader, &mut payload) {
-                Some((crc, key, rows)) => {
-                    let slot = Slot { offset: at + 8, len: payload.len() as u32, crc };
-                    records.push((key, slot, rows));
-                    at += 8 + payload.len() as u64;
-                }
-                None => break,
+        let mut head = [0; 28];
+        while at + 28 <= len {
+            if read_at(&file, &mut head, at).is_err() {
+                break;
             }
+            let Some((slot, key)) = record_head(&head, at) else { break };
+            if slot.offset + u64::from(slot.len) > len {
+                break;
+            }
+            records.push((key, slot));
+            at = slot.offset + u64::from(slot.len);
         }
-        drop(reader);
+        // A torn write can only be the last record: check its bytes whole.
+        let last_intact = match records.last() {
+            Some((key, slot)) => read_slot(&file, *slot, key).map_err(io)?.is_some(),
+            None => true,
+        };
+        if !last_intact && let Some((_, slot)) = records.pop() {
+            at = slot.offset - 8;
+        }
         let dropped = len - at;
         if dropped > 0 {
             file.set_len(at).map_err(io)?;
             file.sync_all().map_err(io)?;
         }
-        file.seek(SeekFrom::End(0)).map_err(io)?;
-        Ok((Self { path: path.to_owned(), file, end: at }, Scan { records, dropped }))
+        Ok((Self { path: path.to_owned(), file, end: Mutex::new(at) }, Scan { records, dropped }))
     }
 
     /// Appends `matrix` under `key`; where it was written.
-    pub(super) fn append(&mut self, key: &Key, matrix: &QuantisedMatrix) -> Result<Slot, MatrixStoreError> {
+    pub(super) fn append(&self, key: &Key, matrix: &QuantisedMatrix) -> Result<Slot, MatrixStoreError> {
         let payload = payload(key, matrix);
         let crc = crc32fast::hash(&payload);
         let mut record = Vec::with_capacity(8 + payload.len());
         record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         record.extend_from_slice(&crc.to_le_bytes());
         record.extend_from_slice(&payload);
-        if let Err(e) = self.file.write_all(&record) {
-            // A partial record would end the file at the next open; cut it now.
-            let _ = self.file.set_len(self.end);
+        let mut end = self.end.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = (&self.file).write_all(&record) {
+            // A partial record would end the file at the next open: cut it now, and take the
+            // end from the file itself whatever happened.
+            let _ = self.file.set_len(*end);
+            if let Ok(m) = self.file.metadata() {
+                *end = m.len();
+            }
             return Err(MatrixStoreError::Io { path: self.path.clone(), source: e });
         }
-        let slot = Slot { offset: self.end + 8, len: payload.len() as u32, crc };
-        self.end += record.len() as u64;
+        let slot = Slot { offset: *end + 8, len: payload.len() as u32, crc };
+        *end += record.len() as u64;
         Ok(slot)
     }
 
@@ -123,16 +143,32 @@ impl MatrixFile {
         self.file.sync_data().map_err(|e| MatrixStoreError::Io { path: self.path.clone(), source: e })
     }
 
-    /// The matrix in `slot`, or `None` when its bytes no longer pass their check.
-    pub(super) fn read(&self, slot: Slot) -> Result<Option<QuantisedMatrix>, MatrixStoreError> {
-        let mut payload = vec![0; slot.len as usize];
-        read_at(&self.file, &mut payload, slot.offset)
-            .map_err(|e| MatrixStoreError::Io { path: self.path.clone(), source: e })?;
-        if crc32fast::hash(&payload) != slot.crc {
-            return Ok(None);
-        }
-        Ok(decode(&payload).map(|(_, m)| m))
+    /// The matrix in `slot` stored under `key`, or `None` when its bytes no longer pass their
+    /// check.
+    pub(super) fn read(&self, slot: Slot, key: &Key) -> Result<Option<QuantisedMatrix>, MatrixStoreError> {
+        read_slot(&self.file, slot, key).map_err(|e| MatrixStoreError::Io { path: self.path.clone(), source: e })
     }
+}
+
+/// The matrix in `slot` if its CRC, key and shape check.
+fn read_slot(file: &File, slot: Slot, key: &Key) -> std::io::Result<Option<QuantisedMatrix>> {
+    let mut payload = vec![0; slot.len as usize];
+    read_at(file, &mut payload, slot.offset)?;
+    if crc32fast::hash(&payload) != slot.crc {
+        return Ok(None);
+    }
+    Ok(decode(&payload).filter(|(k, _)| k == key).map(|(_, m)| m))
+}
+
+/// A record's slot and key from its first 28 bytes (at `at`), or `None` when its length and
+/// row count disagree.
+fn record_head(head: &[u8; 28], at: u64) -> Option<(Slot, Key)> {
+    let len = u32::from_le_bytes(head[..4].try_into().ok()?);
+    let crc = u32::from_le_bytes(head[4..8].try_into().ok()?);
+    let key: Key = head[8..24].try_into().ok()?;
+    let rows = u32::from_le_bytes(head[24..28].try_into().ok()?) as usize;
+    let fits = (len as usize) <= MAX_PAYLOAD && len as usize == 20 + rows * (4 + DIMENSION);
+    fits.then_some((Slot { offset: at + 8, len, crc }, key))
 }
 
 #[cfg(unix)]
@@ -140,39 +176,26 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
-#[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    // Positioned reads elsewhere go through a clone of the handle.
-    let mut f = file.try_clone()?;
-    f.seek(SeekFrom::Start(offset))?;
-    f.read_exact(buf)
+#[cfg(windows)]
+fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn header(model: &str) -> Vec<u8> {
-    let name = model.as_bytes();
+    let name = &model.as_bytes()[..model.len().min(u16::MAX as usize)];
     let mut h = MAGIC.to_vec();
-    h.extend_from_slice(&(name.len().min(u16::MAX as usize) as u16).to_le_bytes());
-    h.extend_from_slice(&name[..name.len().min(u16::MAX as usize)]);
+    h.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    h.extend_from_slice(name);
     h
-}
-
-/// One record from `reader` into `payload`: its CRC, key and rows, or `None` when it is cut
-/// short, too long, or fails its check.
-fn read_record(reader: &mut impl Read, payload: &mut Vec<u8>) -> Option<(u32, Key, usize)> {
-    let mut head = [0; 8];
-    reader.read_exact(&mut head).ok()?;
-    let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
-    let crc = u32::from_le_bytes(head[4..].try_into().ok()?);
-    if len > MAX_PAYLOAD {
-        return None;
-    }
-    payload.resize(len, 0);
-    reader.read_exact(payload).ok()?;
-    if crc32fast::hash(payload) != crc {
-        return None;
-    }
-    let (key, matrix) = decode(payload)?;
-    Some((crc, key, matrix.len()))
 }
 
 fn payload(key: &Key, matrix: &QuantisedMatrix) -> Vec<u8> {

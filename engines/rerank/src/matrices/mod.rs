@@ -19,9 +19,10 @@ mod file;
 mod quantised;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
 
@@ -50,6 +51,12 @@ pub enum MatrixStoreError {
         path: PathBuf,
         /// The failure.
         source: std::io::Error,
+    },
+    /// Another process holds the file (each serving process needs its own).
+    #[error("{} is held by another process: give each process its own --colbert-store file", path.display())]
+    Held {
+        /// The file.
+        path: PathBuf,
     },
     /// The file is not a matrix file of this model.
     #[error("{} is not a ColBERT matrix file of {model} (another model's, or not a matrix file); move it away or name another with --colbert-store", path.display())]
@@ -82,7 +89,7 @@ enum Held {
 #[derive(Debug)]
 pub struct MatrixStore {
     index: RwLock<HashMap<Key, Held>>,
-    file: Option<Mutex<MatrixFile>>,
+    file: Option<MatrixFile>,
     /// Most bytes of matrices an in-memory store keeps.
     limit: u64,
     /// Bytes of the matrices held (codes and scales).
@@ -111,13 +118,14 @@ impl MatrixStore {
     /// and reported.
     pub fn open(path: &Path, model: &str) -> Result<(Self, OpenReport), MatrixStoreError> {
         let (file, scan) = MatrixFile::open(path, model)?;
-        let store = Self { file: Some(Mutex::new(file)), limit: u64::MAX, ..Self::in_memory(u64::MAX) };
+        let store = Self { file: Some(file), limit: u64::MAX, ..Self::in_memory(u64::MAX) };
         let report = OpenReport { matrices: scan.records.len(), dropped_bytes: scan.dropped };
         {
             let mut index = store.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (key, slot, rows) in scan.records {
-                if index.insert(key, Held::File(slot)).is_none() {
-                    store.count(rows, 1);
+            for (key, slot) in scan.records {
+                if let Entry::Vacant(e) = index.entry(key) {
+                    e.insert(Held::File(slot));
+                    store.count(slot.rows(), 1);
                 }
             }
         }
@@ -149,45 +157,45 @@ impl MatrixStore {
         self.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&key(text))
     }
 
-    /// The matrix of `text`, if held and intact. A record that fails its check on reading is
-    /// forgotten (and reported), so the caller encodes the text again.
+    /// The matrix of `text`, if held and intact. A record that fails its check (or cannot be
+    /// read) on reading is forgotten (and reported), so the caller encodes the text again and
+    /// keeps it anew.
     pub fn get(&self, text: &str) -> Option<Arc<QuantisedMatrix>> {
         let key = key(text);
         let held = self.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()?;
         match held {
             Held::Memory(m) => Some(m),
-            Held::File(slot) => {
-                let file = self.file.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                match file.read(slot) {
-                    Ok(Some(m)) => Some(Arc::new(m)),
-                    Ok(None) => {
-                        drop(file);
-                        tracing::warn!("a stored ColBERT matrix failed its check: encoding its passage again");
-                        self.forget(&key);
-                        None
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reading a stored ColBERT matrix failed: encoding its passage again");
-                        None
-                    }
+            Held::File(slot) => match self.file.as_ref()?.read(slot, &key) {
+                Ok(Some(m)) => Some(Arc::new(m)),
+                Ok(None) => {
+                    tracing::warn!("a stored ColBERT matrix failed its check: encoding its passage again");
+                    self.forget(&key);
+                    None
                 }
-            }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a stored ColBERT matrix failed: encoding its passage again");
+                    self.forget(&key);
+                    None
+                }
+            },
         }
     }
 
     /// Keeps `matrix` as the matrix of `text` (a text already held is left as it is). Whether
-    /// it was kept: an in-memory store past its limit keeps nothing more.
+    /// it is kept: an in-memory store past its limit keeps nothing more, and a matrix with a
+    /// scale that is not a finite number is never kept. A file's record is written before the
+    /// index is locked, so lookups never wait for the disk.
     pub fn insert(&self, text: &str, matrix: QuantisedMatrix) -> Result<bool, MatrixStoreError> {
         let key = key(text);
-        let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if index.contains_key(&key) {
+        if self.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&key) {
             return Ok(true);
         }
+        if !matrix.scales().iter().all(|s| s.is_finite()) {
+            return Ok(false);
+        }
+        let rows = matrix.len();
         let held = match &self.file {
-            Some(file) => {
-                let mut file = file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                Held::File(file.append(&key, &matrix)?)
-            }
+            Some(file) => Held::File(file.append(&key, &matrix)?),
             None => {
                 if self.bytes() + matrix.bytes() as u64 > self.limit {
                     if !self.full.swap(true, Ordering::Relaxed) {
@@ -198,20 +206,22 @@ impl MatrixStore {
                     }
                     return Ok(false);
                 }
-                Held::Memory(Arc::new(matrix.clone()))
+                Held::Memory(Arc::new(matrix))
             }
         };
-        self.count(matrix.len(), 1);
-        index.insert(key, held);
+        let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Another request may have kept the same text meanwhile: the first entry stands (a
+        // second record in the file is harmless; opening keeps the first of a key).
+        if let Entry::Vacant(slot) = index.entry(key) {
+            slot.insert(held);
+            self.count(rows, 1);
+        }
         Ok(true)
     }
 
     /// Flushes the file's appended matrices to the disk (nothing for an in-memory store).
     pub fn sync(&self) -> Result<(), MatrixStoreError> {
-        match &self.file {
-            Some(file) => file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).sync(),
-            None => Ok(()),
-        }
+        self.file.as_ref().map_or(Ok(()), MatrixFile::sync)
     }
 
     fn count(&self, rows: usize, sign: i64) {
@@ -227,8 +237,10 @@ impl MatrixStore {
 
     fn forget(&self, key: &Key) {
         let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(Held::File(slot)) = index.remove(key) {
-            self.count(slot.rows(), -1);
+        match index.remove(key) {
+            Some(Held::File(slot)) => self.count(slot.rows(), -1),
+            Some(Held::Memory(m)) => self.count(m.len(), -1),
+            None => {}
         }
     }
 }

@@ -42,6 +42,9 @@ fn a_torn_tail_is_cut_off_and_reported_and_the_rest_kept() {
     store.insert("kept", matrix(2, 1)).unwrap();
     store.insert("torn", matrix(2, 2)).unwrap();
     drop(store);
+    let (store, report) = MatrixStore::open(&path, MODEL).unwrap();
+    assert_eq!(report, OpenReport { matrices: 2, dropped_bytes: 0 });
+    drop(store);
     let len = std::fs::metadata(&path).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 100).unwrap();
     let (store, report) = MatrixStore::open(&path, MODEL).unwrap();
@@ -100,4 +103,50 @@ fn an_in_memory_store_stops_keeping_at_its_limit() {
     assert_eq!((store.len(), store.bytes()), (2, 2 * one));
     assert!(store.get("c").is_none());
     assert_eq!(store.get("b").unwrap().as_ref(), &matrix(2, 1));
+}
+
+#[test]
+fn damage_inside_the_file_is_found_when_read_and_the_rest_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m");
+    let (store, _) = MatrixStore::open(&path, MODEL).unwrap();
+    for (i, text) in ["a", "b", "c"].iter().enumerate() {
+        store.insert(text, matrix(2, i)).unwrap();
+    }
+    drop(store);
+    // Flip a code byte of the middle record ("b"): its header still agrees with its length.
+    let record = 8 + 20 + 2 * (DIMENSION as u64 + 4);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(len - record - 5)).unwrap();
+    f.write_all(&[0x7f]).unwrap();
+    drop(f);
+    let (store, report) = MatrixStore::open(&path, MODEL).unwrap();
+    assert_eq!(report, OpenReport { matrices: 3, dropped_bytes: 0 }, "opening reads headers, not every byte");
+    assert!(store.get("b").is_none(), "the damaged matrix is never served");
+    assert!(!store.contains("b"), "and forgotten, to be encoded and kept again");
+    assert_eq!(store.get("a").unwrap().as_ref(), &matrix(2, 0));
+    assert_eq!(store.get("c").unwrap().as_ref(), &matrix(2, 2));
+    assert!(store.insert("b", matrix(2, 1)).unwrap());
+    assert_eq!(store.get("b").unwrap().as_ref(), &matrix(2, 1));
+}
+
+#[test]
+fn one_process_holds_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m");
+    let (held, _) = MatrixStore::open(&path, MODEL).unwrap();
+    let err = MatrixStore::open(&path, MODEL).unwrap_err();
+    assert!(matches!(err, MatrixStoreError::Held { .. }), "{err}");
+    drop(held);
+    assert!(MatrixStore::open(&path, MODEL).is_ok(), "free again once closed");
+}
+
+#[test]
+fn a_matrix_with_a_non_finite_scale_is_not_kept() {
+    let mut data = vec![0.0; DIMENSION];
+    data[0] = f32::INFINITY;
+    let store = MatrixStore::in_memory(u64::MAX);
+    assert!(!store.insert("infinite", QuantisedMatrix::quantise(&Matrix::from_data(data))).unwrap());
+    assert!(store.is_empty());
 }
