@@ -18,10 +18,14 @@
 
 use std::collections::BTreeMap;
 
+use rcp_corpus::chunking::Chunk;
 use rcp_wire::filter::FieldType;
+use serde_json::Value;
+use tokio_postgres::Row;
 
+use crate::db::DbError;
 use crate::filter::{Params, compile};
-use crate::store::{BM25_B, BM25_K1, Lists, MAX_EF_SEARCH, Search, vector_literal};
+use crate::store::{BM25_B, BM25_K1, Found, Lists, MAX_EF_SEARCH, Search, vector_literal};
 
 /// How many chunks per wanted document a grouped dense list reads from the HNSW index.
 pub const WIDEN: usize = 4;
@@ -201,6 +205,41 @@ fn dense_cte(unit: Unit, v: &str, where_: &str, limit: &str, depth: usize, filte
            ORDER BY dist, id, chunk NULLS FIRST LIMIT {limit})",
         order = order("d.embedding")
     )
+}
+
+/// A row of [`statement`]'s result: its list (`s` or `d`), the row, and the version the
+/// statement saw.
+pub(crate) fn decode(row: &Row) -> Result<(String, Found, i64), DbError> {
+    let list: String = row.try_get(0)?;
+    let offset = |i: usize| -> Result<Option<usize>, DbError> {
+        let n: Option<i32> = row.try_get(i)?;
+        n.map(|n| usize::try_from(n).map_err(|_| DbError::Schema(format!("negative chunk offset {n}")))).transpose()
+    };
+    let chunk = match (offset(2)?, offset(3)?, offset(4)?) {
+        (Some(index), Some(start), Some(end)) => Some(Chunk { index, start, end }),
+        _ => None,
+    };
+    let metadata = match row.try_get::<_, Value>(7)? {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let vector: Option<String> = row.try_get(10)?;
+    let found = Found {
+        id: row.try_get(1)?,
+        chunk,
+        title: row.try_get(5)?,
+        body: row.try_get(6)?,
+        metadata,
+        bm25: row.try_get(8)?,
+        cosine: row.try_get(9)?,
+        vector: vector.as_deref().and_then(parse_vector),
+    };
+    Ok((list, found, row.try_get(11)?))
+}
+
+/// A stored vector from its pgvector text form (`[0.1,0.2,...]`).
+fn parse_vector(text: &str) -> Option<Vec<f32>> {
+    serde_json::from_str(text).ok()
 }
 
 #[cfg(test)]
