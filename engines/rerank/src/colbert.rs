@@ -194,10 +194,7 @@ impl Colbert {
         kind: Kind,
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Matrix>, EncoderError> {
-        rcp_embedder::sessions::run_jobs(&self.sessions, texts.len(), |session, i| {
-            if cancelled() {
-                return Err(EncoderError::Cancelled);
-            }
+        onnx::each(&self.sessions, texts.len(), cancelled, |session, i| {
             self.encode_one(session, texts[i].as_ref(), kind)
         })
     }
@@ -210,13 +207,8 @@ impl Colbert {
         passages: &[S],
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<f32>, EncoderError> {
-        let Some(query) = self.encode(&[query], Kind::Query, cancelled)?.pop() else {
-            return Err(EncoderError::Output { expected: 1, got: 0 });
-        };
-        rcp_embedder::sessions::run_jobs(&self.sessions, passages.len(), |session, i| {
-            if cancelled() {
-                return Err(EncoderError::Cancelled);
-            }
+        let query = self.encode_query(query, cancelled)?;
+        onnx::each(&self.sessions, passages.len(), cancelled, |session, i| {
             Ok(max_sim(&query, &self.encode_one(session, passages[i].as_ref(), Kind::Document)?))
         })
     }
@@ -234,9 +226,7 @@ impl Colbert {
         keep: bool,
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<f32>, EncoderError> {
-        let Some(query) = self.encode(&[query], Kind::Query, cancelled)?.pop() else {
-            return Err(EncoderError::Output { expected: 1, got: 0 });
-        };
+        let query = self.encode_query(query, cancelled)?;
         let mut matrices: Vec<Option<Arc<QuantisedMatrix>>> = passages.iter().map(|p| store.get(p.as_ref())).collect();
         let missing: Vec<usize> = (0..passages.len()).filter(|&i| matrices[i].is_none()).collect();
         let fresh = self.encode_quantised(passages, &missing, cancelled)?;
@@ -275,13 +265,15 @@ impl Colbert {
         which: &[usize],
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<QuantisedMatrix>, EncoderError> {
-        rcp_embedder::sessions::run_jobs(&self.sessions, which.len(), |session, j| {
-            if cancelled() {
-                return Err(EncoderError::Cancelled);
-            }
+        onnx::each(&self.sessions, which.len(), cancelled, |session, j| {
             let matrix = self.encode_one(session, texts[which[j]].as_ref(), Kind::Document)?;
             Ok(QuantisedMatrix::quantise(&matrix))
         })
+    }
+
+    /// The query's matrix.
+    fn encode_query(&self, query: &str, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Matrix, EncoderError> {
+        self.encode(&[query], Kind::Query, cancelled)?.pop().ok_or(EncoderError::Output { expected: 1, got: 0 })
     }
 
     fn encode_one(&self, session: &mut Session, text: &str, kind: Kind) -> Result<Matrix, EncoderError> {

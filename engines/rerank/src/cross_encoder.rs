@@ -97,10 +97,7 @@ impl CrossEncoder {
         passages: &[S],
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<f32>, EncoderError> {
-        rcp_embedder::sessions::run_jobs(&self.sessions, passages.len(), |session, i| {
-            if cancelled() {
-                return Err(EncoderError::Cancelled);
-            }
+        onnx::each(&self.sessions, passages.len(), cancelled, |session, i| {
             let encoding = self.encode(query, passages[i].as_ref())?;
             run(session, &encoding)
         })

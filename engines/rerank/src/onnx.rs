@@ -113,6 +113,23 @@ pub(crate) fn sessions(files: &ModelFiles, options: EncoderOptions) -> Result<Ve
     })
 }
 
+/// Runs `job` for each of `jobs` inputs across `sessions` (see
+/// [`rcp_embedder::sessions::run_jobs`]), checking `cancelled` before each: the first input
+/// that finds it set ends the run with [`EncoderError::Cancelled`].
+pub(crate) fn each<T: Send>(
+    sessions: &[Mutex<Session>],
+    jobs: usize,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    job: impl Fn(&mut Session, usize) -> Result<T, EncoderError> + Sync,
+) -> Result<Vec<T>, EncoderError> {
+    rcp_embedder::sessions::run_jobs(sessions, jobs, |session, i| {
+        if cancelled() {
+            return Err(EncoderError::Cancelled);
+        }
+        job(session, i)
+    })
+}
+
 /// One input row of a batch of one, `[1, len]` int64.
 pub(crate) fn row(values: impl IntoIterator<Item = i64>) -> Result<Tensor<i64>, EncoderError> {
     let data: Vec<i64> = values.into_iter().collect();
