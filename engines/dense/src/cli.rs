@@ -418,7 +418,7 @@ fn index_into(cmd: IndexCmd) -> anyhow::Result<u64> {
     let options = StoreOptions { defer_graph: true, ..store_options(&cmd.hnsw) };
     let (store, _) = Store::open(&cmd.data_dir, options)?;
     #[cfg(feature = "rerank")]
-    let colbert = cmd.colbert.prepare(&cmd.data_dir, &mut say)?;
+    let colbert = cmd.colbert.prepare(&cmd.data_dir)?;
     // Declared fields (this run's --field, else the store's) are checked on every line: a
     // value of the wrong type is refused, never stored (rcp_corpus::validate).
     let declared: BTreeMap<String, FieldType> =
@@ -583,7 +583,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
     // ColBERT's matrices live beside the store (those `index --colbert` wrote, and each
     // document's the first time it is reranked).
     #[cfg(feature = "rerank")]
-    let (builder, _) = cmd.rerank.register_in(builder, cmd.dir.dir())?;
+    let builder = cmd.rerank.register_in(builder, cmd.dir.dir())?;
     let builder = cmd.serve.durable_feedback(builder, cmd.dir.dir())?;
     Ok(cmd.serve.run(builder)?)
 }

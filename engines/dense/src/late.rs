@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use rcp_rerank::{COLBERT_MODEL, Colbert, MATRIX_FILE, MatrixStore};
+use rcp_rerank::{Colbert, MATRIX_FILE, MatrixHome, MatrixStore};
 
 use crate::store::Store;
 
@@ -52,16 +52,13 @@ pub(crate) struct Prepared {
 
 impl ColbertIndexArgs {
     /// With `--colbert`: ColBERT loaded and `dir`'s matrix file open.
-    pub(crate) fn prepare(&self, dir: &Path, say: &mut dyn FnMut(&str)) -> anyhow::Result<Option<Prepared>> {
+    pub(crate) fn prepare(&self, dir: &Path) -> anyhow::Result<Option<Prepared>> {
         if !self.colbert {
             return Ok(None);
         }
         let colbert = rcp_rerank::load_colbert(self.colbert_model_dir.as_ref(), self.colbert_fetch_model)?;
         let file = dir.join(MATRIX_FILE);
-        let (matrices, report) = MatrixStore::open(&file, COLBERT_MODEL.identity)?;
-        if report.dropped_bytes > 0 {
-            say(&format!("cut off a damaged tail of {} bytes of the ColBERT matrix file", report.dropped_bytes));
-        }
+        let matrices = MatrixHome::File(file.clone()).open()?;
         Ok(Some(Prepared { colbert, matrices, file }))
     }
 }

@@ -28,7 +28,7 @@ pub mod sparse;
 pub use colbert::{Colbert, Kind, Matrix, max_sim};
 pub use cross_encoder::{CrossEncoder, MAX_LENGTH};
 pub use engine::{COLBERT_METHOD, EngineOptions, METHOD, Offered, RerankEngine, Reranker};
-pub use load::{Loaded, MATRIX_FILE, MatrixHome, Method, Models, RerankArgs, StoredColbert, load_colbert};
+pub use load::{Loaded, MATRIX_FILE, MatrixHome, Method, Models, RerankArgs, load_colbert};
 pub use matrices::{MatrixStore, QuantisedMatrix};
 pub use multi::MultiVectorEngine;
 pub use onnx::{EncoderError, EncoderOptions};

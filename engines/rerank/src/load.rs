@@ -94,18 +94,6 @@ pub struct Loaded {
     pub engine: RerankEngine,
     /// ColBERT's token matrices (`multiVector`), when ColBERT is loaded.
     pub multi: Option<MultiVectorEngine>,
-    /// ColBERT and its matrix store, when both are loaded.
-    pub matrices: Option<StoredColbert>,
-}
-
-/// ColBERT with its matrix store: an engine encodes the documents it indexes into the store
-/// with [`Colbert::store_documents`].
-#[derive(Debug, Clone)]
-pub struct StoredColbert {
-    /// The model.
-    pub model: Arc<Colbert>,
-    /// Its document matrices.
-    pub store: Arc<MatrixStore>,
 }
 
 fn say(msg: &str) {
@@ -166,10 +154,9 @@ impl Models {
                 })),
             }
         }
-        let matrices = colbert.clone().zip(store).map(|(model, store)| StoredColbert { model, store });
         let multi = colbert.map(|m| MultiVectorEngine::new(m, COLBERT_MODEL.identity.to_owned()));
         let engine = RerankEngine::new(offered, EngineOptions { max_candidates: self.max_candidates.max(1) });
-        Ok(Loaded { engine, multi, matrices })
+        Ok(Loaded { engine, multi })
     }
 }
 
@@ -223,20 +210,15 @@ impl RerankArgs {
     /// ColBERT's `embed/multi`. Without `--rerank`, `builder` unchanged. A missing model is
     /// refused, naming the commands that provision it.
     pub fn register(&self, builder: ServerBuilder) -> anyhow::Result<ServerBuilder> {
-        Ok(self.register_in(builder, None)?.0)
+        self.register_in(builder, None)
     }
 
     /// [`RerankArgs::register`] for an engine with a data directory: ColBERT's matrices are
     /// kept in `DATA_DIR/colbert-matrices` unless `--colbert-store` names another file
-    /// (without either, in memory). Also returns ColBERT and its store, for the engine to
-    /// encode the documents it indexes ([`Loaded::matrices`]).
-    pub fn register_in(
-        &self,
-        builder: ServerBuilder,
-        data_dir: Option<&Path>,
-    ) -> anyhow::Result<(ServerBuilder, Option<StoredColbert>)> {
+    /// (without either, in memory).
+    pub fn register_in(&self, builder: ServerBuilder, data_dir: Option<&Path>) -> anyhow::Result<ServerBuilder> {
         if self.methods.is_empty() {
-            return Ok((builder, None));
+            return Ok(builder);
         }
         let matrices = match (&self.colbert_store, data_dir) {
             (Some(file), _) => MatrixHome::File(file.clone()),
@@ -258,10 +240,9 @@ impl RerankArgs {
              start with --rerank-fetch-model)",
         )?;
         let builder = builder.rerank_builtin(loaded.engine);
-        let builder = match loaded.multi {
+        Ok(match loaded.multi {
             Some(multi) => builder.multi_vector(multi),
             None => builder,
-        };
-        Ok((builder, loaded.matrices))
+        })
     }
 }
