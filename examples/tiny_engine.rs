@@ -11,10 +11,12 @@
 //! backend (the handler stops early when cancelled) and `x-tiny-panic` makes it panic.
 
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use rcp_server::cli::{EngineCli, ServeArgs};
 use rcp_server::{HandlerResult, Index, RequestContext, Retrieve, RetrieveRequest, Server};
 use rcp_wire::capabilities::{IndexCapability, RetrieveCapability};
 use rcp_wire::filter::{FieldType, FilterCapability};
@@ -87,7 +89,7 @@ impl Retrieve for Tiny {
             }
         }
         assert!(meta.get("x-tiny-panic").is_none(), "x-tiny-panic requested");
-        let query: Vec<String> = words(&req.params.query.text()).collect();
+        let query: Vec<String> = words(&req.query.text()).collect();
         let docs = self.docs.read().map_err(|_| RcpError::internal("index lock poisoned"))?;
         let n = docs.len() as f64;
         let df = |w: &String| docs.values().filter(|d| d.words.contains(w)).count() as f64;
@@ -97,13 +99,13 @@ impl Retrieve for Tiny {
             .iter()
             .filter(|(_, d)| req.filter.as_ref().is_none_or(|f| f.matches(&d.meta)))
             .map(|(id, d)| (id, d, query.iter().zip(&idf).map(|(w, idf)| tf(d, w) * idf).sum::<f64>()))
-            .filter(|(_, _, score)| *score > 0.0 && req.params.min_score.is_none_or(|m| *score >= m))
+            .filter(|(_, _, score)| *score > 0.0 && req.min_score.is_none_or(|m| *score >= m))
             .map(|(id, d, score)| {
                 let mut hit = Hit::new(id.as_str(), score);
                 hit.meta = Some(d.meta.clone());
                 hit.citation =
                     Some(Citation { source: Some("tiny".into()), title: Some(id.clone()), ..Default::default() });
-                hit.text = (req.params.include_text != Some(false)).then(|| d.text.clone());
+                hit.text = Some(d.text.clone());
                 hit
             })
             .collect();
@@ -111,7 +113,6 @@ impl Retrieve for Tiny {
         ctx.progress(0.5, "retrieve", format!("scored {} documents", docs.len()));
         ctx.log(LogLevel::Info, format!("{} matching documents", hits.len()));
         let offset: usize = req
-            .params
             .cursor
             .as_deref()
             .map_or(Ok(0), str::parse)
@@ -146,30 +147,41 @@ impl Index for Tiny {
     }
 }
 
-/// The smallest complete RCP engine: a dozen in-memory documents served over stdio (NDJSON
-/// JSON-RPC on stdin/stdout, diagnostics on stderr). It takes no options; talk to it with
-/// `rcpctl info --stdio tiny_engine` or certify it with `rcp-conformance --stdio tiny_engine`.
+/// The smallest complete RCP engine: a dozen in-memory documents, served over stdio (NDJSON
+/// JSON-RPC on stdin/stdout, diagnostics on stderr) or HTTP with `--http ADDR`, on the engine
+/// scaffold of `rcp_server::cli` (its `ServeArgs` flattened at the top: no subcommand). Talk to
+/// it with `rcpctl info --stdio tiny_engine` or certify it with `rcp-conformance --stdio
+/// tiny_engine`.
 #[derive(clap::Parser)]
 #[command(name = "tiny_engine", version)]
-struct Args {}
+struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
-    // `--help` and `--version` print and exit; any other argument is refused instead of served.
-    let _: Args = clap::Parser::parse();
-    rcp_server::init_tracing();
-    let docs = DOCS.iter().map(|(id, text, topic, year)| {
-        let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();
-        (id.to_string(), doc(text.to_string(), meta))
-    });
-    let tiny = std::sync::Arc::new(Tiny { docs: RwLock::new(docs.collect()), minted: AtomicU64::new(1) });
-    Server::builder("tiny-engine", env!("CARGO_PKG_VERSION"))
-        .retrieve(tiny.clone())
-        .index(tiny)
-        .streaming()
-        .log()
-        .conformance(ConformanceLevel::L1)
-        .build()
-        .serve_stdio()
-        .await
+impl EngineCli for Cli {
+    type Error = std::io::Error;
+
+    fn serve_args(&self) -> Option<&ServeArgs> {
+        Some(&self.serve)
+    }
+
+    fn run(self) -> std::io::Result<()> {
+        let docs = DOCS.iter().map(|(id, text, topic, year)| {
+            let meta = json!({"topic": topic, "year": year}).as_object().cloned().unwrap_or_default();
+            (id.to_string(), doc(text.to_string(), meta))
+        });
+        let tiny = Arc::new(Tiny { docs: RwLock::new(docs.collect()), minted: AtomicU64::new(1) });
+        let builder = Server::builder("tiny-engine", env!("CARGO_PKG_VERSION"))
+            .retrieve(tiny.clone())
+            .index(tiny)
+            .streaming()
+            .log()
+            .conformance(ConformanceLevel::L2);
+        self.serve.run(builder)
+    }
+}
+
+fn main() -> ExitCode {
+    rcp_server::cli::main::<Cli>()
 }

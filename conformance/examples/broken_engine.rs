@@ -70,7 +70,7 @@ impl Retrieve for Words {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let query = req.params.query.text().to_lowercase();
+        let query = req.query.text().to_lowercase();
         let q: Vec<&str> = query.split_whitespace().collect();
         let mut hits: Vec<Hit> = DOCS
             .iter()
@@ -80,7 +80,7 @@ impl Retrieve for Words {
                 h.meta = json!({"topic": topic}).as_object().cloned();
                 h
             })
-            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .filter(|h| h.score > 0.0 && req.min_score.is_none_or(|m| h.score >= m))
             .filter(|h| req.filter.as_ref().is_none_or(|f| f.matches(h.meta.as_ref().unwrap_or(&Default::default()))))
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));

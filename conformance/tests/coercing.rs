@@ -64,7 +64,7 @@ impl Retrieve for Shelf {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let q = req.params.query.text().to_lowercase();
+        let q = req.query.text().to_lowercase();
         let words: Vec<&str> = q.split_whitespace().collect();
         let mut hits: Vec<Hit> = self
             .docs
@@ -76,11 +76,10 @@ impl Retrieve for Shelf {
                 h.meta = Some(meta.clone());
                 h
             })
-            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .filter(|h| h.score > 0.0 && req.min_score.is_none_or(|m| h.score >= m))
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
         let offset: usize = req
-            .params
             .cursor
             .as_deref()
             .map_or(Ok(0), str::parse)

@@ -61,7 +61,7 @@ impl Retrieve for Shelf {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let q = req.params.query.text().to_lowercase();
+        let q = req.query.text().to_lowercase();
         let words: Vec<&str> = q.split_whitespace().collect();
         let docs = self.docs.read().map_err(|_| RcpError::internal("poisoned"))?;
         ctx.progress(0.5, "retrieve", "scoring");
@@ -76,11 +76,10 @@ impl Retrieve for Shelf {
                 h.citation = Some(Citation { source: Some("shelf".into()), ..Default::default() });
                 h
             })
-            .filter(|h| h.score > 0.0 && req.params.min_score.is_none_or(|m| h.score >= m))
+            .filter(|h| h.score > 0.0 && req.min_score.is_none_or(|m| h.score >= m))
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
         let offset: usize = req
-            .params
             .cursor
             .as_deref()
             .map_or(Ok(0), str::parse)

@@ -33,7 +33,7 @@ use rcp_wire::capabilities::{MemoryCapability, RetrieveCapability};
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
 use rcp_wire::lifecycle::ConformanceLevel;
 use rcp_wire::memory::{Clue, MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
-use rcp_wire::retrieve::ChunkRef;
+use rcp_wire::retrieve::{ChunkRef, Unit};
 use rcp_wire::{Hit, RcpError, RetrieveResult};
 
 use corpus::{DOCS, Scorer};
@@ -63,8 +63,8 @@ impl Retrieve for Search {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let query = req.params.query.text();
-        let chunked = req.params.unit.as_deref() == Some("chunk");
+        let query = req.query.text();
+        let chunked = req.unit == Some(Unit::Chunk);
         let mut hits: Vec<Hit> = Vec::new();
         for (id, text) in DOCS {
             let parts: Vec<(Option<usize>, &str)> = if chunked {
@@ -74,7 +74,7 @@ impl Retrieve for Search {
             };
             for (index, part) in parts {
                 let score = self.scorer.score(&query, part);
-                if score <= 0.0 || req.params.min_score.is_some_and(|m| score < m) {
+                if score <= 0.0 || req.min_score.is_some_and(|m| score < m) {
                     continue;
                 }
                 let mut hit = match index {
@@ -92,9 +92,6 @@ impl Retrieve for Search {
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
         hits.truncate(req.k);
-        if req.params.include_text == Some(false) {
-            hits.iter_mut().for_each(|h| h.text = None);
-        }
         Ok(RetrieveResult { hits, ..Default::default() })
     }
 }

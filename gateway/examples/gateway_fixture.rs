@@ -106,7 +106,7 @@ impl Retrieve for Fixture {
         if self.exit_after.is_some_and(|n| self.served.fetch_add(1, Ordering::SeqCst) >= n) {
             std::process::exit(3);
         }
-        self.event(&format!("meta {}", serde_json::to_string(&req.params.meta).unwrap_or_default()));
+        self.event(&format!("meta {}", serde_json::to_string(&req.meta).unwrap_or_default()));
         let mut guard = Abandoned { fixture: self, done: false };
         if self.sleep_ms > 0 {
             ctx.progress(0.5, "sleeping", format!("{} sleeps {} ms", self.name, self.sleep_ms));
@@ -116,7 +116,7 @@ impl Retrieve for Fixture {
         if self.fail {
             return Err(RcpError::backend_unavailable(format!("{} is configured to fail", self.name)));
         }
-        let query = req.params.query.text().to_lowercase();
+        let query = req.query.text().to_lowercase();
         let words: Vec<&str> = query.split_whitespace().collect();
         let mut hits: Vec<Hit> = self
             .docs

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use rcp_server::{Catalog, RequestContext, RetrieveRequest};
 use rcp_wire::capabilities::Capabilities;
 use rcp_wire::filter::{FieldType, FilterCapability};
-use rcp_wire::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult};
+use rcp_wire::{Hit, Meta, RcpError, RetrieveResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -317,15 +317,13 @@ impl Bridge {
             ),
             None => None,
         };
-        let mut params = RetrieveParams::new(query, k);
-        params.filter = filter;
+        let mut request = RetrieveRequest::new(query, usize::try_from(k).unwrap_or(usize::MAX));
+        request.filter = validated;
         if let Some(e) = engine {
             let mut meta = Meta::new();
             meta.insert(META_COLLECTIONS.into(), json!([e]));
-            params.meta = Some(meta);
+            request.meta = Some(meta);
         }
-        let k = usize::try_from(k).unwrap_or(usize::MAX);
-        let request = RetrieveRequest { params, filter: validated, k, candidate_k: k.max(100) };
         let ctx = RequestContext::detached(Capabilities::default());
         self.gateway.federated_retrieve(request, &ctx).await
     }

@@ -74,7 +74,7 @@ impl Retrieve for Fixture {
         if self.fail {
             return Err(RcpError::backend_unavailable(format!("{} is configured to fail", self.name)));
         }
-        let query = req.params.query.text().to_lowercase();
+        let query = req.query.text().to_lowercase();
         let words: Vec<&str> = query.split_whitespace().collect();
         let mut hits: Vec<Hit> = self
             .docs

@@ -20,7 +20,7 @@ impl Retrieve for Steps {
             ctx.progress(f64::from(i) / 3.0, "retrieve", format!("step {i}"));
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        Ok(RetrieveResult::from_hits(vec![Hit::new("d", 1.0).with_text(req.params.query.text())]))
+        Ok(RetrieveResult::from_hits(vec![Hit::new("d", 1.0).with_text(req.query.text())]))
     }
 }
 

@@ -21,7 +21,7 @@ impl Retrieve for Echo {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let text = req.params.query.text();
+        let text = req.query.text();
         if text.starts_with("slow") {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }

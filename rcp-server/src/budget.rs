@@ -62,8 +62,8 @@ pub(crate) struct Packing {
 impl Packing {
     /// The packing of a request with `budget` (validated `>= 1`), whose client asked for text
     /// unless `include_text` is `Some(false)`.
-    pub(crate) fn new(counter: Counter, budget: u64, include_text: Option<bool>) -> Self {
-        Self { counter, budget, keep_text: include_text != Some(false) }
+    pub(crate) fn new(counter: Counter, budget: u64, include_text: bool) -> Self {
+        Self { counter, budget, keep_text: include_text }
     }
 
     /// Keeps the longest prefix of the first `k` hits whose bodies fit in the budget, sets
@@ -136,7 +136,7 @@ mod tests {
     }
 
     fn packing(budget: u64, include_text: Option<bool>) -> Packing {
-        Packing::new(Counter(Arc::new(Words)), budget, include_text)
+        Packing::new(Counter(Arc::new(Words)), budget, include_text != Some(false))
     }
 
     fn result(bodies: &[&str]) -> RetrieveResult {

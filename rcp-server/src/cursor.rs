@@ -11,10 +11,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rcp_wire::{RcpError, RetrieveParams};
+use rcp_wire::RcpError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
+
+use crate::handler::RetrieveRequest;
 
 /// A digest of everything that shapes a ranking: built part by part, each part separated from
 /// the next so that two parts can never run together into a third request's.
@@ -30,14 +32,14 @@ impl Fingerprint {
     /// The parts every ranked `retrieve` shares: the query text, the page size `k`, `filter`,
     /// `minScore`, `candidateK` and `recency`. An engine adds what else shapes its ranking
     /// (its mode, `fusion`, `mmr`, ...) with [`Self::part`].
-    pub fn of_request(params: &RetrieveParams, k: usize) -> Self {
+    pub fn of_request(req: &RetrieveRequest) -> Self {
         Self::new()
-            .part(params.query.text())
-            .part(k.to_le_bytes())
-            .part(params.filter.as_ref().map(|f| f.to_string()).unwrap_or_default())
-            .part(params.min_score.map(|m| m.to_string()).unwrap_or_default())
-            .part(params.candidate_k.map(|c| c.to_string()).unwrap_or_default())
-            .part(params.recency.as_ref().and_then(|r| serde_json::to_string(r).ok()).unwrap_or_default())
+            .part(req.query.text())
+            .part(req.k.to_le_bytes())
+            .part(req.filter.as_ref().map(|f| f.to_value().to_string()).unwrap_or_default())
+            .part(req.min_score.map(|m| m.to_string()).unwrap_or_default())
+            .part(req.candidate_k.to_le_bytes())
+            .part(req.recency.as_ref().map(|r| format!("{}:{}", r.field, r.half_life_days)).unwrap_or_default())
     }
 
     /// Adds one part.
@@ -118,12 +120,12 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_belong_to_one_request() {
-        let a = Fingerprint::of_request(&RetrieveParams::new("q", 10), 10).finish();
-        let b = Fingerprint::of_request(&RetrieveParams::new("q", 10), 11).finish();
-        let c = Fingerprint::of_request(&RetrieveParams::new("q", 10), 10).part("dense").finish();
+        let a = Fingerprint::of_request(&RetrieveRequest::new("q", 10)).finish();
+        let b = Fingerprint::of_request(&RetrieveRequest::new("q", 11)).finish();
+        let c = Fingerprint::of_request(&RetrieveRequest::new("q", 10)).part("dense").finish();
         assert_eq!(a.len(), 24);
         assert!(a != b && a != c && b != c);
-        assert_eq!(a, Fingerprint::of_request(&RetrieveParams::new("q", 10), 10).finish());
+        assert_eq!(a, Fingerprint::of_request(&RetrieveRequest::new("q", 10)).finish());
         // Parts never run together: ("ab", "c") is not ("a", "bc").
         assert_ne!(Fingerprint::new().part("ab").part("c").finish(), Fingerprint::new().part("a").part("bc").finish());
 

@@ -31,7 +31,8 @@
 //!     }
 //!
 //!     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-//!         let hit = Hit::new("doc-1", 1.0).with_text(req.params.query.text());
+//!         // A resolved request: `k` clamped, every default applied, the filter validated.
+//!         let hit = Hit::new("doc-1", 1.0).with_text(req.query.text());
 //!         Ok(RetrieveResult::from_hits(vec![hit]))
 //!     }
 //! }
@@ -94,8 +95,8 @@ pub use context::RequestContext;
 pub use exec::Lane;
 pub use funnel::Funnel;
 pub use handler::{
-    Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Honours, Index, Memory, MultiVector, Rerank,
-    RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
+    Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Honours, Index, Memory, MultiVector, RecencyDecay,
+    Rerank, RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
 pub use logging::{LogFormat, init_logging, init_tracing};

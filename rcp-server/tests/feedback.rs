@@ -24,7 +24,7 @@ impl Retrieve for Two {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        if req.params.query.text() == "wait" {
+        if req.query.text() == "wait" {
             self.gate.notified().await;
         }
         ctx.progress_partial(0.5, "retrieve", vec![Hit::new("bad", 2.0), Hit::new("good", 1.0)]);

@@ -45,7 +45,7 @@ impl Retrieve for Slow {
                 _ = ctx.cancellation().cancelled() => return Err(RcpError::cancelled(None)),
             }
         }
-        Ok(RetrieveResult::from_hits(vec![Hit::new("d1", 1.0).with_text(req.params.query.text())]))
+        Ok(RetrieveResult::from_hits(vec![Hit::new("d1", 1.0).with_text(req.query.text())]))
     }
 }
 

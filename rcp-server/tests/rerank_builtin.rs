@@ -24,7 +24,7 @@ impl Retrieve for Corpus {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let text = req.params.include_text != Some(false);
+        let text = req.include_text;
         let hits = (0..30)
             .take(req.k)
             .map(|i| {

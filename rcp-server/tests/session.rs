@@ -42,7 +42,7 @@ impl Retrieve for Paged {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let reverse = req.params.query.text() == "rev";
+        let reverse = req.query.text() == "rev";
         let mut res = Ranked.retrieve(req, ctx).await?;
         if reverse {
             for (i, h) in res.hits.iter_mut().enumerate() {

@@ -19,7 +19,7 @@ impl Retrieve for Growing {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let text = req.params.include_text != Some(false);
+        let text = req.include_text;
         let hits = (0..10usize.min(req.k))
             .map(|i| {
                 let h = Hit::new(format!("d{i}").as_str(), 10.0 - i as f64);

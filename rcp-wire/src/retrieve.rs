@@ -141,6 +141,75 @@ pub struct Recency {
     pub half_life_days: Option<f64>,
 }
 
+/// A retrieval granularity (§7.7.2): what one hit is. The wire form is the spec's lowercase
+/// name (`tree-node` for [`Unit::TreeNode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// A chunk of a document.
+    Chunk,
+    /// A passage.
+    Passage,
+    /// A whole document.
+    Document,
+    /// A graph node.
+    Node,
+    /// A graph triplet.
+    Triplet,
+    /// A graph path.
+    Path,
+    /// A subgraph.
+    Subgraph,
+    /// A community summary.
+    Community,
+    /// A node of a summary tree.
+    TreeNode,
+    /// A page of a visual document.
+    Page,
+}
+
+impl Unit {
+    /// Every unit of §7.7.2.
+    pub const ALL: [Unit; 10] = [
+        Self::Chunk,
+        Self::Passage,
+        Self::Document,
+        Self::Node,
+        Self::Triplet,
+        Self::Path,
+        Self::Subgraph,
+        Self::Community,
+        Self::TreeNode,
+        Self::Page,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chunk => "chunk",
+            Self::Passage => "passage",
+            Self::Document => "document",
+            Self::Node => "node",
+            Self::Triplet => "triplet",
+            Self::Path => "path",
+            Self::Subgraph => "subgraph",
+            Self::Community => "community",
+            Self::TreeNode => "tree-node",
+            Self::Page => "page",
+        }
+    }
+
+    /// The unit with this wire name, if §7.7.2 defines one.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|u| u.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Unit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `retrieve.rewrite`: a transform method, or `false`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

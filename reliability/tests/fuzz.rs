@@ -60,7 +60,7 @@ impl Retrieve for Fuzzed {
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         ctx.progress(0.5, "retrieve", "half way");
-        let text = req.params.query.text();
+        let text = req.query.text();
         let hits = (0..req.k.min(25))
             .map(|i| Hit::new(format!("d{i}"), if i == 3 { f64::NAN } else { 1.0 / (i as f64 + 1.0) }).with_text(&text))
             .collect();

@@ -53,7 +53,7 @@ impl Retrieve for Pool {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let q = req.params.query.text();
+        let q = req.query.text();
         let hits = (0..req.k).map(|i| Hit::new(format!("doc-{q}-{i}").as_str(), 1.0 / (1.0 + i as f64))).collect();
         Ok(RetrieveResult::from_hits(hits))
     }

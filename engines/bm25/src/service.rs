@@ -137,23 +137,18 @@ impl Retrieve for Bm25 {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let p = &req.params;
         let search = SearchRequest {
-            query: p.query.text(),
+            query: req.query.text(),
             k: req.k,
             candidate_k: req.candidate_k,
-            filter: req.filter.clone(),
-            min_score: p.min_score,
-            recency: p.recency.as_ref().map(|r| RecencySpec {
-                field: r.field.clone(),
-                // The framework fills in the default half-life (and notes it).
-                half_life_days: r.half_life_days.unwrap_or(rcp_corpus::recency::DEFAULT_HALF_LIFE_DAYS),
-            }),
-            include_text: p.include_text != Some(false),
-            index_version: p.index_version.clone(),
-            cursor: p.cursor.clone(),
-            rewrite: crate::transform::inline(p.rewrite.as_ref(), &self.options.rm3)?,
-            unit: Unit::of(p.unit.as_deref()),
+            filter: req.filter,
+            min_score: req.min_score,
+            recency: req.recency.map(|r| RecencySpec { field: r.field, half_life_days: r.half_life_days }),
+            include_text: req.include_text,
+            index_version: req.index_version,
+            cursor: req.cursor,
+            rewrite: crate::transform::inline(req.rewrite.as_deref(), &self.options.rm3)?,
+            unit: Unit::of(req.unit.map(|u| u.as_str())),
         };
         let engine = Arc::clone(&self.engine);
         let task_ctx = ctx.clone();

@@ -8,7 +8,6 @@
 
 use rcp_wire::RcpError;
 use rcp_wire::capabilities::TransformCapability;
-use rcp_wire::retrieve::RewriteOption;
 
 use crate::engine::{Rewrite, Rm3};
 
@@ -23,14 +22,12 @@ pub const DEFAULT_VARIANTS: usize = 3;
 
 /// The engine rewrite for `retrieve.rewrite`: `None` when absent or `false`; a method outside
 /// [`METHODS`] is `-32005` (the framework refuses unadvertised ones before this runs).
-pub fn inline(option: Option<&RewriteOption>, rm3: &Rm3) -> Result<Option<Rewrite>, RcpError> {
-    match option {
-        None | Some(RewriteOption::Enabled(_)) => Ok(None),
-        Some(RewriteOption::Method(m)) => match m.as_str() {
-            REWRITE => Ok(Some(Rewrite::Rm3(*rm3))),
-            MULTI_QUERY => Ok(Some(Rewrite::MultiQuery { rm3: *rm3, n: DEFAULT_VARIANTS })),
-            other => Err(RcpError::option_unsupported("rewrite", other, &METHODS)),
-        },
+pub fn inline(method: Option<&str>, rm3: &Rm3) -> Result<Option<Rewrite>, RcpError> {
+    match method {
+        None => Ok(None),
+        Some(REWRITE) => Ok(Some(Rewrite::Rm3(*rm3))),
+        Some(MULTI_QUERY) => Ok(Some(Rewrite::MultiQuery { rm3: *rm3, n: DEFAULT_VARIANTS })),
+        Some(other) => Err(RcpError::option_unsupported("rewrite", other, &METHODS)),
     }
 }
 
@@ -62,9 +59,8 @@ mod tests {
     fn inline_rewrite_maps_methods() {
         let rm3 = Rm3::default();
         assert_eq!(inline(None, &rm3).ok(), Some(None));
-        assert_eq!(inline(Some(&RewriteOption::Enabled(false)), &rm3).ok(), Some(None));
-        assert_eq!(inline(Some(&RewriteOption::Method("rewrite".into())), &rm3).ok(), Some(Some(Rewrite::Rm3(rm3))));
-        let e = inline(Some(&RewriteOption::Method("hyde".into())), &rm3).err();
+        assert_eq!(inline(Some("rewrite"), &rm3).ok(), Some(Some(Rewrite::Rm3(rm3))));
+        let e = inline(Some("hyde"), &rm3).err();
         assert_eq!(e.map(|e| e.code.0), Some(-32005));
     }
 

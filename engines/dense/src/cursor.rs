@@ -8,8 +8,8 @@
 //! above the key belongs to pages already read and is not shown. Under `mmr` the order is not
 //! a score order, so its pages are cut by the count of hits already returned instead.
 
+use rcp_server::RetrieveRequest;
 use rcp_server::cursor::{CursorState, Fingerprint};
-use rcp_wire::RetrieveParams;
 use serde::{Deserialize, Serialize};
 
 /// A decoded cursor.
@@ -51,8 +51,8 @@ impl Cursor {
 
 /// A digest of everything that shapes the ranking: the request without `cursor`, `_meta` and
 /// the fields that only change what each hit carries.
-pub fn fingerprint(params: &RetrieveParams, k: usize) -> String {
-    Fingerprint::of_request(params, k).part(params.mmr.map(|m| m.lambda.to_string()).unwrap_or_default()).finish()
+pub fn fingerprint(req: &RetrieveRequest) -> String {
+    Fingerprint::of_request(req).part(req.mmr.map(|m| m.lambda.to_string()).unwrap_or_default()).finish()
 }
 
 #[cfg(test)]

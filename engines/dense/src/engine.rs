@@ -25,7 +25,7 @@ use crate::cursor::{Cursor, fingerprint};
 use crate::graph::GraphIndex;
 use crate::store::{Store, StoreError, stored};
 use crate::wal::{Origin, StoredDoc};
-use rcp_corpus::recency::{self, DEFAULT_HALF_LIFE_DAYS, Decay};
+use rcp_corpus::recency::{self, Decay};
 use rcp_embedder::Embedder;
 pub use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -169,10 +169,9 @@ impl Retrieve for DenseEngine {
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
-        let print = fingerprint(&req.params, req.k);
-        let cursor =
-            req.params.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
-        let query = req.params.query.text();
+        let print = fingerprint(&req);
+        let cursor = req.cursor.as_deref().map(|c| Cursor::decode(c, &print)).transpose()?;
+        let query = req.query.text();
         let mut q = self.embed_texts(vec![query], &ctx, "recall", Lane::Read).await?;
         let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
         let store = self.store.clone();
@@ -193,17 +192,17 @@ impl Retrieve for DenseEngine {
                 let (mut found, route) = table.search(&q, depth, ef, req.filter.as_ref(), &planner);
                 let candidates = found.len();
                 let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
-                if let Some(r) = &req.params.recency {
-                    let decay = Decay::new(clock_ms, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+                if let Some(r) = &req.recency {
+                    let decay = Decay::new(clock_ms, r.half_life_days);
                     apply_decay(&mut found, &table, &r.field, &decay);
                 }
-                if let Some(min) = req.params.min_score {
+                if let Some(min) = req.min_score {
                     found.retain(|s| f64::from(s.score) >= min);
                 }
                 let id = |s: &Scored| table.doc(s.slot).map_or("", |d| d.id.as_str());
                 // The keyset order: score descending, then id ascending.
                 found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(id(b))));
-                let mut order: Vec<usize> = match req.params.mmr {
+                let mut order: Vec<usize> = match req.mmr {
                     Some(m) => {
                         let relevance: Vec<f64> = found.iter().map(|s| f64::from(s.score)).collect();
                         let vectors: Vec<&[f32]> = found.iter().map(|s| table.vector(s.slot)).collect();
@@ -271,10 +270,10 @@ fn build_hit(
 ) -> Hit {
     let mut hit = stored_hit(doc, f64::from(cosine), &options.source);
     hit.score = f64::from(s.score);
-    if req.params.include_text == Some(false) {
+    if !req.include_text {
         hit.text = None;
     }
-    if req.params.include_vectors == Some(true) {
+    if req.include_vectors {
         hit.vector = Some(WireVector::Json(vector.to_vec()));
     }
     hit

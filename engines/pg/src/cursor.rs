@@ -7,9 +7,12 @@
 //! the versions, and the client starts again from the first page; PostgreSQL keeps no old
 //! snapshots to page through.
 
+use rcp_server::RetrieveRequest;
 use rcp_server::cursor::{CursorState, Fingerprint};
-use rcp_wire::{Mode, RcpError, RetrieveParams};
+use rcp_wire::{Mode, RcpError};
 use serde::{Deserialize, Serialize};
+
+use crate::store::Unit;
 
 /// A decoded cursor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,10 +54,9 @@ impl Cursor {
 
 /// A digest of everything that shapes the ranking: the request without `cursor`, `_meta`
 /// and the fields that only change what each hit carries.
-pub fn fingerprint(params: &RetrieveParams, mode: &Mode, k: usize) -> String {
-    let fusion = params.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()).unwrap_or_default();
-    let unit = crate::query::Unit::of(params.unit.as_deref());
-    Fingerprint::of_request(params, k).part(mode.as_str()).part(unit.as_str()).part(fusion).finish()
+pub fn fingerprint(req: &RetrieveRequest, mode: &Mode, unit: Unit) -> String {
+    let fusion = req.fusion.as_ref().and_then(|f| serde_json::to_string(f).ok()).unwrap_or_default();
+    Fingerprint::of_request(req).part(mode.as_str()).part(unit.as_str()).part(fusion).finish()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rcp_corpus::CorpusDoc;
 use rcp_corpus::chunking::{Chunk, ChunkPolicy};
-use rcp_corpus::recency::{DEFAULT_HALF_LIFE_DAYS, Decay};
+use rcp_corpus::recency::Decay;
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -167,18 +167,18 @@ impl Retrieve for PgEngine {
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
-        let p = &req.params;
-        let mode = p.mode.clone().unwrap_or_else(|| self.options.default_mode.clone());
+        // The framework resolves an absent mode to the advertised default.
+        let mode = req.mode.clone().ok_or_else(|| RcpError::internal("retrieve reached the engine without a mode"))?;
         let lists = match mode {
             Mode::Sparse => Lists::Sparse,
             Mode::Dense => Lists::Dense,
             _ => Lists::Both,
         };
-        let unit = Unit::of(p.unit.as_deref());
-        let print = fingerprint(p, &mode, req.k);
-        let cursor = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| Cursor::decode(c, &print)).transpose()?;
+        let unit = Unit::of(req.unit.map(|u| u.as_str()));
+        let print = fingerprint(&req, &mode, unit);
+        let cursor = req.cursor.as_deref().map(|c| Cursor::decode(c, &print)).transpose()?;
         let offset = cursor.as_ref().map_or(0, |c| c.offset);
-        let text = p.query.text();
+        let text = req.query.text();
         refuse_nul(|| "query".to_owned(), &text)?;
         if let Some(filter) = &req.filter {
             refuse_nul_in_filter(filter)?;
@@ -193,7 +193,7 @@ impl Retrieve for PgEngine {
         // `recency` reorders the whole candidate list too, so it is fetched in full.
         let limit = match lists {
             Lists::Both => req.candidate_k.max(page_end + 1),
-            _ if p.recency.is_some() => req.candidate_k.max(page_end + 1),
+            _ if req.recency.is_some() => req.candidate_k.max(page_end + 1),
             _ => page_end + 1,
         };
         let search = Search {
@@ -203,7 +203,7 @@ impl Retrieve for PgEngine {
             filter: req.filter.as_ref(),
             limit,
             ef_search: self.options.ef_search.max(req.candidate_k),
-            with_vectors: p.include_vectors == Some(true),
+            with_vectors: req.include_vectors,
             unit,
         };
         let ranked = self.store.search(&search).await.map_err(db_error)?;
@@ -218,16 +218,16 @@ impl Retrieve for PgEngine {
         let mut ordered = match lists {
             Lists::Sparse => single(&ranked.sparse, |f| f.bm25),
             Lists::Dense => single(&ranked.dense, |f| f.cosine),
-            Lists::Both => hybrid(&ranked, p.fusion.as_ref())?,
+            Lists::Both => hybrid(&ranked, req.fusion.as_ref())?,
         };
-        if let Some(r) = &p.recency {
-            decay(&mut ordered, &r.field, r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS));
+        if let Some(r) = &req.recency {
+            decay(&mut ordered, &r.field, r.half_life_days);
         }
         if let Some(f) = &self.feedback {
             let barred = f.quarantined().await.map_err(db_error)?;
             ordered.retain(|(found, _)| !quarantined(found, &barred));
         }
-        if let Some(min) = p.min_score {
+        if let Some(min) = req.min_score {
             ordered.retain(|(_, score)| *score >= min);
         }
         let more = ordered.len() > page_end;
@@ -235,7 +235,7 @@ impl Retrieve for PgEngine {
             .into_iter()
             .skip(offset)
             .take(req.k)
-            .map(|(found, score)| self.hit(found, score, &mode, unit, p.include_text != Some(false)))
+            .map(|(found, score)| self.hit(found, score, &mode, unit, req.include_text))
             .collect();
         let next_cursor =
             more.then(|| Cursor { offset: page_end, version: ranked.version, fingerprint: print }.encode());

@@ -30,7 +30,7 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> HandlerResult<RetrieveResult> {
         let started = Instant::now();
-        let params = req.params;
+        let params = req.to_params();
         let k = req.k.max(1);
         // The page: from the cursor's offset, with one hit more than the page to tell whether
         // another page follows.

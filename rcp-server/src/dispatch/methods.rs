@@ -67,14 +67,14 @@ pub(crate) fn retrieve<T: Retrieve>(
     let mut req = validate::retrieve(p, ctx.capabilities(), &mut notes)?;
     let k = req.k;
     // Honoured for every engine (§7.7): what the handler leaves in is cut here.
-    let (min_score, include_text) = (req.params.min_score, req.params.include_text);
+    let (min_score, include_text) = (req.min_score, req.include_text);
     let handler = Arc::clone(&route.handler);
     let trajectories = Arc::clone(&route.trajectories);
     let reranker = route.reranker.get().cloned();
-    let packing = match (req.params.token_budget, route.counter.get()) {
+    let packing = match (req.token_budget, route.counter.get()) {
         (Some(budget), Some(counter)) => {
-            let packing = Packing::new(counter.clone(), budget, req.params.include_text);
-            req.params.include_text = Some(true);
+            let packing = Packing::new(counter.clone(), budget, req.include_text);
+            req.include_text = true;
             Some(packing)
         }
         _ => None,
@@ -85,7 +85,7 @@ pub(crate) fn retrieve<T: Retrieve>(
     }
     Ok(Box::pin(async move {
         let started = Instant::now();
-        let step = trajectory::step(&trajectories, req.params.session_id.as_deref(), Some(k), ctx.capabilities());
+        let step = trajectory::step(&trajectories, req.session_id.as_deref(), Some(k), ctx.capabilities());
         if let Some(ask) = step.as_ref().and_then(Step::ask) {
             req.k = ask;
             req.candidate_k = req.candidate_k.max(ask);
@@ -96,7 +96,7 @@ pub(crate) fn retrieve<T: Retrieve>(
             _ => {
                 let mut res = handler.retrieve(req, ctx.clone()).await?;
                 if let Some(floor) = min_score {
-                    res.hits.retain(|h| min_score_scale(h) >= floor);
+                    below_min_score(&mut res, floor, &mut notes);
                 }
                 res
             }
@@ -115,7 +115,7 @@ pub(crate) fn retrieve<T: Retrieve>(
         if let Some(step) = step {
             step.record(&res.hits);
         }
-        if include_text == Some(false) {
+        if !include_text {
             res.hits.iter_mut().for_each(|h| h.text = None);
         }
         finish_retrieve(&mut res, k, notes, started);
@@ -384,6 +384,18 @@ pub(crate) fn memory_recall<T: Memory>(
 /// The score `minScore` is compared with: the reranker's (`scores.rerank`) when a rerank
 /// stage scored the hit (the funnel's rule, whoever ran the stage: the framework's inline stage
 /// or a handler such as a gateway reranking its fused list), else the hit's `score`.
+/// The `minScore` backstop (§7.7): drops the hits an engine left in below `floor`. A ranking is
+/// in descending order, so once a hit of this page falls below the floor nothing on a later
+/// page can pass it: the page's `nextCursor` goes too, and no client is sent on to an empty
+/// page.
+fn below_min_score(res: &mut rcp_wire::RetrieveResult, floor: f64, notes: &mut Vec<String>) {
+    let before = res.hits.len();
+    res.hits.retain(|h| min_score_scale(h) >= floor);
+    if res.hits.len() < before && res.next_cursor.take().is_some() {
+        notes.push(format!("minScore {floor} ends the ranking on this page: nextCursor withheld"));
+    }
+}
+
 fn min_score_scale(hit: &rcp_wire::Hit) -> f64 {
     hit.scores.as_ref().and_then(|s| s.get("rerank")).copied().unwrap_or(hit.score)
 }

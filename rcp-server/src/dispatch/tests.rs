@@ -24,7 +24,7 @@ impl Retrieve for Engine {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        if req.params.query.text() == "slow" {
+        if req.query.text() == "slow" {
             ctx.cancellation().cancelled().await;
         }
         let hits = vec![Hit::new("a", f64::NAN), Hit::new("a", 2.0), Hit::new("b", 1.0), Hit::new("c", 0.5)];

@@ -44,6 +44,8 @@ use rcp_wire::mmr::mmr;
 use rcp_wire::retrieve::{RERANK_FUSION_KEY, RerankFusion, RerankOption, WireVector};
 use rcp_wire::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
 
+use crate::handler::RetrieveRequest;
+
 /// One request's rerank stage: how many candidates recall keeps and which of them are
 /// rescored, by which method (§7.7).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +70,18 @@ pub struct Funnel {
     pub fusion: RerankFusion,
 }
 
+/// What of a request decides its funnel.
+struct Ask<'a> {
+    /// The request continues a page (`cursor`): never reranked.
+    continues_page: bool,
+    /// `rerank` as sent.
+    rerank: Option<&'a RerankOption>,
+    /// The mode that runs.
+    mode: Option<&'a Mode>,
+    /// Whether the client set `candidateK`.
+    explicit_candidate_k: bool,
+}
+
 impl Funnel {
     /// The funnel of a validated request (the framework has checked `candidateK >= topN >= k`
     /// and clamped each to `maxK` / `maxCandidates`), or `None` when it asks for no rerank
@@ -82,10 +96,41 @@ impl Funnel {
         default_method: &str,
         max_candidates: Option<u32>,
     ) -> Option<Self> {
-        if params.cursor.is_some() {
+        let ask = Ask {
+            continues_page: params.cursor.is_some(),
+            rerank: params.rerank.as_ref(),
+            mode: params.mode.as_ref(),
+            explicit_candidate_k: params.candidate_k.is_some(),
+        };
+        Self::plan_ask(ask, k, candidate_k, default_method, max_candidates)
+    }
+
+    /// [`Self::plan`] of a resolved request.
+    pub(crate) fn plan_request(
+        req: &RetrieveRequest,
+        default_method: &str,
+        max_candidates: Option<u32>,
+    ) -> Option<Self> {
+        let ask = Ask {
+            continues_page: req.cursor.is_some(),
+            rerank: req.rerank_option(),
+            mode: req.mode.as_ref(),
+            explicit_candidate_k: req.passthrough.explicit_candidate_k,
+        };
+        Self::plan_ask(ask, req.k, req.candidate_k, default_method, max_candidates)
+    }
+
+    fn plan_ask(
+        ask: Ask<'_>,
+        k: usize,
+        candidate_k: usize,
+        default_method: &str,
+        max_candidates: Option<u32>,
+    ) -> Option<Self> {
+        if ask.continues_page {
             return None;
         }
-        let stage = match &params.rerank {
+        let stage = match ask.rerank {
             Some(RerankOption::Enabled(false)) => return None,
             Some(RerankOption::Stage(s)) => s.clone(),
             Some(RerankOption::Enabled(true)) | None => Default::default(),
@@ -95,14 +140,14 @@ impl Funnel {
             .top_n
             .map_or(candidate_k.max(k).min(Self::DEFAULT_TOP_N.max(k)), |n| usize::try_from(n).unwrap_or(usize::MAX));
         let top_n = top_n.min(ceiling).max(1);
-        let first_stage = match &params.mode {
+        let first_stage = match ask.mode {
             Some(Mode::Hybrid) => "fusion".to_owned(),
             Some(m) => m.as_str().to_owned(),
             None => "recall".to_owned(),
         };
         // Candidates beyond `top_n` are never rescored and the answer is cut from the rescored
         // ones, so without an explicit `candidateK` recall fetches just those.
-        let candidates = if params.candidate_k.is_some() { candidate_k.max(top_n) } else { top_n };
+        let candidates = if ask.explicit_candidate_k { candidate_k.max(top_n) } else { top_n };
         Some(Self {
             candidates,
             top_n,

@@ -57,14 +57,8 @@ pub(crate) fn erase<T: Rerank>(handler: Arc<T>) -> Reranker {
 /// false`, a `cursor`, or a query without text, noted in `notes`).
 pub(crate) fn plan(req: &RetrieveRequest, ctx: &RequestContext, notes: &mut Vec<String>) -> Option<Funnel> {
     let rc = ctx.capabilities().rerank.clone().unwrap_or_default();
-    let funnel = Funnel::plan(
-        &req.params,
-        req.k,
-        req.candidate_k,
-        rcp_wire::gating::default_rerank_method(&rc),
-        rc.max_candidates,
-    )?;
-    if req.params.query.modality() != "text" || req.params.query.text().trim().is_empty() {
+    let funnel = Funnel::plan_request(req, rcp_wire::gating::default_rerank_method(&rc), rc.max_candidates)?;
+    if req.query.modality() != "text" || req.query.text().trim().is_empty() {
         notes.push("not reranked: the reranker scores text queries only".into());
         return None;
     }
@@ -79,18 +73,18 @@ pub(crate) async fn run<T: Retrieve>(
     mut funnel: Funnel,
     ctx: &RequestContext,
 ) -> HandlerResult<RetrieveResult> {
-    let query = req.params.query.clone();
-    let min_score = req.params.min_score.take();
-    let include_text = req.params.include_text;
-    let include_vectors = req.params.include_vectors;
+    let query = req.query.clone();
+    let min_score = req.min_score.take();
+    let include_text = req.include_text;
+    let include_vectors = req.include_vectors;
     // MMR diversifies the reranked hits (rerank, then diversify: §3), with the hits' vectors.
-    if let Some(m) = req.params.mmr.take() {
+    if let Some(m) = req.mmr.take() {
         funnel.diversify = Some(m.lambda);
-        req.params.include_vectors = Some(true);
+        req.include_vectors = true;
     }
-    // The handler recalls; the framework reranks (an engine reading `rerank` sees `false`).
-    req.params.rerank = Some(RerankOption::Enabled(false));
-    req.params.include_text = Some(true);
+    // The handler recalls; the framework reranks (a forwarded request says `rerank: false`).
+    req.passthrough.rerank = Some(RerankOption::Enabled(false));
+    req.include_text = true;
     req.k = funnel.candidates;
     req.candidate_k = req.candidate_k.max(funnel.candidates);
     let mut res = handler.retrieve(req, ctx.clone()).await?;
@@ -152,10 +146,10 @@ pub(crate) async fn run<T: Retrieve>(
         if let Some(c) = rescored.and_then(|s| (reranker.confidence)(&funnel.method, s)).filter(|c| c.is_finite()) {
             h.confidence = Some(c.clamp(0.0, 1.0));
         }
-        if include_text == Some(false) {
+        if !include_text {
             h.text = None;
         }
-        if include_vectors != Some(true) {
+        if !include_vectors {
             h.vector = None;
         }
     }

@@ -7,12 +7,12 @@ use rcp_corpus::recency::DEFAULT_HALF_LIFE_DAYS;
 use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
 use rcp_wire::filter::Filter;
 use rcp_wire::gating::{self, Finding, Gate};
-use rcp_wire::retrieve::{RerankOption, RewriteOption};
+use rcp_wire::retrieve::{RerankOption, RewriteOption, Unit};
 use rcp_wire::{RcpError, RetrieveParams};
 use serde_json::Value;
 
 use super::{query_shape, settle};
-use crate::handler::{Honours, RetrieveRequest};
+use crate::handler::{Honours, Passthrough, RecencyDecay, RetrieveRequest};
 
 /// What every check of one `retrieve` request reads and writes.
 struct Check<'a> {
@@ -322,7 +322,46 @@ pub(crate) fn retrieve(
     c.seed(&p);
     c.index_version(&mut p)?;
     c.cursor(&mut p)?;
-    let k = usize::try_from(k).unwrap_or(usize::MAX);
-    let candidate_k = usize::try_from(candidate_k).unwrap_or(usize::MAX);
-    Ok(RetrieveRequest { params: p, filter, k, candidate_k })
+    resolve(p, filter, k, candidate_k)
+}
+
+/// The resolved request of validated, normalised params: every default applied once.
+fn resolve(p: RetrieveParams, filter: Option<Filter>, k: u64, candidate_k: u64) -> Result<RetrieveRequest, RcpError> {
+    let unit =
+        match p.unit.as_deref() {
+            None => None,
+            Some(u) => Some(Unit::from_name(u).ok_or_else(|| {
+                RcpError::invalid_params("unit", format!("unknown unit '{u}' (§7.7.2 lists the units)"))
+            })?),
+        };
+    let passthrough =
+        Passthrough { modality: p.modality, rerank: p.rerank, explicit_candidate_k: p.candidate_k.is_some() };
+    let mut req = RetrieveRequest::new(p.query, usize::try_from(k).unwrap_or(usize::MAX));
+    req.candidate_k = usize::try_from(candidate_k).unwrap_or(usize::MAX);
+    req.mode = p.mode;
+    req.fusion = p.fusion;
+    req.filter = filter;
+    req.min_score = p.min_score;
+    req.recency = p
+        .recency
+        .map(|r| RecencyDecay { field: r.field, half_life_days: r.half_life_days.unwrap_or(DEFAULT_HALF_LIFE_DAYS) });
+    req.unit = unit;
+    req.level = p.level;
+    req.mmr = p.mmr;
+    req.rewrite = match p.rewrite {
+        Some(RewriteOption::Method(m)) => Some(m),
+        Some(RewriteOption::Enabled(_)) | None => None,
+    };
+    req.include_text = p.include_text != Some(false);
+    req.include_vectors = p.include_vectors == Some(true);
+    req.encoding = p.encoding;
+    req.cursor = p.cursor.filter(|c| !c.is_empty());
+    req.session_id = p.session_id;
+    req.seed = p.seed;
+    req.index_version = p.index_version;
+    req.token_budget = p.token_budget;
+    req.strict = p.strict != Some(false);
+    req.meta = p.meta;
+    req.passthrough = passthrough;
+    Ok(req)
 }

@@ -39,7 +39,7 @@ fn unadvertised_mode_is_refused_or_falls_back_to_the_default() {
     assert_eq!(e.code, ErrorCode::OPTION_UNSUPPORTED);
     assert_eq!(e.option(), Some("mode"));
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "mode": "dense", "strict": false}));
-    assert_eq!(r.expect("fallback").params.mode, Some(rcp_wire::Mode::Sparse));
+    assert_eq!(r.expect("fallback").mode, Some(rcp_wire::Mode::Sparse));
     assert_eq!(notes, ["mode 'dense' not advertised; using 'sparse'"]);
 }
 
@@ -75,7 +75,7 @@ fn rewrite_is_gated_on_transform_methods() {
     let (r, _) = run(&c, json!({"query": "q", "k": 1, "rewrite": "decompose"}));
     assert_eq!(r.expect_err("strict").option(), Some("rewrite"));
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "rewrite": "decompose", "strict": false}));
-    assert!(r.expect("fallback").params.rewrite.is_none());
+    assert!(r.expect("fallback").rewrite.is_none());
     assert_eq!(notes, ["rewrite 'decompose' not advertised; query used as given"]);
     let (r, _) = run(&c, json!({"query": "q", "k": 1, "rewrite": true}));
     assert_eq!(r.expect_err("true").code, ErrorCode::INVALID_PARAMS);
@@ -89,7 +89,7 @@ fn filter_operator_drops_but_field_and_recency_field_are_invalid_params() {
     assert_eq!(r.expect_err("strict").code, ErrorCode::OPTION_UNSUPPORTED);
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "filter": ne, "strict": false}));
     let req = r.expect("dropped");
-    assert!(req.filter.is_none() && req.params.filter.is_none());
+    assert!(req.filter.is_none());
     assert!(notes[0].starts_with("filter dropped: "), "{notes:?}");
     let (r, _) =
         run(&c, json!({"query": "q", "k": 1, "strict": false, "filter": {"field": "x", "op": "eq", "value": 1}}));
@@ -101,7 +101,7 @@ fn filter_operator_drops_but_field_and_recency_field_are_invalid_params() {
     assert_eq!(r.expect_err("unhonoured").option(), Some("recency"));
     let honours = caps(json!({"retrieve": {"x-rcp-honours": ["recency"]}, "filter": {"fields": {"ts": "date"}}}));
     let (r, notes) = run(&honours, json!({"query": "q", "k": 1, "recency": {"field": "ts"}}));
-    assert_eq!(r.expect("honoured").params.recency.and_then(|r| r.half_life_days), Some(30.0));
+    assert_eq!(r.expect("honoured").recency.map(|r| r.half_life_days), Some(30.0));
     assert_eq!(notes, ["recency.halfLifeDays defaulted to 30"]);
 }
 
@@ -120,7 +120,7 @@ fn units_default_to_chunk_and_passage() {
     let c = caps(json!({"retrieve": {}}));
     assert!(run(&c, json!({"query": "q", "k": 1, "unit": "passage"})).0.is_ok());
     let (r, notes) = run(&c, json!({"query": "q", "k": 1, "unit": "document", "strict": false}));
-    assert!(r.expect("fallback").params.unit.is_none());
+    assert!(r.expect("fallback").unit.is_none());
     assert_eq!(notes, ["unit 'document' not advertised; returning the default unit"]);
 }
 

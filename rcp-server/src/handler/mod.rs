@@ -13,134 +13,29 @@ use std::sync::Arc;
 
 use rcp_wire::capabilities::{
     CatalogCapability, EmbedCapability, Flag, GraphCapability, IndexCapability, MemoryCapability,
-    MultiVectorCapability, RerankCapability, RetrieveCapability, SparseEmbedCapability, TransformCapability,
+    MultiVectorCapability, RerankCapability, SparseEmbedCapability, TransformCapability,
 };
 use rcp_wire::catalog::CatalogListResult;
 use rcp_wire::content::{InputItem, QueryInput};
 use rcp_wire::embed::SparseVector;
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
-use rcp_wire::filter::{Filter, FilterCapability};
 use rcp_wire::graph::{GraphParams, GraphResult};
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
 use rcp_wire::transform::{TransformParams, TransformResult};
-use rcp_wire::{Meta, RcpError, RetrieveParams, RetrieveResult};
+use rcp_wire::{Meta, RcpError};
 
 use crate::context::RequestContext;
+
+mod retrieve;
+
+pub(crate) use retrieve::Passthrough;
+pub use retrieve::{Honours, RecencyDecay, Retrieve, RetrieveRequest};
 
 /// The result type of every handler.
 pub type HandlerResult<T> = Result<T, RcpError>;
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// A validated `retrieve` request (§7.7).
-///
-/// `params` is what the client sent, with `k` clamped to `maxK`, `mode` resolved to the mode
-/// that will actually run (after any `strict:false` fallback) and unsupported-but-tolerated
-/// options removed. `filter` is the validated filter tree.
-#[derive(Debug, Clone)]
-pub struct RetrieveRequest {
-    /// The (normalised) params.
-    pub params: RetrieveParams,
-    /// The validated metadata filter (§8).
-    pub filter: Option<Filter>,
-    /// Effective final result count (`k` after clamping to `maxK`).
-    pub k: usize,
-    /// Effective recall-stage candidate count: `candidateK` clamped to `maxK`, default
-    /// `max(k, 100)` clamped likewise; never below `k`.
-    pub candidate_k: usize,
-}
-
-/// The optional `retrieve` params that no capability flag of the spec gates (§7.7) and that
-/// only the engine can honour. Each one an engine does not declare is refused by the framework
-/// (`-32005` naming it; under `strict:false` dropped and noted in `usage.notes`), so no request
-/// field is silently ignored. The framework itself honours `minScore` and `includeText` for
-/// every engine, and notes a `sessionId` or `seed` it cannot use.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Honours {
-    /// `recency` (§7.7): the engine decays scores on the declared date field (the bundled
-    /// engines apply `rcp_corpus::recency`).
-    pub recency: bool,
-    /// `includeVectors` (§7.7): hits carry their vectors when asked.
-    pub include_vectors: bool,
-}
-
-impl Honours {
-    /// The `retrieve` capability key listing the honoured params (an `x-` extension key, §6.2),
-    /// so a client can see them too.
-    pub const KEY: &'static str = RetrieveCapability::HONOURS_KEY;
-
-    /// Nothing beyond what the framework honours.
-    pub const NONE: Self = Self { recency: false, include_vectors: false };
-
-    /// `recency` honoured.
-    pub const fn with_recency(mut self) -> Self {
-        self.recency = true;
-        self
-    }
-
-    /// `includeVectors` honoured.
-    pub const fn with_vectors(mut self) -> Self {
-        self.include_vectors = true;
-        self
-    }
-
-    /// The wire names of the honoured params, as advertised under [`Self::KEY`].
-    pub fn names(&self) -> Vec<&'static str> {
-        [(self.recency, Self::RECENCY), (self.include_vectors, Self::INCLUDE_VECTORS)]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect()
-    }
-
-    /// What a list of wire names (as [`Self::names`] writes them, e.g. another server's
-    /// advertisement) declares honoured; unknown names are ignored.
-    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
-        names.into_iter().fold(Self::NONE, |h, name| match name {
-            Self::RECENCY => h.with_recency(),
-            Self::INCLUDE_VECTORS => h.with_vectors(),
-            _ => h,
-        })
-    }
-
-    const RECENCY: &'static str = "recency";
-    const INCLUDE_VECTORS: &'static str = "includeVectors";
-}
-
-/// `retrieve`: run the retrieval pipeline and return ranked hits (§7.7).
-pub trait Retrieve: Send + Sync + 'static {
-    /// The `retrieve` capability metadata (§6.1).
-    fn capability(&self) -> RetrieveCapability;
-
-    /// The `filter` capability (§8), when `retrieve.filter` is supported.
-    fn filter(&self) -> Option<FilterCapability> {
-        None
-    }
-
-    /// Whether results support `cursor`/`nextCursor` (§10).
-    fn pagination(&self) -> bool {
-        false
-    }
-
-    /// Whether hits carry `citation`/`trust` (§6).
-    fn citations(&self) -> bool {
-        false
-    }
-
-    /// The optional params no capability flag gates that this engine honours ([`Honours`]);
-    /// the framework refuses the others.
-    fn honours(&self) -> Honours {
-        Honours::NONE
-    }
-
-    /// Serves one request. At most `request.k` hits are returned (the framework truncates).
-    fn retrieve(
-        &self,
-        request: RetrieveRequest,
-        ctx: RequestContext,
-    ) -> impl Future<Output = HandlerResult<RetrieveResult>> + Send;
-}
 
 /// A validated `embed` or `embed/multi` request (§7.3, §7.5).
 #[derive(Debug, Clone)]
@@ -324,31 +219,6 @@ pub trait Memory: Send + Sync + 'static {
 
 // ---- `Arc<T>` forwards every trait, so one engine can be registered for several capabilities ----
 
-impl<T: Retrieve> Retrieve for Arc<T> {
-    fn capability(&self) -> RetrieveCapability {
-        (**self).capability()
-    }
-    fn filter(&self) -> Option<FilterCapability> {
-        (**self).filter()
-    }
-    fn pagination(&self) -> bool {
-        (**self).pagination()
-    }
-    fn citations(&self) -> bool {
-        (**self).citations()
-    }
-    fn honours(&self) -> Honours {
-        (**self).honours()
-    }
-    fn retrieve(
-        &self,
-        r: RetrieveRequest,
-        c: RequestContext,
-    ) -> impl Future<Output = HandlerResult<RetrieveResult>> + Send {
-        (**self).retrieve(r, c)
-    }
-}
-
 macro_rules! forward_arc {
     ($trait:ident, $cap:ty { $( fn $name:ident($req:ty) -> $out:ty; )* }) => {
         impl<T: $trait> $trait for Arc<T> {
@@ -395,23 +265,5 @@ impl<T: Catalog> Catalog for Arc<T> {
     }
     fn list(&self, c: RequestContext) -> impl Future<Output = HandlerResult<CatalogListResult>> + Send {
         (**self).list(c)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Honours;
-
-    #[test]
-    fn honoured_names_read_back_as_written() {
-        for h in [
-            Honours::NONE,
-            Honours::NONE.with_recency(),
-            Honours::NONE.with_vectors(),
-            Honours::NONE.with_recency().with_vectors(),
-        ] {
-            assert_eq!(Honours::from_names(h.names()), h);
-        }
-        assert_eq!(Honours::from_names(["recency", "seed"]), Honours::NONE.with_recency(), "unknown names are ignored");
     }
 }
