@@ -21,8 +21,10 @@ use rcp_wire::graph::{GraphParams, GraphResult};
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
 use rcp_wire::lifecycle::{InitializeResult, PeerInfo};
 use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::message::EmptyParams;
 use rcp_wire::methods::Method;
 use rcp_wire::notifications::ProgressParams;
+use rcp_wire::request;
 use rcp_wire::rerank::{RerankParams, RerankResult};
 use rcp_wire::retrieve::WireVector;
 use rcp_wire::transform::{TransformParams, TransformResult};
@@ -299,6 +301,17 @@ impl Client {
 
     // ---- typed calls ----
 
+    /// Any method of RCP/1, declared in [`rcp_wire::request`], gated on its capability (§6):
+    /// `client.request::<request::MemoryRecall>(&params)` answers a `MemoryRecallResult`. The
+    /// named calls below are this plus what their method adds (the advertised option values
+    /// checked, vectors decoded, a rerank's scores rebuilt).
+    pub async fn request<R: request::Request>(&self, params: &R::Params) -> Result<R::Result, ClientError> {
+        if R::METHOD.capability().is_some() {
+            gate::method(&self.capabilities(), R::METHOD)?;
+        }
+        self.typed(R::METHOD, params).await
+    }
+
     /// `retrieve` (§7.7), gated on `retrieve` and the advertised option values.
     pub async fn retrieve(&self, params: RetrieveParams) -> Result<RetrieveResult, ClientError> {
         gate::retrieve(&self.capabilities(), &params)?;
@@ -336,8 +349,7 @@ impl Client {
 
     /// `embed/sparse` (§7.4).
     pub async fn embed_sparse(&self, params: SparseEmbedParams) -> Result<SparseEmbedResult, ClientError> {
-        gate::method(&self.capabilities(), Method::EmbedSparse)?;
-        self.typed(Method::EmbedSparse, &params).await
+        self.request::<request::EmbedSparse>(&params).await
     }
 
     /// `embed/multi` (§7.5): one matrix per input, decoded.
@@ -391,20 +403,17 @@ impl Client {
 
     /// `index/delete` (§7.11).
     pub async fn index_delete(&self, params: IndexDeleteParams) -> Result<IndexDeleteResult, ClientError> {
-        gate::method(&self.capabilities(), Method::IndexDelete)?;
-        self.typed(Method::IndexDelete, &params).await
+        self.request::<request::IndexDelete>(&params).await
     }
 
     /// `catalog/list` (§7.13).
     pub async fn catalog_list(&self) -> Result<CatalogListResult, ClientError> {
-        gate::method(&self.capabilities(), Method::CatalogList)?;
-        self.typed(Method::CatalogList, &json!({})).await
+        self.request::<request::CatalogList>(&EmptyParams::default()).await
     }
 
     /// `feedback` (§7.16).
     pub async fn feedback(&self, params: FeedbackParams) -> Result<FeedbackResult, ClientError> {
-        gate::method(&self.capabilities(), Method::Feedback)?;
-        self.typed(Method::Feedback, &params).await
+        self.request::<request::Feedback>(&params).await
     }
 
     /// `memory/build` (§7.17).
@@ -419,13 +428,12 @@ impl Client {
 
     /// `memory/recall` (§7.17).
     pub async fn memory_recall(&self, params: MemoryRecallParams) -> Result<MemoryRecallResult, ClientError> {
-        gate::method(&self.capabilities(), Method::MemoryRecall)?;
-        self.typed(Method::MemoryRecall, &params).await
+        self.request::<request::MemoryRecall>(&params).await
     }
 
     /// `info` (§7.2), fetched fresh.
     pub async fn info(&self) -> Result<InitializeResult, ClientError> {
-        self.typed(Method::Info, &json!({})).await
+        self.request::<request::Info>(&EmptyParams::default()).await
     }
 
     /// `ping` (§7.15) with a nonce; fails if the nonce is not echoed.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use rcp_wire::capabilities::{Capabilities, Flag, LogCapability};
 use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
+use rcp_wire::methods::Method;
 use serde_json::Value;
 
 use crate::budget::{Counter, TokenCounter};
@@ -232,7 +233,7 @@ impl ServerBuilder {
             counter: Arc::clone(&self.counter),
             reranker: Arc::clone(&self.reranker),
         };
-        self.routes.retrieve = Some(Route::new(route, methods::retrieve));
+        self.routes.insert(Method::Retrieve, Route::new(route, methods::retrieve));
         self
     }
 
@@ -246,7 +247,7 @@ impl ServerBuilder {
             enc.insert(0, "json".into());
         }
         self.caps.embed = Some(cap);
-        self.routes.embed = Some(Route::new(h, methods::embed));
+        self.routes.insert(Method::Embed, Route::new(h, methods::embed));
         self
     }
 
@@ -254,7 +255,7 @@ impl ServerBuilder {
     pub fn sparse_embed<T: SparseEmbed>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.sparse_embed = Some(h.capability());
-        self.routes.embed_sparse = Some(Route::new(h, methods::embed_sparse));
+        self.routes.insert(Method::EmbedSparse, Route::new(h, methods::embed_sparse));
         self
     }
 
@@ -262,7 +263,7 @@ impl ServerBuilder {
     pub fn multi_vector<T: MultiVector>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.multi_vector = Some(h.capability());
-        self.routes.embed_multi = Some(Route::new(h, methods::embed_multi));
+        self.routes.insert(Method::EmbedMulti, Route::new(h, methods::embed_multi));
         self
     }
 
@@ -270,7 +271,7 @@ impl ServerBuilder {
     pub fn rerank<T: Rerank>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.rerank = Some(h.capability());
-        self.routes.rerank = Some(Route::new(h, methods::rerank));
+        self.routes.insert(Method::Rerank, Route::new(h, methods::rerank));
         self
     }
 
@@ -299,7 +300,7 @@ impl ServerBuilder {
     pub fn transform<T: Transform>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.transform = Some(h.capability());
-        self.routes.query_transform = Some(Route::new(h, methods::transform));
+        self.routes.insert(Method::QueryTransform, Route::new(h, methods::transform));
         self
     }
 
@@ -307,7 +308,7 @@ impl ServerBuilder {
     pub fn graph<T: Graph>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.graph = Some(h.capability());
-        self.routes.graph = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::graph));
+        self.routes.insert(Method::Graph, Route::new((h, Arc::clone(&self.trajectories)), methods::graph));
         self
     }
 
@@ -315,8 +316,8 @@ impl ServerBuilder {
     pub fn index<T: Index>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.index = Some(h.capability());
-        self.routes.index_delete = Some(Route::new(Arc::clone(&h), methods::index_delete));
-        self.routes.index_add = Some(Route::new((h, Arc::clone(&self.idempotency)), methods::index_add));
+        self.routes.insert(Method::IndexDelete, Route::new(Arc::clone(&h), methods::index_delete));
+        self.routes.insert(Method::IndexAdd, Route::new((h, Arc::clone(&self.idempotency)), methods::index_add));
         self
     }
 
@@ -324,7 +325,7 @@ impl ServerBuilder {
     pub fn catalog<T: Catalog>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.catalog = Some(h.capability());
-        self.routes.catalog_list = Some(Route::new(h, methods::catalog_list));
+        self.routes.insert(Method::CatalogList, Route::new(h, methods::catalog_list));
         self
     }
 
@@ -332,7 +333,7 @@ impl ServerBuilder {
     pub fn feedback<T: Feedback>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.feedback = Some(h.capability());
-        self.routes.feedback = Some(Route::new((h, Arc::clone(&self.trajectories)), methods::feedback));
+        self.routes.insert(Method::Feedback, Route::new((h, Arc::clone(&self.trajectories)), methods::feedback));
         self
     }
 
@@ -349,8 +350,8 @@ impl ServerBuilder {
     pub fn memory<T: Memory>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.memory = Some(h.capability());
-        self.routes.memory_recall = Some(Route::new(Arc::clone(&h), methods::memory_recall));
-        self.routes.memory_build = Some(Route::new(h, methods::memory_build));
+        self.routes.insert(Method::MemoryRecall, Route::new(Arc::clone(&h), methods::memory_recall));
+        self.routes.insert(Method::MemoryBuild, Route::new(h, methods::memory_build));
         self
     }
 

@@ -29,6 +29,7 @@ pub mod mmr;
 mod mode;
 pub mod ndjson;
 pub mod notifications;
+pub mod request;
 pub mod rerank;
 pub mod retrieve;
 pub mod transform;

@@ -63,6 +63,11 @@ impl Method {
         Self::MemoryRecall,
     ];
 
+    /// The method's position in [`Self::ALL`]: an index for a table with one slot per method.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The wire name.
     pub fn name(self) -> &'static str {
         match self {
@@ -148,8 +153,9 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in Method::ALL {
+        for (i, m) in Method::ALL.into_iter().enumerate() {
             assert_eq!(Method::from_name(m.name()), Some(m));
+            assert_eq!(m.index(), i, "ALL is in declaration order");
         }
         assert_eq!(Method::from_name("x-acme/foo"), None);
         assert_eq!(Method::IndexDelete.capability(), Some(Capability::Index));

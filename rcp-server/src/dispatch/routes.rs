@@ -42,44 +42,27 @@ impl Route {
     }
 }
 
-/// Every method a server serves, each present exactly when its capability was registered.
-#[derive(Default)]
-pub(crate) struct Routes {
-    pub retrieve: Option<Route>,
-    pub embed: Option<Route>,
-    pub embed_sparse: Option<Route>,
-    pub embed_multi: Option<Route>,
-    pub rerank: Option<Route>,
-    pub query_transform: Option<Route>,
-    pub graph: Option<Route>,
-    pub index_add: Option<Route>,
-    pub index_delete: Option<Route>,
-    pub catalog_list: Option<Route>,
-    pub feedback: Option<Route>,
-    pub memory_build: Option<Route>,
-    pub memory_recall: Option<Route>,
+/// Every method a server serves, each present exactly when its capability was registered: one
+/// slot per [`Method`], filled by [`ServerBuilder`](crate::ServerBuilder).
+pub(crate) struct Routes([Option<Route>; Method::ALL.len()]);
+
+impl Default for Routes {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| None))
+    }
 }
 
 impl Routes {
+    /// Serves `m` with `route` (a gated method; the lifecycle methods are the framework's).
+    pub(crate) fn insert(&mut self, m: Method, route: Route) {
+        debug_assert!(m.capability().is_some(), "{m} is answered by the framework");
+        self.0[m.index()] = Some(route);
+    }
+
     /// The route of `m`; `None` for the lifecycle methods (the framework answers them) and for
     /// a method whose capability nobody registered.
     pub(crate) fn get(&self, m: Method) -> Option<&Route> {
-        match m {
-            Method::Retrieve => self.retrieve.as_ref(),
-            Method::Embed => self.embed.as_ref(),
-            Method::EmbedSparse => self.embed_sparse.as_ref(),
-            Method::EmbedMulti => self.embed_multi.as_ref(),
-            Method::Rerank => self.rerank.as_ref(),
-            Method::QueryTransform => self.query_transform.as_ref(),
-            Method::Graph => self.graph.as_ref(),
-            Method::IndexAdd => self.index_add.as_ref(),
-            Method::IndexDelete => self.index_delete.as_ref(),
-            Method::CatalogList => self.catalog_list.as_ref(),
-            Method::Feedback => self.feedback.as_ref(),
-            Method::MemoryBuild => self.memory_build.as_ref(),
-            Method::MemoryRecall => self.memory_recall.as_ref(),
-            Method::Initialize | Method::Info | Method::Ping | Method::Shutdown => None,
-        }
+        self.0[m.index()].as_ref()
     }
 
     /// Validates `params` for the gated method `m` and starts its handler.
