@@ -475,10 +475,13 @@ fn with_structured(text: String, structured: Value) -> CallToolResult {
 }
 
 /// A tool result with `isError`: the RCP error's message, its cause (`error.data.detail`: for
-/// an unavailable engine, why) and its code.
+/// an unavailable engine, why) unless the message already says it (as `-32602`'s does), and
+/// its code.
 fn tool_error(e: RcpError) -> CallToolResult {
     let text = match e.data.as_ref().and_then(|d| d.detail.as_deref()) {
-        Some(detail) if !detail.is_empty() => format!("{}: {detail} (RCP error {})", e.message, e.code.0),
+        Some(detail) if !detail.is_empty() && !e.message.contains(detail) => {
+            format!("{}: {detail} (RCP error {})", e.message, e.code.0)
+        }
         _ => format!("{} (RCP error {})", e.message, e.code.0),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
@@ -522,6 +525,9 @@ mod tests {
             "backend unavailable: every engine failed: engine 'a' failed: exited with status 3 (RCP error -32010)"
         );
         assert_eq!(r.is_error, Some(true));
+        let r = tool_error(RcpError::invalid_params("k", "k must be an integer >= 1"));
+        let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap_or_default();
+        assert_eq!(text, "invalid params: k: k must be an integer >= 1 (RCP error -32602)", "the cause once");
     }
 
     #[test]

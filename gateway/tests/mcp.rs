@@ -318,10 +318,11 @@ impl Rcp {
     }
 }
 
-/// The text of the tool error an RCP error object becomes: its message, its cause, its code.
+/// The text of the tool error an RCP error object becomes: its message, its cause (unless the
+/// message says it), its code.
 fn tool_error_text(e: &Value) -> String {
     let (message, code) = (e["message"].as_str().unwrap_or_default(), &e["code"]);
-    match e["data"]["detail"].as_str().filter(|d| !d.is_empty()) {
+    match e["data"]["detail"].as_str().filter(|d| !d.is_empty() && !message.contains(d)) {
         Some(detail) => format!("{message}: {detail} (RCP error {code})"),
         None => format!("{message} (RCP error {code})"),
     }
