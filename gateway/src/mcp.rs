@@ -25,10 +25,14 @@
 //!   `poisonSuspected`, `injectionSuspected`), optional `query`: how many were accepted, by
 //!   which engine, and the hits not routed.
 //!
-//! These run through the bridge's own RCP session on the gateway (module `session`): the gateway's
-//! handlers answer after the framework's rules, as for an RCP client. Hits of `graph` and
-//! `memory_recall` are kept for `fetch` like those of `search`, and every hit the bridge relays
-//! is in the gateway's origin ledger, so `feedback` reaches the engine that returned it.
+//! Every tool runs through the bridge's own RCP session on the gateway (module `session`):
+//! `search` and `fetch` send a `retrieve`, `list_engines` a `catalog/list`, the others their
+//! method, and the gateway's handlers answer after the framework's rules (`k` clamped to `maxK`
+//! with a note, the filter checked against what the engines advertise, the funnel's defaults,
+//! the result's finishing), as for an RCP client; the bridge restates none of them. Hits of
+//! `graph` and `memory_recall` are kept for `fetch` like those of `search`, and every hit the
+//! bridge relays is in the gateway's origin ledger, so `feedback` reaches the engine that
+//! returned it.
 //!
 //! Over stdio ([`Bridge::serve_ndjson`]) frames are read by [`frames`]: bounded lines, and
 //! malformed ones answered `-32700` / `-32600` / `-32602` as JSON-RPC 2.0 requires. A tool
@@ -42,16 +46,16 @@ mod tools;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rcp_server::{Catalog, RequestContext, RetrieveRequest};
-use rcp_wire::capabilities::Capabilities;
+use rcp_wire::catalog::CatalogListResult;
 use rcp_wire::filter::{FieldType, FilterCapability};
-use rcp_wire::{Hit, Meta, RcpError, RetrieveResult};
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext as McpContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::gateway::{Gateway, META_COLLECTIONS};
@@ -60,8 +64,10 @@ use crate::gateway::{Gateway, META_COLLECTIONS};
 const CACHE: usize = 1000;
 /// Longest snippet of a hit's text in `search` results, in characters.
 const SNIPPET: usize = 300;
-/// `k` when the caller gives none.
+/// `search`'s `k` when the caller gives none.
 const DEFAULT_K: u64 = 5;
+/// The `k` of the `retrieve` `fetch` sends for an id it does not remember.
+const FETCH_K: u64 = 10;
 /// How long the bridge keeps writing queued frames after its input ends.
 pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -70,7 +76,7 @@ pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct Bridge {
     gateway: Arc<Gateway>,
     recent: Arc<Mutex<Recent>>,
-    /// The RCP session on the gateway the capability tools call through, opened on first use.
+    /// The RCP session on the gateway every tool calls through, opened on first use.
     session: Arc<tokio::sync::OnceCell<session::Session>>,
 }
 
@@ -106,10 +112,11 @@ impl Bridge {
         Self { gateway, recent: Arc::default(), session: Arc::default() }
     }
 
-    /// Sends one RCP request through the bridge's session on the gateway.
-    async fn rcp(&self, method: &str, params: Value) -> Result<Value, RcpError> {
+    /// Sends one RCP request through the bridge's session on the gateway; its result as `T`.
+    async fn rcp<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, RcpError> {
         let session = self.session.get_or_try_init(|| session::Session::open(&self.gateway)).await?;
-        session.call(method, params).await
+        let result = session.call(method, params).await?;
+        serde_json::from_value(result).map_err(|e| RcpError::internal(format!("the gateway's '{method}' result: {e}")))
     }
 
     /// Keeps `hits` for `fetch`.
@@ -211,22 +218,20 @@ impl Bridge {
         }
     }
 
+    /// A `retrieve` of `query` (at most `k` hits, `DEFAULT_K` by default), in the collection
+    /// `engine` when given (`_meta.collections`), filtered by `filter` and `where`.
     async fn search(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
-        let query = args
-            .get("query")
-            .and_then(Value::as_str)
-            .filter(|q| !q.trim().is_empty())
-            .ok_or_else(|| RcpError::invalid_params("query", "a non-empty string is required"))?;
-        let k = match args.get("k") {
-            None | Some(Value::Null) => DEFAULT_K,
-            Some(v) => v
-                .as_u64()
-                .filter(|k| *k >= 1)
-                .ok_or_else(|| RcpError::invalid_params("k", "must be an integer >= 1"))?,
-        };
-        let engine = args.get("engine").and_then(Value::as_str);
-        let filter = build_filter(args)?;
-        let result = self.retrieve(query, k, engine, filter).await?;
+        let mut p = picked(args, &["query", "k"]);
+        if p.get("k").is_none() {
+            p["k"] = json!(DEFAULT_K);
+        }
+        if let Some(filter) = build_filter(args)? {
+            p["filter"] = filter;
+        }
+        if let Some(engine) = args.get("engine").filter(|e| !e.is_null()) {
+            p["_meta"] = json!({META_COLLECTIONS: [engine]});
+        }
+        let result: RetrieveResult = self.rcp("retrieve", p).await?;
         self.remember(&result.hits);
         let (mut lines, hits) = listed(&result.hits);
         let notes = result.usage.map(|u| u.notes).unwrap_or_default();
@@ -240,7 +245,7 @@ impl Bridge {
     }
 
     async fn list_engines(&self) -> Result<CallToolResult, RcpError> {
-        let list = Catalog::list(&*self.gateway, RequestContext::detached(Capabilities::default())).await?;
+        let list: CatalogListResult = self.rcp("catalog/list", json!({})).await?;
         let mut lines = Vec::new();
         for e in &list.engines {
             let mut keys: Vec<String> = serde_json::to_value(&e.capabilities)
@@ -268,6 +273,9 @@ impl Bridge {
         Ok(with_structured(lines.join("\n"), structured))
     }
 
+    /// A document's full text: a hit recently relayed with id `id` (from collection `engine`
+    /// when given), or else the hit with exactly that id among those a `retrieve` of `id`
+    /// returns.
     async fn fetch(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
         let id = args
             .get("id")
@@ -282,7 +290,14 @@ impl Bridge {
             .filter(|h| engine.is_none_or(|e| origin(h).split('/').next() == Some(e)));
         let hit = match cached {
             Some(h) => Some(h),
-            None => self.retrieve(id, 10, engine, None).await?.hits.into_iter().find(|h| h.key() == id),
+            None => {
+                let mut p = json!({"query": id, "k": FETCH_K});
+                if let Some(e) = engine {
+                    p["_meta"] = json!({META_COLLECTIONS: [e]});
+                }
+                let found: RetrieveResult = self.rcp("retrieve", p).await?;
+                found.hits.into_iter().find(|h| h.key() == id)
+            }
         };
         let Some(hit) = hit else {
             return Err(RcpError::not_found(format!(
@@ -296,36 +311,6 @@ impl Bridge {
             body,
             json!({"id": hit.key(), "title": title, "text": text, "engine": origin(&hit), "meta": hit.meta}),
         ))
-    }
-
-    async fn retrieve(
-        &self,
-        query: &str,
-        k: u64,
-        engine: Option<&str>,
-        filter: Option<Value>,
-    ) -> Result<RetrieveResult, RcpError> {
-        let fed = self.gateway.federated().ok_or_else(|| RcpError::capability_missing("retrieve", "retrieve"))?;
-        let max_k = fed.retrieve.max_k.unwrap_or(u64::MAX);
-        let k = k.min(max_k);
-        let validated = match &filter {
-            Some(f) => Some(
-                fed.filter
-                    .as_ref()
-                    .ok_or_else(|| RcpError::invalid_params("filter", "the engines do not all support filters"))?
-                    .validate(f)?,
-            ),
-            None => None,
-        };
-        let mut request = RetrieveRequest::new(query, usize::try_from(k).unwrap_or(usize::MAX));
-        request.filter = validated;
-        if let Some(e) = engine {
-            let mut meta = Meta::new();
-            meta.insert(META_COLLECTIONS.into(), json!([e]));
-            request.meta = Some(meta);
-        }
-        let ctx = RequestContext::detached(Capabilities::default());
-        self.gateway.federated_retrieve(request, &ctx).await
     }
 }
 
@@ -399,6 +384,15 @@ fn describe_fields(f: &FilterCapability) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The arguments named in `keys`, as RCP params (the framework checks their types).
+fn picked(args: &JsonObject, keys: &[&str]) -> Value {
+    let picked: serde_json::Map<String, Value> = keys
+        .iter()
+        .filter_map(|k| args.get(*k).filter(|v| !v.is_null()).map(|v| ((*k).to_owned(), v.clone())))
+        .collect();
+    Value::Object(picked)
 }
 
 /// `filter` and `where` combined into one RCP filter tree (`and` of both).
@@ -481,10 +475,13 @@ fn with_structured(text: String, structured: Value) -> CallToolResult {
 }
 
 /// A tool result with `isError`: the RCP error's message, its cause (`error.data.detail`: for
-/// an unavailable engine, why) and its code.
+/// an unavailable engine, why) unless the message already says it (as `-32602`'s does), and
+/// its code.
 fn tool_error(e: RcpError) -> CallToolResult {
     let text = match e.data.as_ref().and_then(|d| d.detail.as_deref()) {
-        Some(detail) if !detail.is_empty() => format!("{}: {detail} (RCP error {})", e.message, e.code.0),
+        Some(detail) if !detail.is_empty() && !e.message.contains(detail) => {
+            format!("{}: {detail} (RCP error {})", e.message, e.code.0)
+        }
         _ => format!("{} (RCP error {})", e.message, e.code.0),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
@@ -501,6 +498,12 @@ mod tests {
         assert_eq!(f["and"][1], json!({"field": "topic", "op": "eq", "value": "wing"}));
         assert_eq!(build_filter(&JsonObject::new()).unwrap(), None);
         assert!(build_filter(&object(json!({"where": 3}))).is_err());
+    }
+
+    #[test]
+    fn picked_keeps_only_the_named_arguments() {
+        let args = object(json!({"op": "local", "query": "q", "k": null, "engine": "x"}));
+        assert_eq!(picked(&args, &["op", "query", "k"]), json!({"op": "local", "query": "q"}));
     }
 
     #[test]
@@ -522,6 +525,9 @@ mod tests {
             "backend unavailable: every engine failed: engine 'a' failed: exited with status 3 (RCP error -32010)"
         );
         assert_eq!(r.is_error, Some(true));
+        let r = tool_error(RcpError::invalid_params("k", "k must be an integer >= 1"));
+        let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap_or_default();
+        assert_eq!(text, "invalid params: k: k must be an integer >= 1 (RCP error -32602)", "the cause once");
     }
 
     #[test]

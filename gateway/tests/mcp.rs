@@ -30,7 +30,11 @@ type McpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 async fn bridge(registry: &Path, timeout: Duration) -> (McpClient, tokio::task::JoinHandle<()>) {
     let registry = GatewayRegistry::load(registry).unwrap();
     let options = GatewayOptions { engine_timeout: timeout, connect_timeout: timeout, ..GatewayOptions::default() };
-    let gateway = Arc::new(Gateway::start(registry, options).await);
+    serve_bridge(Arc::new(Gateway::start(registry, options).await)).await
+}
+
+/// A bridge over `gateway`, served in process to rmcp's client; the task serving it.
+async fn serve_bridge(gateway: Arc<Gateway>) -> (McpClient, tokio::task::JoinHandle<()>) {
     let (server_io, client_io) = tokio::io::duplex(1024 * 1024);
     let server = tokio::spawn(async move {
         let running = Bridge::new(gateway).serve(server_io).await.expect("serve");
@@ -283,6 +287,121 @@ async fn rerank_graph_memory_and_feedback_tools_answer_through_real_engines() {
     assert_eq!((&r["accepted"], &r["engines"]), (&json!(1), &json!({"dense": 1})), "{r}");
     drop(client);
     server.abort();
+}
+
+/// An RCP session on a gateway's own server (the one `rcp-gateway serve` runs), in process.
+struct Rcp {
+    _server: rcp_server::Server,
+    connection: rcp_server::transport::Connection,
+}
+
+impl Rcp {
+    async fn open(gateway: &Arc<Gateway>) -> Self {
+        let server = gateway.builder().build();
+        let connection = server.connect(|_| {});
+        let rcp = Self { _server: server, connection };
+        let client = rcp_wire::lifecycle::PeerInfo::new("mcp-test", "0");
+        let init = json!({"protocolVersion": rcp_wire::PROTOCOL_VERSION, "client": client});
+        rcp.call("initialize", init).await.expect("initialize");
+        rcp
+    }
+
+    /// The result of `method`, or the error object it was answered with.
+    async fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let frame = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let answer = self.connection.handle(frame.to_string().as_bytes()).await.expect("an answer");
+        let mut answer: Value = serde_json::from_slice(&answer).expect("JSON");
+        match answer.get_mut("error") {
+            Some(error) => Err(error.take()),
+            None => Ok(answer["result"].take()),
+        }
+    }
+}
+
+/// The text of the tool error an RCP error object becomes: its message, its cause (unless the
+/// message says it), its code.
+fn tool_error_text(e: &Value) -> String {
+    let (message, code) = (e["message"].as_str().unwrap_or_default(), &e["code"]);
+    match e["data"]["detail"].as_str().filter(|d| !d.is_empty() && !message.contains(d)) {
+        Some(detail) => format!("{message}: {detail} (RCP error {code})"),
+        None => format!("{message} (RCP error {code})"),
+    }
+}
+
+/// `search` is a `retrieve` like any RCP client's: for each of its argument sets, the tool
+/// answers with the hits and notes, or the error, that the gateway's own server gives the
+/// same `retrieve` (`k` clamped to `maxK` with a note, the filter checked against what the
+/// engines advertise, `k` and `query` refused as the framework refuses them, the collection
+/// checked by the gateway) — the bridge restates none of these rules.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_is_answered_as_the_gateways_retrieve() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = |mut flags: Vec<&'static str>| {
+        flags.extend(["--doc", "a1:wing lift drag", "--doc", "a2:wing tip", "--doc", "a3:tail fin"]);
+        flags
+    };
+    // Both engines filter on `lang`; with one that does not, the federation advertises no filter.
+    let filtered = write_registry(
+        dir.path(),
+        "filtered.json",
+        vec![fixture("a", &docs(vec!["--filter-field", "lang"])), fixture("b", &docs(vec!["--filter-field", "lang"]))],
+    );
+    let unfiltered = write_registry(
+        dir.path(),
+        "unfiltered.json",
+        vec![fixture("a", &docs(vec!["--filter-field", "lang"])), fixture("b", &docs(vec![]))],
+    );
+    let lang = json!({"field": "lang", "op": "eq", "value": "x"});
+    let year = json!({"field": "year", "op": "gte", "value": 2000});
+    let cases = [
+        // The fixtures' maxK is 100: clamped, with the framework's note.
+        (&filtered, json!({"query": "wing", "k": 500}), json!({"query": "wing", "k": 500})),
+        (&filtered, json!({"query": "wing"}), json!({"query": "wing", "k": 5})),
+        (
+            &filtered,
+            json!({"query": "wing", "engine": "b", "where": {"lang": "x"}}),
+            json!({"query": "wing", "k": 5, "filter": lang, "_meta": {"collections": ["b"]}}),
+        ),
+        (&filtered, json!({"query": "wing", "filter": year}), json!({"query": "wing", "k": 5, "filter": year})),
+        (&filtered, json!({"query": "wing", "k": 0}), json!({"query": "wing", "k": 0})),
+        (&filtered, json!({"query": "wing", "k": "three"}), json!({"query": "wing", "k": "three"})),
+        (&filtered, json!({"query": "  "}), json!({"query": "  ", "k": 5})),
+        (
+            &filtered,
+            json!({"query": "wing", "engine": "zzz"}),
+            json!({"query": "wing", "k": 5, "_meta": {"collections": ["zzz"]}}),
+        ),
+        // The engines do not all filter: a filter is not advertised.
+        (
+            &unfiltered,
+            json!({"query": "wing", "where": {"lang": "x"}}),
+            json!({"query": "wing", "k": 5, "filter": lang}),
+        ),
+    ];
+    let mut clamped = false;
+    for registry in [&filtered, &unfiltered] {
+        let gateway =
+            Arc::new(Gateway::start(GatewayRegistry::load(registry).unwrap(), GatewayOptions::default()).await);
+        let rcp = Rcp::open(&gateway).await;
+        let (client, server) = serve_bridge(Arc::clone(&gateway)).await;
+        for (_, search, retrieve) in cases.iter().filter(|(r, _, _)| *r == registry) {
+            let tool = call(&client, "search", search.clone()).await;
+            match (rcp.call("retrieve", retrieve.clone()).await, tool) {
+                (Ok(want), Ok(got)) => {
+                    let got_ids: Vec<&str> =
+                        got["hits"].as_array().into_iter().flatten().filter_map(|h| h["id"].as_str()).collect();
+                    assert_eq!(got_ids, ids(&want), "search {search}: {got}");
+                    assert_eq!(got["notes"], json!(notes(&want)), "search {search}: {got}");
+                    clamped |= notes(&want).iter().any(|n| n == "k clamped from 500 to maxK 100");
+                }
+                (Err(want), Err(got)) => assert_eq!(got, tool_error_text(&want), "search {search}"),
+                (want, got) => panic!("search {search}: {got:?}; retrieve {retrieve}: {want:?}"),
+            }
+        }
+        drop(client);
+        server.abort();
+    }
+    assert!(clamped, "k above maxK is clamped with the framework's note");
 }
 
 /// A venv with the official `mcp` package under the test's target tmp dir; `None` (the test

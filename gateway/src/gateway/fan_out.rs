@@ -24,7 +24,7 @@ use crate::hop::Hop;
 impl Gateway {
     /// Serves one federated `retrieve` (§16.2): loop detection, fan-out with per-engine
     /// deadlines, shard merge, fusion of collections.
-    pub async fn federated_retrieve(
+    pub(super) async fn federated_retrieve(
         &self,
         req: RetrieveRequest,
         ctx: &RequestContext,

@@ -1,10 +1,11 @@
 //! The bridge's own RCP session on its gateway: the gateway's server ([`Gateway::builder`])
-//! built once, connected in process ([`Server::connect`]) and `initialize`d once. The tools
-//! that reach the routed and fanned-out capabilities (`rerank`, `graph`, `memory_recall`,
-//! `feedback`) send their call through it, so the framework's rules (an advertised method or
-//! op, `k`/`hops`/`n`/`topN` bounds, rewards in `[-1,1]`, the default rerank method, `order`
-//! built from the scores, notes) apply before the gateway's handler runs, exactly as for an
-//! RCP client of `rcp-gateway serve`, and none of them is restated here.
+//! built once, connected in process ([`Server::connect`]) and `initialize`d once. Every tool
+//! sends its call through it (`search` and `fetch` a `retrieve`, `list_engines` a
+//! `catalog/list`, the capability tools their method), so the framework's rules (an advertised
+//! method, op or filter, `k` clamped to `maxK` with a note, the funnel's `candidateK`,
+//! `k`/`hops`/`n`/`topN` bounds, rewards in `[-1,1]`, the default rerank method, the result's
+//! finishing, notes) apply before the gateway's handler runs, exactly as for an RCP client of
+//! `rcp-gateway serve`, and none of them is restated here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,10 +18,9 @@ use rcp_wire::memory::MemoryRecallResult;
 use rcp_wire::rerank::RerankResult;
 use rcp_wire::{Hit, Meta, RcpError, RequestId, Usage};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::{Bridge, listed, object, snippet_of, with_structured};
+use super::{Bridge, listed, object, picked, snippet_of, with_structured};
 
 /// `rerank`: scores passages against a query.
 pub(super) const RERANK: &str = "rerank";
@@ -202,19 +201,6 @@ fn graph_tool(ops: &[String], engines: &str) -> (String, Value) {
     (description, schema)
 }
 
-/// The arguments named in `keys`, as RCP params (the framework checks their types).
-fn params(args: &JsonObject, keys: &[&str]) -> Value {
-    let picked: serde_json::Map<String, Value> = keys
-        .iter()
-        .filter_map(|k| args.get(*k).filter(|v| !v.is_null()).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
-    Value::Object(picked)
-}
-
-fn parse<T: DeserializeOwned>(method: &str, v: Value) -> Result<T, RcpError> {
-    serde_json::from_value(v).map_err(|e| RcpError::internal(format!("the gateway's '{method}' result: {e}")))
-}
-
 /// The notes of an answer: `usage.notes`, then `_meta.notes`.
 fn notes(usage: Option<&Usage>, meta: Option<&Meta>) -> Vec<String> {
     let mut out: Vec<String> = usage.map(|u| u.notes.clone()).unwrap_or_default();
@@ -280,8 +266,8 @@ impl Bridge {
     }
 
     async fn rerank(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
-        let p = params(args, &["query", "passages", "method", "model", "topN"]);
-        let result: RerankResult = parse("rerank", self.rcp("rerank", p).await?)?;
+        let p = picked(args, &["query", "passages", "method", "model", "topN"]);
+        let result: RerankResult = self.rcp("rerank", p).await?;
         let passages: Vec<&str> = args
             .get("passages")
             .and_then(Value::as_array)
@@ -318,7 +304,7 @@ impl Bridge {
     }
 
     async fn graph(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
-        let mut p = params(args, &["op", "query", "seedIds", "k", "hops", "level"]);
+        let mut p = picked(args, &["op", "query", "seedIds", "k", "hops", "level"]);
         let ops = self.gateway.union().capabilities.graph.clone().map(|g| g.ops).unwrap_or_default();
         if p.get("op").is_none()
             && let [only] = ops.as_slice()
@@ -326,7 +312,7 @@ impl Bridge {
             p["op"] = json!(only);
         }
         let op = p.get("op").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let r: GraphResult = parse("graph", self.rcp("graph", p).await?)?;
+        let r: GraphResult = self.rcp("graph", p).await?;
         let mut lines = Vec::new();
         let mut out = serde_json::Map::new();
         out.insert("op".into(), json!(op));
@@ -396,8 +382,8 @@ impl Bridge {
     }
 
     async fn memory_recall(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
-        let p = params(args, &["query", "memoryId", "n"]);
-        let r: MemoryRecallResult = parse("memory/recall", self.rcp("memory/recall", p).await?)?;
+        let p = picked(args, &["query", "memoryId", "n"]);
+        let r: MemoryRecallResult = self.rcp("memory/recall", p).await?;
         let mut lines = vec![format!("Clues ({}):", r.clues.len())];
         for (i, c) in r.clues.iter().enumerate() {
             let mut parts = Vec::new();
@@ -429,9 +415,9 @@ impl Bridge {
     }
 
     async fn feedback(&self, args: &JsonObject) -> Result<CallToolResult, RcpError> {
-        let p = params(args, &["signals", "query"]);
+        let p = picked(args, &["signals", "query"]);
         let sent = p.get("signals").and_then(Value::as_array).map_or(0, Vec::len);
-        let r: FeedbackResult = parse("feedback", self.rcp("feedback", p).await?)?;
+        let r: FeedbackResult = self.rcp("feedback", p).await?;
         let meta = r.meta.as_ref();
         let engines = meta.and_then(|m| m.get("engines")).cloned().unwrap_or_else(|| json!({}));
         let unrouted: Vec<String> = meta
@@ -527,11 +513,5 @@ mod tests {
         assert_eq!(got[1].meta.as_ref().and_then(|m| m.get("engine")), Some(&json!("kept")));
         let two: Meta = object(json!({"engines": ["dense", "kg"]}));
         assert!(attributed(&hits, Some(&two))[0].meta.is_none(), "which of two is not known");
-    }
-
-    #[test]
-    fn params_keep_only_the_named_arguments() {
-        let args = object(json!({"op": "local", "query": "q", "k": null, "engine": "x"}));
-        assert_eq!(params(&args, &["op", "query", "k"]), json!({"op": "local", "query": "q"}));
     }
 }
