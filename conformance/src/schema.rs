@@ -12,6 +12,28 @@ use serde_json::{Value, json};
 /// types, not copied from the normative schema. Where the two disagree it takes the normative
 /// schema's verdict; the crate's `schema_agreement` test holds both to the same verdicts on a
 /// corpus of valid and invalid frames. [`Schemas::builtin`] compiles it.
+/// The request methods of RCP/1 (§7) the suite knows, by wire name: its own roster, kept apart
+/// from the crates it certifies (a test holds it equal to `rcp_wire`'s declarations).
+pub const SPEC_METHODS: [&str; 17] = [
+    "initialize",
+    "info",
+    "ping",
+    "shutdown",
+    "embed",
+    "embed/sparse",
+    "embed/multi",
+    "rerank",
+    "retrieve",
+    "query/transform",
+    "graph",
+    "index/add",
+    "index/delete",
+    "catalog/list",
+    "feedback",
+    "memory/build",
+    "memory/recall",
+];
+
 pub const BUILTIN_SCHEMA: &str = include_str!("../schema/rcp-1.0.json");
 
 /// How reports and error messages name [`BUILTIN_SCHEMA`].
