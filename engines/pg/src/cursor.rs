@@ -12,7 +12,7 @@ use rcp_server::cursor::{CursorState, Fingerprint};
 use rcp_wire::{Mode, RcpError};
 use serde::{Deserialize, Serialize};
 
-use crate::store::Unit;
+use crate::query::Unit;
 
 /// A decoded cursor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,8 +7,8 @@
 //! - [`store`]: BM25 in SQL over a GIN-indexed `tsvector`, cosine over pgvector's HNSW, both
 //!   lists in one round trip, and writes as one transaction each, a chunked document's chunks
 //!   (§7.10 `chunk: true`, [`rcp_corpus::chunking`]) with it;
-//! - [`query`]: the search statement, over whole documents and chunks in the requested unit
-//!   (§7.7.2: one hit per chunk, or per document scored by its best chunk);
+//! - [`query`]: a search, its statement and its rows, over whole documents and chunks in the
+//!   requested unit (§7.7.2: one hit per chunk, or per document scored by its best chunk);
 //! - [`filter`]: §8 filters compiled to parameterised SQL over the JSONB metadata;
 //! - [`input`]: client input PostgreSQL would refuse (U+0000, more than 65,535 bind
 //!   parameters), refused first as `-32602` naming the field;

@@ -29,7 +29,8 @@ use crate::cursor::{Cursor, fingerprint};
 use crate::db::DbError;
 use crate::feedback::PgFeedback;
 use crate::input::{refuse_nul, refuse_nul_in_filter, refuse_nul_in_object};
-use crate::store::{Found, Lists, NewDoc, Ranked, Search, Store, Unit};
+use crate::query::{Found, Lists, Ranked, Search, Unit};
+use crate::store::{NewDoc, Store};
 use rcp_server::cursor::CursorState as _;
 
 /// The modes this engine serves (§7.7).

@@ -7,7 +7,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use rcp_pg::migrate::{HnswParams, migrate};
-use rcp_pg::store::{Lists, NewDoc, Search, Unit};
+use rcp_pg::query::{Lists, Search, Unit};
+use rcp_pg::store::NewDoc;
 use rcp_pg::{Database, DbError, PoolOptions, Store};
 use rcp_wire::filter::{FieldType, Filter, Op, date_to_epoch_ms};
 use serde_json::{Value, json};

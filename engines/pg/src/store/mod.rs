@@ -21,107 +21,14 @@
 use std::collections::BTreeMap;
 
 use rcp_corpus::chunking::{self, Chunk, ChunkPolicy};
-use rcp_wire::filter::{FieldType, Filter};
+use rcp_wire::filter::FieldType;
 use serde_json::Value;
 
 use crate::db::{Database, DbError};
 use crate::input::MAX_BIND_PARAMS;
-pub use crate::query::Unit;
+use crate::query::{Lists, Ranked, Search};
 
 mod writes;
-
-/// BM25 term-frequency saturation.
-pub const BM25_K1: f64 = 1.2;
-/// BM25 length normalisation.
-pub const BM25_B: f64 = 0.75;
-/// pgvector's largest `hnsw.ef_search`.
-pub const MAX_EF_SEARCH: usize = 1000;
-
-/// Which ranked lists a search needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lists {
-    /// BM25 only.
-    Sparse,
-    /// Cosine only.
-    Dense,
-    /// Both, fused by the caller.
-    Both,
-}
-
-/// One search.
-#[derive(Debug, Clone)]
-pub struct Search<'a> {
-    /// The query text (sparse).
-    pub text: &'a str,
-    /// The query vector (dense, and the cosine of every sparse row in hybrid).
-    pub vector: Option<&'a [f32]>,
-    /// The lists wanted.
-    pub lists: Lists,
-    /// The filter.
-    pub filter: Option<&'a Filter>,
-    /// Rows per list.
-    pub limit: usize,
-    /// HNSW beam width (raised to `limit`, capped at [`MAX_EF_SEARCH`]).
-    pub ef_search: usize,
-    /// Whether to return `vector` (as stored) with each row.
-    pub with_vectors: bool,
-    /// What a row is: a document, or a chunk (§7.7.2 `unit`).
-    pub unit: Unit,
-}
-
-/// A ranked row: a document, or one chunk of a chunked document.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    /// Document id.
-    pub id: String,
-    /// The chunk, for a chunk row (only in [`Unit::Chunk`] searches).
-    pub chunk: Option<Chunk>,
-    /// Title, if any.
-    pub title: Option<String>,
-    /// Body text: the chunk's (exactly the document's text at its offsets) for a chunk row.
-    pub body: String,
-    /// Metadata object.
-    pub metadata: serde_json::Map<String, Value>,
-    /// BM25 score (sparse list).
-    pub bm25: Option<f64>,
-    /// Cosine similarity to the query vector (dense list; sparse rows in hybrid too).
-    pub cosine: Option<f64>,
-    /// The stored vector, when asked for.
-    pub vector: Option<Vec<f32>>,
-}
-
-impl Found {
-    /// The row's hit id: the document id, or `{docId}#{index}` for a chunk (as rcp-bm25 names
-    /// its chunk hits).
-    pub fn hit_id(&self) -> String {
-        match &self.chunk {
-            Some(c) => format!("{}#{}", self.id, c.index),
-            None => self.id.clone(),
-        }
-    }
-
-    /// A key no two rows of one search share (ids hold no U+0000: [`crate::input`]), for
-    /// matching a row across the sparse and dense lists.
-    pub fn key(&self) -> String {
-        match &self.chunk {
-            Some(c) => format!("{}\0{}", self.id, c.index),
-            None => self.id.clone(),
-        }
-    }
-}
-
-/// What a search returns: each list in rank order, and the version it saw.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Ranked {
-    /// The BM25 list.
-    pub sparse: Vec<Found>,
-    /// The cosine list.
-    pub dense: Vec<Found>,
-    /// `rcp_state.version` in the statement's snapshot.
-    pub version: i64,
-    /// Whether the dense list came from an exact scan rather than the HNSW index.
-    pub exact: bool,
-}
 
 /// A document to upsert, with its vector (`None`: unchanged text, keep the stored one).
 #[derive(Debug, Clone, PartialEq)]
@@ -204,20 +111,6 @@ pub fn content_hash(title: Option<&str>, body: &str) -> String {
     h.update([0]);
     h.update(body.as_bytes());
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A vector in pgvector's text form (`[0.1,0.2,...]`).
-pub fn vector_literal(v: &[f32]) -> String {
-    let mut s = String::with_capacity(v.len() * 12 + 2);
-    s.push('[');
-    for (i, x) in v.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&x.to_string());
-    }
-    s.push(']');
-    s
 }
 
 /// The index: documents, terms and state in one database.

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{NewDoc, Store, passage, vector_literal};
+use super::{NewDoc, Store, passage};
 use crate::db::DbError;
+use crate::query::vector_literal;
 
 impl Store {
     /// The stored content hash of each of `ids` that exists (a chunked document's is marked
