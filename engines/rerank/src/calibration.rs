@@ -14,7 +14,8 @@
 
 pub use rcp_embedder::calibration::PlattMap;
 
-use crate::engine::{COLBERT_METHOD, METHOD};
+use crate::colbert::Colbert;
+use crate::cross_encoder::CrossEncoder;
 
 /// The cross-encoder's map, over its logit: 34,026 pairs, 1,301 relevant (3.8%). ECE (10
 /// bins) 0.1230 for the logit read as a probability (`σ(logit)`), 0.0034 for this map
@@ -33,8 +34,8 @@ pub const COLBERT: PlattMap = PlattMap { slope: 1.3487, midpoint: 28.3446 };
 /// The map of a reranking method (§7.6), if one is shipped.
 pub fn map(method: &str) -> Option<PlattMap> {
     match method {
-        METHOD => Some(CROSS_ENCODER),
-        COLBERT_METHOD => Some(COLBERT),
+        CrossEncoder::METHOD => Some(CROSS_ENCODER),
+        Colbert::METHOD => Some(COLBERT),
         _ => None,
     }
 }
@@ -45,7 +46,7 @@ mod tests {
 
     #[test]
     fn each_method_has_an_increasing_map() {
-        for method in [METHOD, COLBERT_METHOD] {
+        for method in [CrossEncoder::METHOD, Colbert::METHOD] {
             let m = map(method).unwrap();
             assert!(m.slope > 0.0, "{method}: {m:?}");
             assert!((m.apply(m.midpoint) - 0.5).abs() < 1e-12);

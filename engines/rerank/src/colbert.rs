@@ -27,17 +27,11 @@ use ort::session::Session;
 use rcp_embedder::ModelFiles;
 use tokenizers::Tokenizer;
 
-use crate::matrices::{MatrixStore, QuantisedMatrix};
+use crate::matrices::{DIMENSION, DOCUMENT_LENGTH, Matrix, MatrixStore, QuantisedMatrix, max_sim};
 use crate::onnx::{self, EncoderError, EncoderOptions};
 
 /// Tokens of a query matrix, markers and `[MASK]` padding included.
 pub const QUERY_LENGTH: usize = 32;
-
-/// The most tokens of a document, markers included.
-pub const DOCUMENT_LENGTH: usize = 512;
-
-/// The width of every row.
-pub const DIMENSION: usize = 384;
 
 /// The output the vectors are read from.
 const OUTPUT: &str = "last_hidden_state";
@@ -49,55 +43,6 @@ pub enum Kind {
     Query,
     /// A document (passage): `[D]` marker, punctuation rows dropped.
     Document,
-}
-
-/// A token matrix: rows of [`DIMENSION`] unit-length floats, one per kept token.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Matrix {
-    data: Vec<f32>,
-}
-
-impl Matrix {
-    /// A matrix of `data`, rows of [`DIMENSION`] floats one after the other.
-    #[cfg(test)]
-    pub(crate) fn from_data(data: Vec<f32>) -> Self {
-        debug_assert_eq!(data.len() % DIMENSION, 0);
-        Self { data }
-    }
-
-    /// Rows in the matrix.
-    pub fn len(&self) -> usize {
-        self.data.len() / DIMENSION
-    }
-
-    /// Whether the matrix has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
-
-    /// The rows, in token order.
-    pub fn rows(&self) -> impl Iterator<Item = &[f32]> {
-        self.data.chunks_exact(DIMENSION)
-    }
-
-    /// The rows as owned vectors (the shape `embed/multi` returns).
-    pub fn to_rows(&self) -> Vec<Vec<f32>> {
-        self.rows().map(<[f32]>::to_vec).collect()
-    }
-}
-
-/// MaxSim (§7.5): for each query row, its largest dot product with any document row, summed
-/// over the query rows. Rows are unit vectors, so this is the cosine MaxSim. An empty document
-/// scores 0.
-pub fn max_sim(query: &Matrix, document: &Matrix) -> f32 {
-    if document.is_empty() {
-        return 0.0;
-    }
-    query.rows().map(|q| document.rows().map(|d| dot(q, d)).fold(f32::NEG_INFINITY, f32::max)).sum()
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The special tokens of ColBERT's input layout, by id.
@@ -153,6 +98,9 @@ impl std::fmt::Debug for Colbert {
 }
 
 impl Colbert {
+    /// Its `rerank` method name (§7.6): MaxSim of token matrices.
+    pub const METHOD: &str = "colbert";
+
     /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]).
     pub fn load(files: &ModelFiles, options: EncoderOptions) -> Result<Self, EncoderError> {
         let mut tokenizer = onnx::tokenizer(files)?;
@@ -284,13 +232,13 @@ impl Colbert {
         for i in (0..input.ids.len()).filter(keep) {
             data.extend(normalised(&hidden[i * DIMENSION..(i + 1) * DIMENSION]));
         }
-        Ok(Matrix { data })
+        Ok(Matrix::from_data(data))
     }
 }
 
 /// `v / |v|`; a zero vector stays zero.
 fn normalised(v: &[f32]) -> impl Iterator<Item = f32> + '_ {
-    let norm = dot(v, v).sqrt();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     let scale = if norm > 0.0 { norm.recip() } else { 0.0 };
     v.iter().map(move |x| x * scale)
 }
@@ -315,27 +263,6 @@ fn run(session: &mut Session, input: &Input) -> Result<Vec<f32>, EncoderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn matrix(rows: &[[f32; 2]]) -> Matrix {
-        let mut data = Vec::new();
-        for r in rows {
-            let mut row = vec![0.0; DIMENSION];
-            row[..2].copy_from_slice(r);
-            data.extend(row);
-        }
-        Matrix { data }
-    }
-
-    #[test]
-    fn max_sim_sums_each_query_rows_best_match() {
-        let q = matrix(&[[1.0, 0.0], [0.0, 1.0]]);
-        let d = matrix(&[[0.6, 0.8], [1.0, 0.0], [-1.0, 0.0]]);
-        // Row 1's best is 1.0 (d1), row 2's best is 0.8 (d0).
-        assert!((max_sim(&q, &d) - 1.8).abs() < 1e-6);
-        assert_eq!(max_sim(&q, &matrix(&[])), 0.0);
-        assert_eq!(d.len(), 3);
-        assert_eq!(d.to_rows()[0][..2], [0.6, 0.8]);
-    }
 
     #[test]
     fn rows_are_unit_length() {

@@ -57,6 +57,9 @@ fn tokenizer_with(base: &Tokenizer, strategy: TruncationStrategy, window: usize)
 }
 
 impl CrossEncoder {
+    /// Its `rerank` method name (§7.6).
+    pub const METHOD: &str = "cross-encoder";
+
     /// Loads the model from verified files (see [`rcp_embedder::Model::locate`]), each pair
     /// cut to the model's whole window, [`MAX_LENGTH`] tokens.
     pub fn load(files: &ModelFiles, options: EncoderOptions) -> Result<Self, EncoderError> {

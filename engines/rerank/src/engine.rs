@@ -14,12 +14,6 @@ use crate::cross_encoder::CrossEncoder;
 use crate::matrices::MatrixStore;
 use crate::onnx::EncoderError;
 
-/// The cross-encoder's method name (§7.6).
-pub const METHOD: &str = "cross-encoder";
-
-/// ColBERT's method name (§7.6): MaxSim of token matrices.
-pub const COLBERT_METHOD: &str = "colbert";
-
 /// A loaded reranking model.
 #[derive(Debug, Clone)]
 pub enum Reranker {
@@ -34,8 +28,8 @@ impl Reranker {
     /// Its `rerank` method name (§7.6).
     pub fn method(&self) -> &'static str {
         match self {
-            Self::CrossEncoder(_) => METHOD,
-            Self::Colbert(..) => COLBERT_METHOD,
+            Self::CrossEncoder(_) => CrossEncoder::METHOD,
+            Self::Colbert(..) => Colbert::METHOD,
         }
     }
 

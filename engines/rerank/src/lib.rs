@@ -25,11 +25,11 @@ pub mod multi;
 pub mod onnx;
 pub mod sparse;
 
-pub use colbert::{Colbert, Kind, Matrix, max_sim};
+pub use colbert::{Colbert, Kind};
 pub use cross_encoder::{CrossEncoder, MAX_LENGTH};
-pub use engine::{COLBERT_METHOD, EngineOptions, METHOD, Offered, RerankEngine, Reranker};
+pub use engine::{EngineOptions, Offered, RerankEngine, Reranker};
 pub use load::{Loaded, MATRIX_FILE, MatrixHome, Method, Models, RerankArgs, load_colbert};
-pub use matrices::{MatrixStore, QuantisedMatrix};
+pub use matrices::{Matrix, MatrixStore, QuantisedMatrix, max_sim};
 pub use multi::MultiVectorEngine;
 pub use onnx::{EncoderError, EncoderOptions};
 pub use sparse::SparseEngine;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use rcp_server::{EmbedRequest, HandlerResult, Lane, MultiVector, RequestContext};
 use rcp_wire::capabilities::MultiVectorCapability;
 
-use crate::colbert::{Colbert, DIMENSION, Kind};
+use crate::colbert::{Colbert, Kind};
 use crate::engine::encoder_error;
+use crate::matrices::DIMENSION;
 
 /// `multiVector.similarity`: rows are unit vectors, so cosine and dot product agree.
 ///

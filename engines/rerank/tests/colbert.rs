@@ -16,7 +16,8 @@
 
 use std::sync::OnceLock;
 
-use rcp_rerank::colbert::{DIMENSION, DOCUMENT_LENGTH, QUERY_LENGTH};
+use rcp_rerank::colbert::QUERY_LENGTH;
+use rcp_rerank::matrices::{DIMENSION, DOCUMENT_LENGTH};
 use rcp_rerank::{COLBERT_MODEL, Colbert, EncoderError, EncoderOptions, Kind};
 
 fn colbert() -> &'static Colbert {

@@ -21,8 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::colbert::{DIMENSION, DOCUMENT_LENGTH};
-
+use super::float::{DIMENSION, DOCUMENT_LENGTH};
 use super::quantised::QuantisedMatrix;
 use super::{Key, MatrixStoreError};
 

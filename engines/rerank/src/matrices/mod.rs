@@ -1,4 +1,7 @@
-//! Stored ColBERT document matrices: late interaction as it is meant to run. A document's
+//! ColBERT's token matrices — as the encoder gives them ([`Matrix`], `float.rs`), quantised to
+//! int8 ([`QuantisedMatrix`], `quantised.rs`) — and their store.
+//!
+//! Stored document matrices are late interaction as it is meant to run. A document's
 //! token matrix is encoded once (at indexing, or the first time the document is reranked) and
 //! kept, quantised to int8 ([`QuantisedMatrix`], 388 bytes a token); a rerank then costs one
 //! query encoding and MaxSim over the stored matrices.
@@ -16,6 +19,7 @@
 //! are scored but not kept).
 
 mod file;
+mod float;
 mod quantised;
 
 use std::collections::HashMap;
@@ -26,6 +30,7 @@ use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
 
+pub use float::{DIMENSION, DOCUMENT_LENGTH, Matrix, max_sim};
 pub use quantised::QuantisedMatrix;
 
 use file::{MatrixFile, Slot};
@@ -225,7 +230,7 @@ impl MatrixStore {
     }
 
     fn count(&self, rows: usize, sign: i64) {
-        let bytes = (rows * (crate::colbert::DIMENSION + 4)) as u64;
+        let bytes = (rows * (DIMENSION + 4)) as u64;
         if sign > 0 {
             self.bytes.fetch_add(bytes, Ordering::Relaxed);
             self.rows.fetch_add(rows as u64, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 //! `DIMENSION + 4` = 388 bytes instead of 1,536; the rows are unit vectors, so the rounding
 //! error of a dot product is at most about `0.5 / 127` per unit of the row's largest component.
 
-use crate::colbert::{DIMENSION, Matrix};
+use super::float::{DIMENSION, Matrix};
 
 /// A document's token matrix, quantised to int8 rows with a scale each.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,7 +101,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::colbert::max_sim;
+    use crate::matrices::float::max_sim;
 
     /// Unit rows with a spread of values, deterministic.
     fn matrix(rows: usize, seed: u32) -> Matrix {

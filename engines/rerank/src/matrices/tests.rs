@@ -1,7 +1,6 @@
 use std::io::{Seek, SeekFrom, Write};
 
 use super::*;
-use crate::colbert::{DIMENSION, Matrix};
 
 const MODEL: &str = "answerai-colbert-small-v1@test";
 
