@@ -7,11 +7,6 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-/// The text of the RCP 1.0 JSON Schema shipped in this crate (`conformance/schema/rcp-1.0.json`):
-/// written by this project from the specification's prose (§4–§17) and the workspace's wire
-/// types, not copied from the normative schema. Where the two disagree it takes the normative
-/// schema's verdict; the crate's `schema_agreement` test holds both to the same verdicts on a
-/// corpus of valid and invalid frames. [`Schemas::builtin`] compiles it.
 /// The request methods of RCP/1 (§7) the suite knows, by wire name: its own roster, kept apart
 /// from the crates it certifies (a test holds it equal to `rcp_wire`'s declarations).
 pub const SPEC_METHODS: [&str; 17] = [
@@ -34,6 +29,11 @@ pub const SPEC_METHODS: [&str; 17] = [
     "memory/recall",
 ];
 
+/// The text of the RCP 1.0 JSON Schema shipped in this crate (`conformance/schema/rcp-1.0.json`):
+/// written by this project from the specification's prose (§4–§17) and the workspace's wire
+/// types, not copied from the normative schema. Where the two disagree it takes the normative
+/// schema's verdict; the crate's `schema_agreement` test holds both to the same verdicts on a
+/// corpus of valid and invalid frames. [`Schemas::builtin`] compiles it.
 pub const BUILTIN_SCHEMA: &str = include_str!("../schema/rcp-1.0.json");
 
 /// How reports and error messages name [`BUILTIN_SCHEMA`].

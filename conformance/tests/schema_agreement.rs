@@ -139,25 +139,7 @@ fn the_corpus_is_well_formed_and_covers_every_method() {
         };
         seen.entry(method).or_default()[slot + usize::from(!e.valid)] = true;
     }
-    let requests = [
-        "initialize",
-        "info",
-        "ping",
-        "shutdown",
-        "embed",
-        "embed/sparse",
-        "embed/multi",
-        "rerank",
-        "retrieve",
-        "query/transform",
-        "graph",
-        "index/add",
-        "index/delete",
-        "catalog/list",
-        "feedback",
-        "memory/build",
-        "memory/recall",
-    ];
+    let requests = rcp_conformance::SPEC_METHODS;
     let mut gaps = Vec::new();
     for m in requests {
         let s = seen.get(m).copied().unwrap_or_default();

@@ -166,8 +166,7 @@ impl RetrieveRequest {
         p
     }
 
-    /// Whether the client asked for the inline rerank stage to be switched off (`rerank:
-    /// false`).
+    /// The `rerank` option as sent (the framework's inline stage reads it).
     pub(crate) fn rerank_option(&self) -> Option<&RerankOption> {
         self.passthrough.rerank.as_ref()
     }
