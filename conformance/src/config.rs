@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::report::Level;
 use crate::schema::{BUILTIN_SCHEMA_NAME, Schemas};
-use crate::sweep::SweepOptions;
 
 /// Where the server under test is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,5 +171,82 @@ impl Config {
             headers.push((name.into(), value.into()));
         }
         self
+    }
+}
+
+/// How much the sweep may spend, counting each malformed request and the `ping` after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepBudget {
+    /// At most this many requests (malformed calls and the pings after them).
+    Requests(u64),
+    /// At most this long, in total.
+    Time(Duration),
+}
+
+impl SweepBudget {
+    /// The default: enough requests for every deterministic mutation of a server advertising
+    /// every capability, so CI time stays bounded even for a slow server.
+    pub const DEFAULT: SweepBudget = SweepBudget::Requests(1500);
+}
+
+impl Default for SweepBudget {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Display for SweepBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Requests(n) => write!(f, "{n}"),
+            Self::Time(d) => write!(f, "{}ms", d.as_millis()),
+        }
+    }
+}
+
+impl std::str::FromStr for SweepBudget {
+    type Err = String;
+
+    /// `N` (requests), `Ns` (seconds) or `Nms` (milliseconds); `0` turns the sweep off.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let bad = || format!("'{s}' is not a sweep budget (N requests, Ns seconds or Nms milliseconds)");
+        if let Some(ms) = t.strip_suffix("ms") {
+            return ms.trim().parse().map(|n| Self::Time(Duration::from_millis(n))).map_err(|_| bad());
+        }
+        if let Some(secs) = t.strip_suffix('s') {
+            return secs
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(|x| Self::Time(Duration::from_secs_f64(x)))
+                .ok_or_else(bad);
+        }
+        t.parse().map(Self::Requests).map_err(|_| bad())
+    }
+}
+
+/// The sweep's settings (`--seed`, `--sweep-budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SweepOptions {
+    /// `None`: the deterministic sweep. `Some(seed)`: a deeper, randomised one (more values per
+    /// forbidden type, a shuffled order), reproducible with the same seed.
+    pub seed: Option<u64>,
+    /// How much the whole sweep may spend.
+    pub budget: SweepBudget,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse_as_requests_or_time() {
+        assert_eq!("600".parse(), Ok(SweepBudget::Requests(600)));
+        assert_eq!("30s".parse(), Ok(SweepBudget::Time(Duration::from_secs(30))));
+        assert_eq!("250ms".parse(), Ok(SweepBudget::Time(Duration::from_millis(250))));
+        assert!("ten".parse::<SweepBudget>().is_err());
+        assert!("-1s".parse::<SweepBudget>().is_err());
     }
 }

@@ -46,10 +46,9 @@ mod verdict;
 
 use std::sync::{Arc, Mutex};
 
-pub use config::{Config, SchemaSource, Target};
+pub use config::{Config, SchemaSource, SweepBudget, SweepOptions, Target};
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
 pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, SPEC_METHODS, Schemas, envelope_errors};
-pub use sweep::{SweepBudget, SweepOptions};
 
 /// Why a run could not produce a report at all.
 #[derive(Debug)]

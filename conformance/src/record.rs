@@ -5,9 +5,10 @@
 
 use serde_json::Value;
 
+use crate::config::SweepOptions;
 use crate::conn::{Env, Violation};
 use crate::report::{Basis, Level, Status, Strength};
-use crate::sweep::{Spend, SweepOptions};
+use crate::sweep::Spend;
 use crate::verdict::{Outcome, Res};
 
 /// Everything a run accumulates.
@@ -96,14 +97,6 @@ pub(crate) struct Meta {
     /// The spec sentence it rests on ([`crate::checks::basis`]).
     pub basis: Basis,
 }
-
-/// The catalogue entry of a check; its basis comes from the basis table.
-macro_rules! meta {
-    ($level:ident, $id:literal, $name:literal) => {
-        Meta { level: Level::$level, id: $id, name: $name, basis: crate::checks::basis::of($id) }
-    };
-}
-pub(crate) use meta;
 
 /// A `'static` copy of a check id or name made at run time (the sweep's findings are named after
 /// the params path they concern). Each distinct text is leaked once and reused: the paths come

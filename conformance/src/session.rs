@@ -37,6 +37,32 @@ impl Caps {
     pub(crate) fn flag(&self, path: &[&str]) -> bool {
         self.at(path) == Some(&Value::Bool(true))
     }
+
+    /// The advertised filter fields (§8), in order, each with its type when the fields are typed.
+    pub(crate) fn filter_fields(&self) -> Vec<(String, Option<String>)> {
+        match self.at(&["filter", "fields"]) {
+            Some(Value::Object(o)) => o.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned))).collect(),
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|s| (s.to_owned(), None)).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A filter value (§8) of the right JSON type for a field type (`None`: untyped) and operator.
+pub(crate) fn filter_value(ftype: Option<&str>, op: &str) -> Option<Value> {
+    let scalar = match ftype {
+        None | Some("keyword") | Some("text") => json!("conformance"),
+        Some("int") => json!(1),
+        Some("float") => json!(1.5),
+        Some("bool") => json!(true),
+        Some("date") => json!("2020-01-01T00:00:00Z"),
+        _ => return None,
+    };
+    Some(match op {
+        "exists" => json!(true),
+        "in" | "nin" => json!([scalar]),
+        _ => scalar,
+    })
 }
 
 /// Broad queries tried to find one that matches much of an unknown corpus.

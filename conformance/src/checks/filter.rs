@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::session::Main;
+use crate::session::{Main, filter_value};
 use crate::verdict::{
     Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note, show,
     skip,
@@ -22,12 +22,7 @@ impl FilterCap {
         if !m.caps.has("filter") || !m.caps.has("retrieve") {
             return None;
         }
-        let fields = match m.caps.at(&["filter", "fields"]) {
-            Some(Value::Object(o)) => o.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned))).collect(),
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|s| (s.to_owned(), None)).collect(),
-            _ => Vec::new(),
-        };
-        Some(FilterCap { fields, operators: m.caps.strings(&["filter", "operators"]) })
+        Some(FilterCap { fields: m.caps.filter_fields(), operators: m.caps.strings(&["filter", "operators"]) })
     }
 
     fn allows(&self, op: &str) -> bool {
@@ -38,23 +33,6 @@ impl FilterCap {
     fn any_type_op(&self) -> Option<&'static str> {
         ["eq", "in", "ne", "nin", "exists"].into_iter().find(|o| self.allows(o))
     }
-}
-
-/// A value of the right JSON type for a field type and operator.
-pub(crate) fn value_for(ftype: Option<&str>, op: &str) -> Option<Value> {
-    let scalar = match ftype {
-        None | Some("keyword") | Some("text") => json!("conformance"),
-        Some("int") => json!(1),
-        Some("float") => json!(1.5),
-        Some("bool") => json!(true),
-        Some("date") => json!("2020-01-01T00:00:00Z"),
-        _ => return None,
-    };
-    Some(match op {
-        "exists" => json!(true),
-        "in" | "nin" => json!([scalar]),
-        _ => scalar,
-    })
 }
 
 /// A filter value that selects some of the unfiltered hits and excludes others.
@@ -102,7 +80,7 @@ pub(crate) async fn unadvertised_field(m: &mut Main) -> Res {
     let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
     let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
     let field = "x-conformance-undeclared-field";
-    let Some(value) = value_for(None, op) else { return skip("no value") };
+    let Some(value) = filter_value(None, op) else { return skip("no value") };
     let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
     expect_invalid_params(&r, &[field, "filter"])
 }
@@ -122,7 +100,7 @@ pub(crate) async fn unadvertised_operator(m: &mut Main) -> Res {
             .filter(|o| ["eq", "ne", "in", "nin", "exists"].contains(o) || (numeric && o.starts_with(['g', 'l'])))
             .collect();
         if let Some(op) = candidates.first()
-            && let Some(value) = value_for(ftype.as_deref(), op)
+            && let Some(value) = filter_value(ftype.as_deref(), op)
         {
             let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
             return expect_option_unsupported(&r);
@@ -217,7 +195,7 @@ pub(crate) async fn valid(m: &mut Main) -> Res {
     // No hit carries advertised meta: the filter must at least be accepted.
     let Some((field, ftype)) = fc.fields.first().cloned() else { return skip("filter.fields is empty") };
     let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
-    let Some(value) = value_for(ftype.as_deref(), op) else {
+    let Some(value) = filter_value(ftype.as_deref(), op) else {
         return skip(format!("cannot form a value for field type {ftype:?}"));
     };
     let r = filtered(m, json!({"field": field, "op": op, "value": value})).await?;
@@ -244,7 +222,7 @@ pub(crate) async fn nested(m: &mut Main) -> Res {
     let Some(fc) = FilterCap::of(m) else { return skip(NO_FILTER) };
     let Some((field, ftype)) = fc.fields.first().cloned() else { return skip("filter.fields is empty") };
     let Some(op) = fc.any_type_op() else { return skip("no type-independent operator advertised") };
-    let Some(value) = value_for(ftype.as_deref(), op) else {
+    let Some(value) = filter_value(ftype.as_deref(), op) else {
         return skip(format!("no value for field type {ftype:?}"));
     };
     let leaf = json!({"field": field, "op": op, "value": value});

@@ -21,16 +21,21 @@ mod transport;
 
 use serde_json::{Value, json};
 
-pub(crate) use filter::value_for as filter_value;
-
 use crate::config::Target;
 use crate::conn::{Conn, Env};
-use crate::record::{Ctx, Meta, intern, meta};
+use crate::record::{Ctx, Meta, intern};
 use crate::report::Level;
 use crate::session::{Caps, Main};
 use crate::sweep::{self, MethodSweep};
 use crate::verdict::{Res, fail, pass, pass_note, skip, warn};
 use lifecycle::Sessions;
+
+/// The catalogue entry of a check; its basis comes from the basis table.
+macro_rules! meta {
+    ($level:ident, $id:literal, $name:literal) => {
+        Meta { level: Level::$level, id: $id, name: $name, basis: basis::of($id) }
+    };
+}
 
 /// Runs a check if its level is wanted.
 macro_rules! check {

@@ -20,78 +20,15 @@
 pub(crate) mod mutate;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use crate::config::{SweepBudget, SweepOptions};
 use crate::conn::{Conn, Env, Resp};
 use crate::report::truncate;
-use crate::session::{Caps, Main, init_params};
+use crate::session::{Caps, Main, filter_value, init_params};
 use mutate::{Mutation, Walker};
-
-/// How much the sweep may spend, counting each malformed request and the `ping` after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SweepBudget {
-    /// At most this many requests (malformed calls and the pings after them).
-    Requests(u64),
-    /// At most this long, in total.
-    Time(Duration),
-}
-
-impl SweepBudget {
-    /// The default: enough requests for every deterministic mutation of a server advertising
-    /// every capability, so CI time stays bounded even for a slow server.
-    pub const DEFAULT: SweepBudget = SweepBudget::Requests(1500);
-}
-
-impl Default for SweepBudget {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
-impl fmt::Display for SweepBudget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Requests(n) => write!(f, "{n}"),
-            Self::Time(d) => write!(f, "{}ms", d.as_millis()),
-        }
-    }
-}
-
-impl std::str::FromStr for SweepBudget {
-    type Err = String;
-
-    /// `N` (requests), `Ns` (seconds) or `Nms` (milliseconds); `0` turns the sweep off.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        let bad = || format!("'{s}' is not a sweep budget (N requests, Ns seconds or Nms milliseconds)");
-        if let Some(ms) = t.strip_suffix("ms") {
-            return ms.trim().parse().map(|n| Self::Time(Duration::from_millis(n))).map_err(|_| bad());
-        }
-        if let Some(secs) = t.strip_suffix('s') {
-            return secs
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .map(|x| Self::Time(Duration::from_secs_f64(x)))
-                .ok_or_else(bad);
-        }
-        t.parse().map(Self::Requests).map_err(|_| bad())
-    }
-}
-
-/// The sweep's settings (`--seed`, `--sweep-budget`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SweepOptions {
-    /// `None`: the deterministic sweep. `Some(seed)`: a deeper, randomised one (more values per
-    /// forbidden type, a shuffled order), reproducible with the same seed.
-    pub seed: Option<u64>,
-    /// How much the whole sweep may spend.
-    pub budget: SweepBudget,
-}
 
 /// What the sweep has spent so far, across methods.
 pub(crate) struct Spend {
@@ -385,15 +322,11 @@ fn filter_leaf(caps: &Caps) -> Option<Value> {
     if !caps.has("filter") {
         return None;
     }
-    let (field, ftype) = match caps.at(&["filter", "fields"])? {
-        Value::Object(o) => o.iter().next().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned)))?,
-        Value::Array(a) => (a.iter().find_map(Value::as_str)?.to_owned(), None),
-        _ => return None,
-    };
+    let (field, ftype) = caps.filter_fields().into_iter().next()?;
     if caps.strings(&["filter", "operators"]).is_some_and(|ops| !ops.iter().any(|o| o == "eq")) {
         return None;
     }
-    let value = crate::checks::filter_value(ftype.as_deref(), "eq")?;
+    let value = filter_value(ftype.as_deref(), "eq")?;
     Some(json!({"field": field, "op": "eq", "value": value}))
 }
 
@@ -460,15 +393,6 @@ pub(crate) async fn method(m: &mut Main, (method, def, base): Planned, spend: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn budgets_parse_as_requests_or_time() {
-        assert_eq!("600".parse(), Ok(SweepBudget::Requests(600)));
-        assert_eq!("30s".parse(), Ok(SweepBudget::Time(Duration::from_secs(30))));
-        assert_eq!("250ms".parse(), Ok(SweepBudget::Time(Duration::from_millis(250))));
-        assert!("ten".parse::<SweepBudget>().is_err());
-        assert!("-1s".parse::<SweepBudget>().is_err());
-    }
 
     #[test]
     fn the_seeded_order_is_reproducible_and_differs_from_the_default() {
