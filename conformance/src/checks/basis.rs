@@ -307,6 +307,17 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
         ),
     ),
     ("pagination.covers-once", b("§10, §6", Must, PRESENCE)),
+    // The MUST NOT itself bounds a page from above; its parenthesis is the only licence for a
+    // page short of `k`, and §10 gives a missing `nextCursor` its meaning ("no more results"):
+    // read together, a short page is the last one, so it carries no `nextCursor`.
+    (
+        "pagination.min-score",
+        b(
+            "§7.7, §10",
+            MustNot,
+            "it MUST NOT return more than `k` hits (fewer is allowed when the corpus or `minScore` yields fewer)",
+        ),
+    ),
     (
         "retrieve.deterministic",
         b(
