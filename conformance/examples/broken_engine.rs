@@ -29,6 +29,9 @@
 //!   server sees it (any other filter, malformed ones included, still reaches it), so the hits
 //!   of a valid filter are the unfiltered ones
 //! - `min-score-ignored`: drops a numeric `minScore` before the server sees it
+//! - `min-score-after-paging`: serves `pagination` (offset cursors), but cuts each page before
+//!   dropping the hits below `minScore` and keeps the cursor it minted for the uncut page, so a
+//!   page short of `k`, or empty, still carries a `nextCursor`
 //! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
 //!   rewrite is silently not done instead of being rejected with `-32005`
 
@@ -43,7 +46,7 @@ use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
 use rcp_wire::filter::{FieldType, FilterCapability};
 use rcp_wire::graph::{GraphEdge, GraphNode, GraphParams, GraphResult};
 use rcp_wire::lifecycle::ConformanceLevel;
-use rcp_wire::{Hit, RetrieveResult};
+use rcp_wire::{Hit, RcpError, RetrieveResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -70,22 +73,60 @@ impl Retrieve for Words {
     }
 
     async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
-        let query = req.query.text().to_lowercase();
-        let q: Vec<&str> = query.split_whitespace().collect();
-        let mut hits: Vec<Hit> = DOCS
-            .iter()
-            .map(|(id, text, topic)| {
-                let score = text.split_whitespace().filter(|w| q.contains(w)).count() as f64;
-                let mut h = Hit::new(*id, score).with_text(*text);
-                h.meta = json!({"topic": topic}).as_object().cloned();
-                h
-            })
-            .filter(|h| h.score > 0.0 && req.min_score.is_none_or(|m| h.score >= m))
-            .filter(|h| req.filter.as_ref().is_none_or(|f| f.matches(h.meta.as_ref().unwrap_or(&Default::default()))))
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
+        let mut hits = ranked(&req, req.min_score);
         hits.truncate(req.k);
         Ok(RetrieveResult::from_hits(hits))
+    }
+}
+
+/// The hits of `req` over `DOCS`, best first, those scoring below `min_score` left out.
+fn ranked(req: &RetrieveRequest, min_score: Option<f64>) -> Vec<Hit> {
+    let query = req.query.text().to_lowercase();
+    let q: Vec<&str> = query.split_whitespace().collect();
+    let mut hits: Vec<Hit> = DOCS
+        .iter()
+        .map(|(id, text, topic)| {
+            let score = text.split_whitespace().filter(|w| q.contains(w)).count() as f64;
+            let mut h = Hit::new(*id, score).with_text(*text);
+            h.meta = json!({"topic": topic}).as_object().cloned();
+            h
+        })
+        .filter(|h| h.score > 0.0 && min_score.is_none_or(|m| h.score >= m))
+        .filter(|h| req.filter.as_ref().is_none_or(|f| f.matches(h.meta.as_ref().unwrap_or(&Default::default()))))
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key().cmp(&b.key())));
+    hits
+}
+
+/// `Words` with offset cursors (`pagination`) and the defect of the `min-score-after-paging`
+/// mode: the page is cut from the whole ranking, its cursor minted, and only then are the hits
+/// below `minScore` dropped.
+struct PagedAfterCut;
+
+impl Retrieve for PagedAfterCut {
+    fn capability(&self) -> RetrieveCapability {
+        Words.capability()
+    }
+
+    fn filter(&self) -> Option<FilterCapability> {
+        Words.filter()
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let offset: usize = match req.cursor.as_deref() {
+            None => 0,
+            Some(c) => c.parse().map_err(|_| RcpError::invalid_params("cursor", "not a cursor this server issued"))?,
+        };
+        let all = ranked(&req, None);
+        let total = all.len();
+        let mut page: Vec<Hit> = all.into_iter().skip(offset).take(req.k).collect();
+        let next = (offset + page.len() < total).then(|| (offset + page.len()).to_string());
+        page.retain(|h| req.min_score.is_none_or(|m| h.score >= m));
+        Ok(RetrieveResult { hits: page, next_cursor: next, ..Default::default() })
     }
 }
 
@@ -155,6 +196,9 @@ fn server(mode: &str) -> Server {
     }
     if mode == "overclaim-only" {
         return Server::builder("broken-engine", "0").embed(Toy).conformance(ConformanceLevel::L2).build();
+    }
+    if mode == "min-score-after-paging" {
+        return Server::builder("broken-engine", "0").retrieve(PagedAfterCut).conformance(ConformanceLevel::L1).build();
     }
     if mode == "rerank-results" {
         let builder = Server::builder("broken-engine", "0").retrieve(Words).rerank(Overlap);

@@ -221,6 +221,24 @@ async fn an_ignored_min_score_is_reported() {
     assert_eq!(common::failed(&report), Vec::<&str>::new(), "{}", report.render_text());
 }
 
+/// An engine that cuts a page before it applies `minScore` answers a page short of `k` (or an
+/// empty one) that still carries a `nextCursor`: `pagination.min-score` fails, and only it.
+/// `tiny_engine`, which applies `minScore` before it pages, passes the same check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_cut_before_min_score_fails() {
+    let report = expect_failures("min-score-after-paging", &["pagination.min-score"]).await;
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), ["pagination.min-score"], "{text}");
+    let detail = report.check("pagination.min-score").map(|c| c.detail.clone()).unwrap_or_default();
+    assert!(detail.contains("yet carries nextCursor"), "{detail}");
+
+    let tiny =
+        Config::stdio(common::tiny_engine().to_string_lossy(), Vec::<String>::new()).with_schema(common::schema());
+    let tiny = run(&tiny).await.expect("the suite runs");
+    let check = tiny.check("pagination.min-score").expect("ran");
+    assert_eq!(check.status, Status::Pass, "{}", tiny.render_text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
     let report = expect_failures("graph-shapes", &["graph.result-shape", "feedback.accepted"]).await;
