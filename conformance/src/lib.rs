@@ -32,11 +32,11 @@
 
 #![forbid(unsafe_code)]
 
+mod attribution;
 mod checks;
 mod config;
 mod conn;
 mod record;
-mod referee;
 mod report;
 mod schema;
 mod session;
@@ -92,5 +92,11 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     let mut cx = record::Ctx::new(env, config.level, config.query.clone(), config.sweep);
     checks::run_all(&mut cx).await;
     let (server, declared) = (cx.server.take(), cx.declared.take());
-    Ok(Report { checks: referee::attribute(cx.into_entries()), level_limit: config.level, transport, server, declared })
+    Ok(Report {
+        checks: attribution::attribute(cx.into_entries()),
+        level_limit: config.level,
+        transport,
+        server,
+        declared,
+    })
 }

@@ -1,7 +1,7 @@
 //! Recording what a check concluded: its catalogue entry, its own verdict mapped through the
 //! keyword of the sentence it rests on (a missed SHOULD is a warning, a missed MAY information),
 //! the protocol violations the connection observed while it ran, and the check whose answer it
-//! reused. [`crate::referee`] turns the records into results once every check has run.
+//! reused. [`crate::attribution`] turns the records into results once every check has run.
 
 use serde_json::Value;
 
@@ -62,7 +62,7 @@ impl Ctx {
         self.entries.push(Entry { meta, status, detail, violations, shares });
     }
 
-    /// The checks as they ran, in order; `referee::attribute` turns them into results.
+    /// The checks as they ran, in order; `attribution::attribute` turns them into results.
     pub(crate) fn into_entries(self) -> Vec<Entry> {
         self.entries
     }

@@ -3,7 +3,7 @@
 //! catalogue; the modules beside it hold the bodies, which reach their verdicts with [`crate::verdict`] on the session
 //! of [`crate::session`]; [`crate::record`] turns each verdict into a result.
 
-pub(crate) mod basis;
+pub(crate) mod clauses;
 mod envelope;
 mod features;
 mod filter;
@@ -34,7 +34,7 @@ use lifecycle::Sessions;
 /// The catalogue entry of a check; its basis comes from the basis table.
 macro_rules! meta {
     ($level:ident, $id:literal, $name:literal) => {
-        Meta { level: Level::$level, id: $id, name: $name, basis: basis::of($id) }
+        Meta { level: Level::$level, id: $id, name: $name, basis: clauses::of($id) }
     };
 }
 
@@ -142,7 +142,7 @@ const SWEPT_ELSEWHERE: &[(&str, &str, &[&str])] = &[
 fn record_sweep(cx: &mut Ctx, s: MethodSweep) {
     let method = s.method;
     let meta =
-        |id: String, name: String| Meta { level: Level::L0, id: intern(id), name: intern(name), basis: basis::SWEEP };
+        |id: String, name: String| Meta { level: Level::L0, id: intern(id), name: intern(name), basis: clauses::SWEEP };
     let cut = if s.cut > 0 { format!("; {} more not sent (sweep budget)", s.cut) } else { String::new() };
     let summary = match s.skipped {
         Some(why) => skip(why),

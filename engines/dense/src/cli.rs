@@ -133,7 +133,7 @@ struct IndexCmd {
     builtin: bool,
     #[cfg(feature = "rerank")]
     #[command(flatten)]
-    colbert: crate::late::ColbertIndexArgs,
+    colbert: crate::colbert::ColbertIndexArgs,
 }
 
 #[derive(Debug, Args)]

@@ -30,11 +30,11 @@
 
 pub mod ann;
 pub mod cli;
+#[cfg(feature = "rerank")]
+mod colbert;
 pub mod cursor;
 pub mod engine;
 pub mod graph;
-#[cfg(feature = "rerank")]
-mod late;
 pub mod memory;
 pub mod store;
 pub mod wal;
