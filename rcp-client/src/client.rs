@@ -306,10 +306,24 @@ impl Client {
     /// named calls below are this plus what their method adds (the advertised option values
     /// checked, vectors decoded, a rerank's scores rebuilt).
     pub async fn request<R: request::Request>(&self, params: &R::Params) -> Result<R::Result, ClientError> {
-        if R::METHOD.capability().is_some() {
-            gate::method(&self.capabilities(), R::METHOD)?;
-        }
+        self.gate(R::METHOD)?;
         self.typed(R::METHOD, params).await
+    }
+
+    /// Any method of RCP/1 by its [`Method`], params and result as JSON, gated on its
+    /// capability like [`Self::request`]: what `rcpctl call` sends. [`Self::call`] sends any
+    /// method name, an extension's included, ungated.
+    pub async fn call_method(&self, method: Method, params: Value) -> Result<Value, ClientError> {
+        self.gate(method)?;
+        self.request_value(method.name(), params, self.inner.options.request_timeout, None).await
+    }
+
+    /// The gate of a method (§6): its capability advertised; the lifecycle methods always pass.
+    fn gate(&self, method: Method) -> Result<(), ClientError> {
+        match method.capability() {
+            Some(_) => gate::method(&self.capabilities(), method),
+            None => Ok(()),
+        }
     }
 
     /// `retrieve` (§7.7), gated on `retrieve` and the advertised option values.

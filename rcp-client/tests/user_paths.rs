@@ -332,3 +332,24 @@ fn index_progress_rates_read_as_people_write_them() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn call_sends_any_declared_method_gated_on_its_capability() {
+    let engine = format!("{} serve", bm25());
+    let o = rcp(&["call", "--stdio", &engine, "retrieve", r#"{"query": "rust", "k": 2}"#], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let res: Value = serde_json::from_str(&stdout(&o)).expect("the result as JSON");
+    assert!(res["hits"].as_array().is_some_and(|h| !h.is_empty() && h.len() <= 2), "{res}");
+    // A declared method the engine does not advertise is refused before any request is sent.
+    let o = rcp(&["call", "--stdio", &engine, "memory/recall", r#"{"query": "rust"}"#], &[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("needs capability 'memory'"), "{}", stderr(&o));
+    // A name RCP/1 does not declare is refused with the list of those it does.
+    let o = rcp(&["call", "--stdio", &engine, "memory/forget"], &[]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("unknown method 'memory/forget'") && stderr(&o).contains("memory/recall"),
+        "{}",
+        stderr(&o)
+    );
+}

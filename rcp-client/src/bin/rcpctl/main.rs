@@ -45,6 +45,7 @@ use rcp_client::{Federation, FederationOptions, Registry};
 use rcp_wire::RetrieveParams;
 use rcp_wire::capabilities::Capability;
 use rcp_wire::fusion::FusionMethod;
+use rcp_wire::methods::Method;
 use serde_json::json;
 use target::{Auth, Target};
 
@@ -135,6 +136,16 @@ enum Command {
     Memory {
         #[command(subcommand)]
         op: memory::MemoryOp,
+    },
+    /// Call any method of RCP/1 by its wire name (`memory/recall`, `embed/sparse`, ...) with
+    /// params as JSON, gated on the capability that method needs; prints the result as JSON.
+    Call {
+        #[command(flatten)]
+        target: Target,
+        /// The method's wire name, one of the methods RCP/1 declares.
+        method: String,
+        /// The params: a JSON object (default `{}`).
+        params: Option<String>,
     },
     /// Fan a query out to every engine of an rcp.json registry and fuse the lists.
     Federate {
@@ -238,6 +249,7 @@ impl Command {
     fn target(&self) -> Option<&Target> {
         match self {
             Self::Info { target, .. }
+            | Self::Call { target, .. }
             | Self::Retrieve { target, .. }
             | Self::Transform { target, .. }
             | Self::Embed { args: embed::EmbedArgs { target, .. } }
@@ -311,6 +323,23 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Graph { args } => graph::run(&args, auth, cli.json).await?,
         Command::Feedback { args } => feedback::run(&args, auth, cli.json).await?,
         Command::Memory { op } => memory::run(&op, auth, cli.json).await?,
+        Command::Call { target, method, params } => {
+            let m = Method::from_name(&method).ok_or_else(|| {
+                let known: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown method '{method}'; RCP/1 declares: {}", known.join(", "))
+            })?;
+            let params: serde_json::Value = match params.as_deref() {
+                Some(p) => serde_json::from_str(p).map_err(|e| format!("params are not JSON: {e}"))?,
+                None => json!({}),
+            };
+            if !params.is_object() {
+                return Err("params must be a JSON object".into());
+            }
+            let c = target::connect(&target, auth, m.capability()).await?;
+            let res = c.call_method(m, params).await;
+            let _ = c.shutdown().await;
+            print_json(&res?);
+        }
         Command::Federate { registry, query, k, fusion, timeout_ms, filter } => {
             let fusion = FusionMethod::from_name(&fusion)
                 .ok_or_else(|| format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))?;
