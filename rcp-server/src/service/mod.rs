@@ -10,7 +10,7 @@
 //! - [`session`]: what one connection negotiated (§13), and [`profile`] what each protocol
 //!   revision permits (§7.1, §13.2); [`access`]: the scopes a caller holds (§15.6);
 //! - [`outbound`]: where the frames a request sends on its own go (progress, logs), and
-//!   [`panic`] the text a caught panic is answered with.
+//!   [`panic`](mod@panic) the text a caught panic is answered with.
 //!
 //! Why one place: a rule implemented per transport or per engine is a rule some transport or
 //! engine forgets. Transports (`crate::transport`) only frame bytes into the dispatcher, and

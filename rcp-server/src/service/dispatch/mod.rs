@@ -24,8 +24,8 @@ mod tests;
 
 use std::sync::Arc;
 
+use rcp_wire::RcpError;
 use rcp_wire::notifications::{self, CancelParams};
-use rcp_wire::{ErrorCode, RcpError};
 use serde_json::value::RawValue;
 
 pub(crate) use envelope::error_frame;
@@ -33,10 +33,7 @@ use envelope::{Inbound, decode, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use envelope::{Shape, shape};
 pub(crate) use idempotency::IdempotencyCache;
-use rcp_wire::methods::Method;
-use request::{Refusal, Started};
 pub(crate) use routes::{Route, Routes};
-use rules::lifecycle::Answer;
 pub(crate) use rules::lifecycle::Identity;
 #[cfg(feature = "http")]
 pub(crate) use rules::lifecycle::answered_at_once;
@@ -63,7 +60,8 @@ pub(crate) struct Dispatcher {
     pub executor: Executor,
 }
 
-/// The outcome of processing one inbound frame.
+/// The one outcome of an inbound frame (a request, a notification or a batch), whichever rule
+/// answered it: what the transport sends, and when.
 pub(crate) enum Processed {
     /// Nothing to send (notifications, all-notification batches, stray responses).
     Nothing,
@@ -138,7 +136,7 @@ fn process_batch(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], 
     }))
 }
 
-/// One message: a request is run through [`request::start`] and counted; a notification is
+/// One message: a request is run through [`request::start`] (which counts it); a notification is
 /// applied; anything else is answered or ignored as JSON-RPC says.
 fn process_one(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], out: &Outbound) -> Processed {
     match decode(frame) {
@@ -152,32 +150,7 @@ fn process_one(dispatcher: &Dispatcher, session: &Arc<Session>, frame: &[u8], ou
             notification(session, &method, params);
             Processed::Nothing
         }
-        Inbound::Request { id, method, params } => {
-            // Every request is counted here, whatever the transport and however it ends.
-            let observed = Observed::start(Method::from_name(&method).map_or("unknown", Method::name));
-            match request::start(dispatcher, session, id, &method, params, out) {
-                Ok(Started::Answered(answer)) => {
-                    observed.finish(Outcome::Ok);
-                    match answer {
-                        Answer::Frame(frame) => Processed::Ready(frame),
-                        Answer::Shutdown(frame) => Processed::Shutdown(frame),
-                    }
-                }
-                Ok(Started::Running(run)) => Processed::Pending(Box::pin(async move {
-                    let (frame, outcome) = run.await;
-                    observed.finish(outcome);
-                    Some(frame)
-                })),
-                Err(Refusal::Error(e)) => {
-                    observed.finish(Outcome::Error(e.code.0));
-                    Processed::Ready(error_frame(Some(id), &e))
-                }
-                Err(Refusal::DuplicateId(dup)) => {
-                    observed.finish(Outcome::Error(ErrorCode::INVALID_REQUEST.0));
-                    Processed::Ready(dup.frame())
-                }
-            }
-        }
+        Inbound::Request { id, method, params } => request::start(dispatcher, session, id, &method, params, out),
     }
 }
 

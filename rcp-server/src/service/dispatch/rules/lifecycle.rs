@@ -17,6 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::service::access::Scopes;
+use crate::service::dispatch::Processed;
 use crate::service::dispatch::envelope::{is_valid_id, ok_frame};
 use crate::service::profile::{Profile, Revisions};
 use crate::service::session::{Negotiated, Session};
@@ -113,34 +114,26 @@ impl Identity {
     }
 }
 
-/// A lifecycle method's answer.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// The response frame.
-    Frame(Vec<u8>),
-    /// `shutdown`'s response frame: the transport stops reading, drains in-flight requests,
-    /// then sends it.
-    Shutdown(Vec<u8>),
-}
-
-/// The answer to request `id` if `method` is a lifecycle method, else `None`.
+/// The answer to request `id` if `method` is a lifecycle method, else `None`: ready at once,
+/// and for `shutdown` [`Processed::Shutdown`] (the transport stops reading, drains the requests
+/// in flight, then sends it).
 pub(crate) fn answer(
     identity: &Identity,
     session: &Session,
     id: &str,
     method: Method,
     params: Option<&RawValue>,
-) -> Option<Result<Answer, RcpError>> {
+) -> Option<Result<Processed, RcpError>> {
     if !method.callable_before_initialize() {
         return None;
     }
     Some(match method {
-        Method::Ping => ping(id, params).map(Answer::Frame),
-        Method::Info => Ok(Answer::Frame(ok_frame(id, &identity.info_of(session)))),
-        Method::Initialize => initialize(identity, session, id, params).map(Answer::Frame),
+        Method::Ping => ping(id, params).map(Processed::Ready),
+        Method::Info => Ok(Processed::Ready(ok_frame(id, &identity.info_of(session)))),
+        Method::Initialize => initialize(identity, session, id, params).map(Processed::Ready),
         Method::Shutdown => {
             session.request_shutdown();
-            Ok(Answer::Shutdown(ok_frame(id, b"{}")))
+            Ok(Processed::Shutdown(ok_frame(id, b"{}")))
         }
         other => Err(RcpError::internal(format!("'{other}' has no lifecycle answer"))),
     })
