@@ -44,7 +44,7 @@ struct Inner {
     open: Mutex<bool>,
     /// Hits quarantined when the request started (durable feedback): left out of partial hits
     /// as of the final result.
-    barred: std::sync::OnceLock<Arc<std::collections::HashSet<String>>>,
+    quarantined: std::sync::OnceLock<Arc<std::collections::HashSet<String>>>,
 }
 
 /// What the dispatcher knows when it builds a context.
@@ -79,7 +79,7 @@ impl RequestContext {
                 executor: p.executor,
                 notes: Mutex::new(Vec::new()),
                 open: Mutex::new(true),
-                barred: std::sync::OnceLock::new(),
+                quarantined: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -172,8 +172,8 @@ impl RequestContext {
 
     /// Sends `notifications/progress` carrying incremental hits (`partial.hits`).
     pub fn progress_partial(&self, progress: f64, stage: &str, mut hits: Vec<Hit>) {
-        if let Some(barred) = self.inner.barred.get() {
-            crate::retrieval::feedback::quarantine::drop_quarantined(&mut hits, barred);
+        if let Some(quarantined) = self.inner.quarantined.get() {
+            crate::retrieval::feedback::quarantine::drop_quarantined(&mut hits, quarantined);
         }
         self.send_progress(progress, stage, None, Some(Partial { hits: Some(hits) }));
     }
@@ -191,10 +191,10 @@ impl RequestContext {
         self.notify(out, notifications::PROGRESS, &params);
     }
 
-    /// Leaves the hits in `barred` out of this request's partial hits (the final ones are the
+    /// Leaves the hits in `quarantined` out of this request's partial hits (the final ones are the
     /// retrieve family's to filter).
-    pub(crate) fn bar_hits(&self, barred: Arc<std::collections::HashSet<String>>) {
-        let _ = self.inner.barred.set(barred);
+    pub(crate) fn leave_out_quarantined(&self, quarantined: Arc<std::collections::HashSet<String>>) {
+        let _ = self.inner.quarantined.set(quarantined);
     }
 
     /// Sends a notification unless the request has been answered.

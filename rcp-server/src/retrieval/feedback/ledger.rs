@@ -126,7 +126,7 @@ impl Ledger {
     }
 
     /// The quarantined set, as the retrieve rule reads it.
-    pub(super) fn barred(&self) -> Arc<HashSet<String>> {
+    pub(super) fn quarantine_set(&self) -> Arc<HashSet<String>> {
         Arc::new(self.quarantined.iter().cloned().collect())
     }
 

@@ -127,7 +127,7 @@ pub struct FeedbackStore {
     options: FeedbackOptions,
     inner: Mutex<Inner>,
     /// The quarantine set later retrieves start from; replaced, never mutated in place.
-    barred: Mutex<Arc<HashSet<String>>>,
+    quarantine_set: Mutex<Arc<HashSet<String>>>,
 }
 
 #[derive(Debug)]
@@ -153,17 +153,17 @@ impl FeedbackStore {
         let (log, records) = Log::open(&feedback_dir(data_dir))?;
         let mut ledger = Ledger::new(options.threshold);
         records.iter().for_each(|r| ledger.apply(r));
-        let barred = Mutex::new(ledger.barred());
+        let quarantine_set = Mutex::new(ledger.quarantine_set());
         crate::operations::observe::quarantined(ledger.quarantined().len());
-        Ok(Self { options, inner: Mutex::new(Inner { log: Some(log), ledger }), barred })
+        Ok(Self { options, inner: Mutex::new(Inner { log: Some(log), ledger }), quarantine_set })
     }
 
     /// A store kept in memory only, for an engine serving without a data directory (a built-in
     /// corpus): the same bounds and quarantine, forgotten when the process ends.
     pub fn in_memory(options: FeedbackOptions) -> Self {
         let ledger = Ledger::new(options.threshold);
-        let barred = Mutex::new(ledger.barred());
-        Self { options, inner: Mutex::new(Inner { log: None, ledger }), barred }
+        let quarantine_set = Mutex::new(ledger.quarantine_set());
+        Self { options, inner: Mutex::new(Inner { log: None, ledger }), quarantine_set }
     }
 
     /// The store of `data_dir` ([`FeedbackStore::open`]), or one kept in memory
@@ -248,14 +248,14 @@ impl FeedbackStore {
 
     /// Makes the ledger's quarantine set the one later retrieves start from.
     fn publish(&self, ledger: &Ledger) {
-        let set = ledger.barred();
+        let set = ledger.quarantine_set();
         crate::operations::observe::quarantined(set.len());
-        *self.barred.lock().unwrap_or_else(|e| e.into_inner()) = set;
+        *self.quarantine_set.lock().unwrap_or_else(|e| e.into_inner()) = set;
     }
 
     /// The quarantine set as of now (a retrieve takes it when it starts).
-    pub(crate) fn barred(&self) -> Arc<HashSet<String>> {
-        Arc::clone(&self.barred.lock().unwrap_or_else(|e| e.into_inner()))
+    pub(crate) fn quarantine_set(&self) -> Arc<HashSet<String>> {
+        Arc::clone(&self.quarantine_set.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -10,11 +10,11 @@ use rcp_wire::retrieve::Hit;
 
 use super::FeedbackStore;
 
-/// Drops the hits of `hits` that `barred` quarantines (by id or by chunk `docId`).
-pub(crate) fn drop_quarantined(hits: &mut Vec<Hit>, barred: &HashSet<String>) {
+/// Drops the hits of `hits` in `quarantine_set` (by id or by chunk `docId`).
+pub(crate) fn drop_quarantined(hits: &mut Vec<Hit>, quarantine_set: &HashSet<String>) {
     hits.retain(|h| {
-        !barred.contains(&h.key())
-            && !h.chunk.as_ref().and_then(|c| c.doc_id.as_ref()).is_some_and(|d| barred.contains(d))
+        !quarantine_set.contains(&h.key())
+            && !h.chunk.as_ref().and_then(|c| c.doc_id.as_ref()).is_some_and(|d| quarantine_set.contains(d))
     });
 }
 
@@ -31,6 +31,6 @@ impl Quarantine {
 
     /// The set a retrieve starting now leaves out, if any.
     pub(crate) fn snapshot(&self) -> Option<Arc<HashSet<String>>> {
-        self.0.get().map(|s| s.barred()).filter(|b| !b.is_empty())
+        self.0.get().map(|s| s.quarantine_set()).filter(|b| !b.is_empty())
     }
 }

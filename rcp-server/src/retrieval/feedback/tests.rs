@@ -66,7 +66,7 @@ fn a_hit_is_quarantined_at_the_threshold_of_integrity_signals_only() {
     assert!(store.record(vec![poison("d1")]).is_ok());
     assert_eq!(ids(&store), ["d1"]);
     assert_eq!(store.quarantined()[0].signals, 3);
-    assert!(store.barred().contains("d1"));
+    assert!(store.quarantine_set().contains("d1"));
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn a_store_in_memory_quarantines_and_releases_without_a_directory() {
     assert!(store.quarantined().is_empty());
     store.record(vec![poison]).expect("recorded");
     assert_eq!(store.quarantined(), [Quarantined { hit_id: "a".into(), signals: 2 }]);
-    assert!(store.barred().contains("a"));
+    assert!(store.quarantine_set().contains("a"));
     assert!(store.release("a").expect("released"));
-    assert!(store.quarantined().is_empty() && !store.barred().contains("a"));
+    assert!(store.quarantined().is_empty() && !store.quarantine_set().contains("a"));
 }

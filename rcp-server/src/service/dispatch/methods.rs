@@ -79,9 +79,9 @@ pub(crate) fn retrieve<T: Retrieve>(
         }
         _ => None,
     };
-    let barred = route.quarantine.snapshot();
-    if let Some(b) = &barred {
-        ctx.bar_hits(Arc::clone(b));
+    let quarantined = route.quarantine.snapshot();
+    if let Some(b) = &quarantined {
+        ctx.leave_out_quarantined(Arc::clone(b));
     }
     Ok(Box::pin(async move {
         let started = Instant::now();
@@ -101,8 +101,8 @@ pub(crate) fn retrieve<T: Retrieve>(
                 res
             }
         };
-        if let Some(barred) = barred {
-            drop_quarantined(&mut res.hits, &barred);
+        if let Some(quarantined) = quarantined {
+            drop_quarantined(&mut res.hits, &quarantined);
         }
         notes.extend(ctx.take_notes());
         if let Some(step) = &step {
