@@ -80,10 +80,11 @@ pub(crate) enum Outcome {
     Error(i64),
 }
 
-/// One dispatched request being observed: in flight from [`Observed::start`] until it is
+/// One dispatched request being counted: in flight from [`Observed::start`] until it is
 /// finished or dropped (an abandoned request leaves the in-flight gauge too, uncounted).
-/// One request being counted. Until `/metrics` installs the recorder (an HTTP server with
-/// the operations surface on), nothing is recorded: a stdio server pays one atomic load.
+///
+/// Until `/metrics` installs the recorder (an HTTP server with the operations surface on),
+/// nothing is recorded: a stdio server pays one atomic load.
 #[derive(Debug)]
 pub(crate) struct Observed {
     #[cfg(feature = "metrics")]
