@@ -63,46 +63,33 @@
 
 #![forbid(unsafe_code)]
 
-pub mod access;
-pub mod budget;
-#[cfg(feature = "cli")]
-pub mod cli;
-mod context;
-pub mod cursor;
-mod dispatch;
-pub mod exec;
-pub mod feedback;
-mod funnel;
 mod handler;
-#[cfg(feature = "http")]
-pub mod http;
-#[cfg(feature = "cli")]
-mod logging;
-mod observe;
-mod options;
-mod outbound;
-mod panic;
-mod profile;
+mod operations;
+mod retrieval;
 mod server;
-mod session;
-mod status;
-mod trajectory;
+mod service;
 pub mod transport;
-mod validate;
 
-pub use budget::TokenCounter;
-pub use context::RequestContext;
-pub use exec::Lane;
-pub use funnel::Funnel;
-pub use handler::{
+#[cfg(feature = "cli")]
+pub use crate::operations::cli;
+pub use crate::retrieval::{budget, cursor, feedback};
+pub use crate::server::exec;
+pub use crate::service::access;
+#[cfg(feature = "http")]
+pub use crate::transport::http;
+
+pub use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Honours, Index, Memory, MultiVector, RecencyDecay,
-    Rerank, RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
+    RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
-pub use logging::{LogFormat, init_logging, init_tracing};
-pub use options::ServerOptions;
-pub use profile::{Profile, Revision, Revisions};
+pub use crate::operations::logging::{LogFormat, init_logging, init_tracing};
+pub use crate::operations::status::{EngineStats, NotReady, ReadyError, Status};
+pub use crate::retrieval::budget::TokenCounter;
+pub use crate::retrieval::rerank::Funnel;
+pub use crate::retrieval::session_dedup::SessionOptions;
+pub use crate::server::exec::Lane;
+pub use crate::server::options::ServerOptions;
+pub use crate::server::{Server, ServerBuilder};
+pub use crate::service::profile::{Profile, Revision, Revisions};
 pub use rcp_wire as protocol;
-pub use server::{Server, ServerBuilder};
-pub use status::{EngineStats, NotReady, ReadyError, Status};
-pub use trajectory::SessionOptions;

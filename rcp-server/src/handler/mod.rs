@@ -5,7 +5,9 @@
 //! Handlers receive params that the framework has already parsed and validated against the
 //! advertised capabilities (gating, option values, filters, funnel, limits), and return
 //! domain values that the framework turns into wire results (vector encodings, `order`,
-//! `usage.notes`, truncation to `k`).
+//! `usage.notes`, truncation to `k`). With the params comes a [`RequestContext`]
+//! ([`context`]): the request's cancellation, deadline, progress and log channels, and the CPU
+//! executor, built by the dispatcher so that a handler never sees the transport.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,9 +27,10 @@ use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams,
 use rcp_wire::transform::{TransformParams, TransformResult};
 use rcp_wire::{Meta, RcpError};
 
-use crate::context::RequestContext;
-
+pub(crate) mod context;
 mod retrieve;
+
+pub use context::RequestContext;
 
 pub(crate) use retrieve::Passthrough;
 pub use retrieve::{Honours, RecencyDecay, Retrieve, RetrieveRequest};

@@ -11,7 +11,7 @@ use rcp_wire::retrieve::{FusionParams, MmrParams, Recency, RerankOption, Rewrite
 use rcp_wire::{Meta, Mode, RetrieveParams, RetrieveResult};
 
 use super::HandlerResult;
-use crate::context::RequestContext;
+use crate::handler::context::RequestContext;
 
 /// A `retrieve` request resolved by the framework (§7.7): validated against the advertised
 /// capabilities, with every default the spec, the capability or the server's settings fix

@@ -6,10 +6,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::dispatch::{self, Dispatcher, Processed};
 use crate::handler::BoxFuture;
-use crate::outbound::Outbound;
-use crate::session::Session;
+use crate::service::dispatch::{self, Dispatcher, Processed};
+use crate::service::outbound::Outbound;
+use crate::service::session::Session;
 
 /// One client's session on a server, for a transport that carries whole frames (a WebSocket,
 /// a message queue) or a test: each inbound frame (a message or a batch) goes to

@@ -6,7 +6,8 @@
 //! stdin/stdout ([`Transport::stdio`]). Both frame NDJSON (§5.1) through one session pipeline
 //! (`pipeline`); stdio adds its own reader and writer threads, so a sequential client is
 //! answered with one `read` and one `write`. A transport that carries whole messages instead
-//! of a byte stream drives a [`Connection`] frame by frame. HTTP (§5.2) is `crate::http`.
+//! of a byte stream drives a [`Connection`] frame by frame. HTTP (§5.2) is the other transport,
+//! in [`http`] (also `rcp_server::http`): it hands each body to the same dispatcher.
 //!
 //! A byte stream has one peer, so the pipe is its flow control: when the CPU lanes are full its
 //! requests wait for room and no further line is read until they drain (see
@@ -15,6 +16,8 @@
 //! (HTTP, a [`Connection`]) refuse instead.
 
 mod connection;
+#[cfg(feature = "http")]
+pub mod http;
 mod lines;
 mod pipeline;
 mod queue;
@@ -28,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use connection::{Connection, Reply};
 
-use crate::dispatch::Dispatcher;
+use crate::service::dispatch::Dispatcher;
 
 /// What a server serves one session over (§5.1): NDJSON lines over a byte stream.
 pub struct Transport(Kind);

@@ -32,11 +32,11 @@ use tokio_util::task::TaskTracker;
 use super::connection::Connection;
 use super::lines::Line;
 use super::queue::FrameQueue;
-use crate::dispatch::{Dispatcher, Processed, error_frame};
-use crate::exec::Executor;
 use crate::handler::BoxFuture;
-use crate::observe::{self, Rejection};
-use crate::session::Session;
+use crate::operations::observe::{self, Rejection};
+use crate::server::exec::Executor;
+use crate::service::dispatch::{Dispatcher, Processed, error_frame};
+use crate::service::session::Session;
 
 /// A first poll longer than this on the reader's thread is slow.
 pub(crate) const INLINE_LIMIT: Duration = Duration::from_millis(1);

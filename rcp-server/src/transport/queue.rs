@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::outbound::Outbound;
+use crate::service::outbound::Outbound;
 
 /// Bytes of queued answers a writer gathers into one write (a larger answer goes alone).
 pub(crate) const WRITE_GATHER: usize = 64 * 1024;

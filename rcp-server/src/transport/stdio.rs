@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use super::lines::{LineSplitter, READ_CHUNK};
 use super::pipeline::{Admit, Pipeline};
 use super::queue::{FrameQueue, FrameReceiver, WRITE_GATHER, gather};
-use crate::dispatch::Dispatcher;
+use crate::service::dispatch::Dispatcher;
 
 /// stdout, shared by the reader's thread and the writer thread; each write is whole lines.
 ///
@@ -174,7 +174,7 @@ pub(super) async fn serve(dispatcher: Arc<Dispatcher>) -> io::Result<()> {
             read_stdin(&mut pipeline, max, &handle, &stdout);
         }));
         if let Err(p) = read {
-            tracing::error!(panic = %crate::panic::message(p.as_ref()), "the stdin reader panicked; draining");
+            tracing::error!(panic = %crate::service::panic::message(p.as_ref()), "the stdin reader panicked; draining");
         }
         let _ = done_tx.send(pipeline);
     })?;

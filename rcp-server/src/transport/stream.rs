@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::lines::{Line, LineSplitter, READ_CHUNK};
 use super::pipeline::{Admit, Pipeline};
 use super::queue::{FrameQueue, WRITE_GATHER, gather};
-use crate::dispatch::Dispatcher;
+use crate::service::dispatch::Dispatcher;
 
 /// Serves one session over `reader` and `writer` until EOF or `shutdown`, in-flight requests
 /// drained and every answer flushed.
