@@ -59,7 +59,7 @@ impl Check<'_> {
         Ok(())
     }
 
-    /// `fusion` (§16.3): `alpha` in [0,1], `rrfK` >= 1, an advertised method.
+    /// `fusion` (§16.3): `alpha` in `[0,1]`, `rrfK` >= 1, an advertised method.
     fn fusion(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
         let Some(f) = &p.fusion else { return Ok(()) };
         if let Some(a) = f.alpha
@@ -133,7 +133,7 @@ impl Check<'_> {
         Ok(p.candidate_k.unwrap_or_else(|| k.max(100).min(max_k)).max(k))
     }
 
-    /// `mmr` (§6.1): `lambda` in [0,1], and the capability flag.
+    /// `mmr` (§6.1): `lambda` in `[0,1]`, and the capability flag.
     fn mmr(&mut self, p: &mut RetrieveParams) -> Result<(), RcpError> {
         let Some(m) = p.mmr else { return Ok(()) };
         if !(0.0..=1.0).contains(&m.lambda) {
