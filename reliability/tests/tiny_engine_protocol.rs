@@ -21,7 +21,7 @@ fn info_and_ping_work_before_initialize_and_ping_echoes_nonce() {
     let info = e.ok("info", json!({}));
     assert_eq!(info["server"]["name"], "tiny-engine");
     assert!(info["capabilities"]["retrieve"].is_object());
-    assert_eq!(info["_meta"]["conformance"], "L1");
+    assert_eq!(info["_meta"]["conformance"], "L2");
     assert_eq!(e.ok("ping", json!({"nonce": "abc"})), json!({"nonce": "abc"}));
     assert_eq!(e.ok("ping", json!({"nonce": 17})), json!({"nonce": 17}));
     assert_eq!(e.ok("ping", json!({})), json!({}));
