@@ -38,6 +38,7 @@ mod config;
 mod conn;
 mod record;
 mod report;
+mod roster;
 mod schema;
 mod session;
 mod sweep;
@@ -48,7 +49,8 @@ use std::sync::{Arc, Mutex};
 
 pub use config::{Config, SchemaSource, SweepBudget, SweepOptions, Target};
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
-pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, SPEC_METHODS, Schemas, envelope_errors};
+pub use roster::{SPEC_METHODS, SpecMethod, spec_method_names};
+pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, Schemas, envelope_errors};
 
 /// Why a run could not produce a report at all.
 #[derive(Debug)]

@@ -7,28 +7,6 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-/// The request methods of RCP/1 (§7) the suite knows, by wire name: its own roster, kept apart
-/// from the crates it certifies (a test holds it equal to `rcp_wire`'s declarations).
-pub const SPEC_METHODS: [&str; 17] = [
-    "initialize",
-    "info",
-    "ping",
-    "shutdown",
-    "embed",
-    "embed/sparse",
-    "embed/multi",
-    "rerank",
-    "retrieve",
-    "query/transform",
-    "graph",
-    "index/add",
-    "index/delete",
-    "catalog/list",
-    "feedback",
-    "memory/build",
-    "memory/recall",
-];
-
 /// The text of the RCP 1.0 JSON Schema shipped in this crate (`conformance/schema/rcp-1.0.json`):
 /// written by this project from the specification's prose (§4–§17) and the workspace's wire
 /// types, not copied from the normative schema. Where the two disagree it takes the normative

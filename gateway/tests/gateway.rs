@@ -37,7 +37,7 @@ async fn catalog_lists_engines_from_their_own_initialize() {
     assert!(gw.supports(Capability::Retrieve));
     assert!(caps.filter.is_none(), "a does not filter, so the federation cannot promise filters");
     assert_eq!(gw.server_info().unwrap().server.name, "gateway-rcp");
-    let list = gw.catalog_list().await.expect("catalog/list");
+    let list = gw.request::<rcp_wire::request::CatalogList>(&Default::default()).await.expect("catalog/list");
     let ids: Vec<&str> = list.engines.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["a", "b"]);
     assert_eq!(list.engines[0].server.name, "a");
@@ -194,7 +194,7 @@ async fn gateways_nest_and_a_registry_cycle_terminates_with_a_note() {
         n.iter().any(|n| n.contains("engine 'b': engine 'a' skipped") && n.contains("cycle")),
         "the nested gateway's cycle note is relayed: {n:?}"
     );
-    let list = gw.catalog_list().await.unwrap();
+    let list = gw.request::<rcp_wire::request::CatalogList>(&Default::default()).await.unwrap();
     assert_eq!(list.engines.iter().find(|e| e.id == "b").map(|e| e.server.name.as_str()), Some("gw-b"));
     assert!(list.engines.iter().find(|e| e.id == "b").unwrap().capabilities.catalog.is_some());
 }
@@ -327,7 +327,7 @@ async fn http_engines_get_their_own_headers_and_bearer_token() {
     let mut cmd = vec!["env".to_owned(), "GW_TEST_TOKEN=s3cret".to_owned()];
     cmd.extend(gateway_cmd(&reg, &[]));
     let gw = rcp_client::Client::connect_stdio(&cmd, rcp_client::ClientOptions::default()).await.expect("gateway");
-    let list = gw.catalog_list().await.unwrap();
+    let list = gw.request::<rcp_wire::request::CatalogList>(&Default::default()).await.unwrap();
     assert_eq!(list.engines.len(), 1, "{list:?}");
     assert_eq!(list.engines[0].id, "with-token");
     assert_eq!(list.engines[0].server.name, "rcp-bm25");

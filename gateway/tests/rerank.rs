@@ -72,8 +72,14 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     let caps = gw.capabilities();
     assert_eq!(caps.retrieve.as_ref().and_then(|r| r.rerank_builtin), Some(true), "{caps:?}");
     assert_eq!(caps.rerank.as_ref().map(|r| r.methods.clone()), Some(vec!["cross-encoder".to_owned()]));
-    let listed: Vec<String> =
-        gw.catalog_list().await.expect("catalog/list").engines.into_iter().map(|e| e.id).collect();
+    let listed: Vec<String> = gw
+        .request::<rcp_wire::request::CatalogList>(&Default::default())
+        .await
+        .expect("catalog/list")
+        .engines
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
     assert_eq!(listed, ["a", "b", "ce"], "the reranker is listed as an engine");
 
     // Without the stage, RRF ranks the passage both collections found first.

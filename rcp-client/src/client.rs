@@ -13,14 +13,12 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rcp_wire::capabilities::{Capabilities, Capability};
-use rcp_wire::catalog::CatalogListResult;
 use rcp_wire::content::QueryInput;
-use rcp_wire::embed::{EmbedParams, EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
-use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
+use rcp_wire::embed::{EmbedParams, EmbedResult, MultiVectorResult};
 use rcp_wire::graph::{GraphParams, GraphResult};
-use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::index::{IndexAddParams, IndexAddResult};
 use rcp_wire::lifecycle::{InitializeResult, PeerInfo};
-use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult};
 use rcp_wire::message::EmptyParams;
 use rcp_wire::methods::Method;
 use rcp_wire::notifications::ProgressParams;
@@ -302,9 +300,10 @@ impl Client {
     // ---- typed calls ----
 
     /// Any method of RCP/1, declared in [`rcp_wire::request`], gated on its capability (§6):
-    /// `client.request::<request::MemoryRecall>(&params)` answers a `MemoryRecallResult`. The
-    /// named calls below are this plus what their method adds (the advertised option values
-    /// checked, vectors decoded, a rerank's scores rebuilt).
+    /// `client.request::<request::MemoryRecall>(&params)` answers a `MemoryRecallResult`. This
+    /// is how a method is called; the few named calls below exist because their method adds
+    /// something on the client (the advertised option values checked, vectors decoded, a
+    /// rerank's scores rebuilt).
     pub async fn request<R: request::Request>(&self, params: &R::Params) -> Result<R::Result, ClientError> {
         self.gate(R::METHOD)?;
         self.typed(R::METHOD, params).await
@@ -361,11 +360,6 @@ impl Client {
         decode_vectors(res.vectors, res.dimension, "vectors")
     }
 
-    /// `embed/sparse` (§7.4).
-    pub async fn embed_sparse(&self, params: SparseEmbedParams) -> Result<SparseEmbedResult, ClientError> {
-        self.request::<request::EmbedSparse>(&params).await
-    }
-
     /// `embed/multi` (§7.5): one matrix per input, decoded.
     pub async fn embed_multi(&self, params: EmbedParams) -> Result<Vec<Vec<Vec<f32>>>, ClientError> {
         gate::method(&self.capabilities(), Method::EmbedMulti)?;
@@ -415,21 +409,6 @@ impl Client {
         self.typed(Method::IndexAdd, &params).await
     }
 
-    /// `index/delete` (§7.11).
-    pub async fn index_delete(&self, params: IndexDeleteParams) -> Result<IndexDeleteResult, ClientError> {
-        self.request::<request::IndexDelete>(&params).await
-    }
-
-    /// `catalog/list` (§7.13).
-    pub async fn catalog_list(&self) -> Result<CatalogListResult, ClientError> {
-        self.request::<request::CatalogList>(&EmptyParams::default()).await
-    }
-
-    /// `feedback` (§7.16).
-    pub async fn feedback(&self, params: FeedbackParams) -> Result<FeedbackResult, ClientError> {
-        self.request::<request::Feedback>(&params).await
-    }
-
     /// `memory/build` (§7.17).
     pub async fn memory_build(&self, params: MemoryBuildParams) -> Result<MemoryBuildResult, ClientError> {
         let caps = self.capabilities();
@@ -438,11 +417,6 @@ impl Client {
             gate::one_of("scope", scope, caps.memory.as_ref().map(|m| m.scopes.as_slice()))?;
         }
         self.typed(Method::MemoryBuild, &params).await
-    }
-
-    /// `memory/recall` (§7.17).
-    pub async fn memory_recall(&self, params: MemoryRecallParams) -> Result<MemoryRecallResult, ClientError> {
-        self.request::<request::MemoryRecall>(&params).await
     }
 
     /// `info` (§7.2), fetched fresh.

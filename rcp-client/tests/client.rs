@@ -44,7 +44,7 @@ const DOCS: [&str; 6] = ["--doc", "a:wing lift drag", "--doc", "b:wing tip", "--
 async fn calls_are_gated_before_any_io() {
     let c = connect(&DOCS).await;
     let sent = c.frames_sent();
-    let err = c.embed_sparse(Default::default()).await.unwrap_err();
+    let err = c.request::<rcp_wire::request::EmbedSparse>(&Default::default()).await.unwrap_err();
     assert!(matches!(err, ClientError::CapabilityMissing { .. }), "{err}");
     assert_eq!(err.code(), Some(ErrorCode::CAPABILITY_MISSING));
     let mut p = RetrieveParams::new("wing", 3);

@@ -1,143 +1,166 @@
-//! The method roster of §7 and the capability that gates each method.
+//! The method roster of RCP/1 (§7), declared once: each method's wire name, the capability
+//! that gates it, whether it writes, and the types of its `params` and `result`.
+//!
+//! The [`methods!`](self) table below is the one place a method is declared. From it come
+//! [`Method`] (a server's route table has one slot per variant, a client gates on
+//! [`Method::capability`], an access policy reads [`Method::writes`]) and one marker type per
+//! method in [`crate::request`], through which a client makes typed calls
+//! (`client.request::<request::Retrieve>(&params)`). Adding a method is one row here plus its
+//! handler (CONTRIBUTING.md, "Adding a method").
 
 use crate::capabilities::Capability;
+use crate::catalog::CatalogListResult;
+use crate::embed::{EmbedParams, EmbedResult, MultiVectorResult, SparseEmbedParams, SparseEmbedResult};
+use crate::feedback::{FeedbackParams, FeedbackResult};
+use crate::graph::{GraphParams, GraphResult};
+use crate::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use crate::lifecycle::{InitializeParams, InitializeResult, PingParams};
+use crate::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use crate::message::{EmptyParams, EmptyResult};
+use crate::rerank::{RerankParams, RerankResult};
+use crate::retrieve::{RetrieveParams, RetrieveResult};
+use crate::transform::{TransformParams, TransformResult};
 
-/// A method defined by RCP/1 (§7).
+/// What a method does to the served data, for an access policy: `lifecycle` methods any
+/// caller may call, `read` ones answer from the data, `write` ones change it (or the engine's
+/// learned state: feedback, memory).
+macro_rules! effect {
+    (lifecycle) => {
+        Effect::Lifecycle
+    };
+    (read) => {
+        Effect::Read
+    };
+    (write) => {
+        Effect::Write
+    };
+}
+
+/// The table: `Variant = "wire/name", gate, effect, Params, Result;`, where `gate` is
+/// `required` (the four lifecycle methods, never gated) or a [`Capability`] variant.
+macro_rules! methods {
+    (@cap required) => { None };
+    (@cap $cap:ident) => { Some(Capability::$cap) };
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $cap:ident, $effect:ident, $params:ty, $result:ty; )*) => {
+        /// A method defined by RCP/1 (§7).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Method {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Method {
+            /// Every request method of RCP/1, in the order of the declaration.
+            pub const ALL: [Method; [$($name),*].len()] = [$(Self::$variant),*];
+
+            /// The wire name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $name, )*
+                }
+            }
+
+            /// The method with this wire name, if RCP/1 defines one.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $( $name => Some(Self::$variant), )*
+                    _ => None,
+                }
+            }
+
+            /// The capability that gates this method, or `None` for the four REQUIRED methods.
+            pub const fn capability(self) -> Option<Capability> {
+                match self {
+                    $( Self::$variant => methods!(@cap $cap), )*
+                }
+            }
+
+            /// What the method does to the served data.
+            pub const fn effect(self) -> Effect {
+                match self {
+                    $( Self::$variant => effect!($effect), )*
+                }
+            }
+        }
+
+        /// One marker type per method, implementing [`crate::request::Request`].
+        pub(crate) mod markers {
+            use super::*;
+            $(
+                $(#[$doc])*
+                #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+                pub struct $variant;
+
+                impl crate::request::Request for $variant {
+                    const METHOD: Method = Method::$variant;
+                    type Params = $params;
+                    type Result = $result;
+                }
+            )*
+        }
+    };
+}
+
+methods! {
+    /// `initialize` (§7.1).
+    Initialize = "initialize", required, lifecycle, InitializeParams, InitializeResult;
+    /// `info` (§7.2): the `initialize` result, fetched fresh.
+    Info = "info", required, lifecycle, EmptyParams, InitializeResult;
+    /// `ping` (§7.15): the nonce echoed.
+    Ping = "ping", required, lifecycle, PingParams, PingParams;
+    /// `shutdown` (§7.12).
+    Shutdown = "shutdown", required, lifecycle, EmptyParams, EmptyResult;
+    /// `embed` (§7.3).
+    Embed = "embed", Embed, read, EmbedParams, EmbedResult;
+    /// `embed/sparse` (§7.4).
+    EmbedSparse = "embed/sparse", SparseEmbed, read, SparseEmbedParams, SparseEmbedResult;
+    /// `embed/multi` (§7.5).
+    EmbedMulti = "embed/multi", MultiVector, read, EmbedParams, MultiVectorResult;
+    /// `rerank` (§7.6).
+    Rerank = "rerank", Rerank, read, RerankParams, RerankResult;
+    /// `retrieve` (§7.7).
+    Retrieve = "retrieve", Retrieve, read, RetrieveParams, RetrieveResult;
+    /// `query/transform` (§7.8).
+    QueryTransform = "query/transform", Transform, read, TransformParams, TransformResult;
+    /// `graph` (§7.9).
+    Graph = "graph", Graph, read, GraphParams, GraphResult;
+    /// `index/add` (§7.10).
+    IndexAdd = "index/add", Index, write, IndexAddParams, IndexAddResult;
+    /// `index/delete` (§7.11).
+    IndexDelete = "index/delete", Index, write, IndexDeleteParams, IndexDeleteResult;
+    /// `catalog/list` (§7.13).
+    CatalogList = "catalog/list", Catalog, read, EmptyParams, CatalogListResult;
+    /// `feedback` (§7.16).
+    Feedback = "feedback", Feedback, write, FeedbackParams, FeedbackResult;
+    /// `memory/build` (§7.17).
+    MemoryBuild = "memory/build", Memory, write, MemoryBuildParams, MemoryBuildResult;
+    /// `memory/recall` (§7.17).
+    MemoryRecall = "memory/recall", Memory, read, MemoryRecallParams, MemoryRecallResult;
+}
+
+/// What a method does to the served data ([`Method::effect`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Method {
-    /// `initialize` (§7.1)
-    Initialize,
-    /// `info` (§7.2)
-    Info,
-    /// `ping` (§7.15)
-    Ping,
-    /// `shutdown` (§7.12)
-    Shutdown,
-    /// `embed` (§7.3)
-    Embed,
-    /// `embed/sparse` (§7.4)
-    EmbedSparse,
-    /// `embed/multi` (§7.5)
-    EmbedMulti,
-    /// `rerank` (§7.6)
-    Rerank,
-    /// `retrieve` (§7.7)
-    Retrieve,
-    /// `query/transform` (§7.8)
-    QueryTransform,
-    /// `graph` (§7.9)
-    Graph,
-    /// `index/add` (§7.10)
-    IndexAdd,
-    /// `index/delete` (§7.11)
-    IndexDelete,
-    /// `catalog/list` (§7.13)
-    CatalogList,
-    /// `feedback` (§7.16)
-    Feedback,
-    /// `memory/build` (§7.17)
-    MemoryBuild,
-    /// `memory/recall` (§7.17)
-    MemoryRecall,
+pub enum Effect {
+    /// A lifecycle method (§7.1, §7.2, §7.12, §7.15): answered by the server itself, callable
+    /// by any caller.
+    Lifecycle,
+    /// Answers from the served data without changing it.
+    Read,
+    /// Changes the served data or what the engine learned (`index/*`, `feedback`,
+    /// `memory/build`).
+    Write,
 }
 
 impl Method {
-    /// Every request method of RCP/1.
-    pub const ALL: [Method; 17] = [
-        Self::Initialize,
-        Self::Info,
-        Self::Ping,
-        Self::Shutdown,
-        Self::Embed,
-        Self::EmbedSparse,
-        Self::EmbedMulti,
-        Self::Rerank,
-        Self::Retrieve,
-        Self::QueryTransform,
-        Self::Graph,
-        Self::IndexAdd,
-        Self::IndexDelete,
-        Self::CatalogList,
-        Self::Feedback,
-        Self::MemoryBuild,
-        Self::MemoryRecall,
-    ];
-
     /// The method's position in [`Self::ALL`]: an index for a table with one slot per method.
     pub const fn index(self) -> usize {
         self as usize
     }
 
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Initialize => "initialize",
-            Self::Info => "info",
-            Self::Ping => "ping",
-            Self::Shutdown => "shutdown",
-            Self::Embed => "embed",
-            Self::EmbedSparse => "embed/sparse",
-            Self::EmbedMulti => "embed/multi",
-            Self::Rerank => "rerank",
-            Self::Retrieve => "retrieve",
-            Self::QueryTransform => "query/transform",
-            Self::Graph => "graph",
-            Self::IndexAdd => "index/add",
-            Self::IndexDelete => "index/delete",
-            Self::CatalogList => "catalog/list",
-            Self::Feedback => "feedback",
-            Self::MemoryBuild => "memory/build",
-            Self::MemoryRecall => "memory/recall",
-        }
-    }
-
-    /// The method with this wire name, if RCP/1 defines one.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "initialize" => Self::Initialize,
-            "info" => Self::Info,
-            "ping" => Self::Ping,
-            "shutdown" => Self::Shutdown,
-            "embed" => Self::Embed,
-            "embed/sparse" => Self::EmbedSparse,
-            "embed/multi" => Self::EmbedMulti,
-            "rerank" => Self::Rerank,
-            "retrieve" => Self::Retrieve,
-            "query/transform" => Self::QueryTransform,
-            "graph" => Self::Graph,
-            "index/add" => Self::IndexAdd,
-            "index/delete" => Self::IndexDelete,
-            "catalog/list" => Self::CatalogList,
-            "feedback" => Self::Feedback,
-            "memory/build" => Self::MemoryBuild,
-            "memory/recall" => Self::MemoryRecall,
-            _ => return None,
-        })
-    }
-
-    /// The capability that gates this method, or `None` for the four REQUIRED methods.
-    pub fn capability(self) -> Option<Capability> {
-        Some(match self {
-            Self::Initialize | Self::Info | Self::Ping | Self::Shutdown => return None,
-            Self::Embed => Capability::Embed,
-            Self::EmbedSparse => Capability::SparseEmbed,
-            Self::EmbedMulti => Capability::MultiVector,
-            Self::Rerank => Capability::Rerank,
-            Self::Retrieve => Capability::Retrieve,
-            Self::QueryTransform => Capability::Transform,
-            Self::Graph => Capability::Graph,
-            Self::IndexAdd | Self::IndexDelete => Capability::Index,
-            Self::CatalogList => Capability::Catalog,
-            Self::Feedback => Capability::Feedback,
-            Self::MemoryBuild | Self::MemoryRecall => Capability::Memory,
-        })
-    }
-
     /// Whether the method may be called before a successful `initialize` (§13): the four
     /// REQUIRED lifecycle methods, which a server answers itself and never gates. This is the
     /// one lifecycle table; servers route on it.
-    pub fn callable_before_initialize(self) -> bool {
-        matches!(self, Self::Info | Self::Ping | Self::Shutdown | Self::Initialize)
+    pub const fn callable_before_initialize(self) -> bool {
+        matches!(self.effect(), Effect::Lifecycle)
     }
 }
 
@@ -159,5 +182,12 @@ mod tests {
         }
         assert_eq!(Method::from_name("x-acme/foo"), None);
         assert_eq!(Method::IndexDelete.capability(), Some(Capability::Index));
+        for m in Method::ALL {
+            assert_eq!(
+                m.capability().is_none(),
+                m.callable_before_initialize(),
+                "{m}: only lifecycle methods go ungated"
+            );
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::roster::SPEC_METHODS;
 use crate::session::{Caps, Main};
 use crate::verdict::{
     Outcome, Res, expect_code, expect_invalid_params, expect_option_unsupported, fail, pass, show, skip, verdict,
@@ -55,26 +56,13 @@ pub(crate) async fn unknown_method(m: &mut Main) -> Res {
     pass()
 }
 
-/// Core gated methods, their capability and valid params.
-fn gated_methods() -> Vec<(&'static str, &'static str, Value)> {
-    vec![
-        ("graph", "graph", json!({"op": "local", "query": "probe"})),
-        ("query/transform", "transform", json!({"query": "probe", "method": "rewrite"})),
-        ("embed/sparse", "sparseEmbed", json!({"texts": ["probe"]})),
-        ("embed/multi", "multiVector", json!({"inputs": ["probe"]})),
-        ("catalog/list", "catalog", json!({})),
-        ("memory/recall", "memory", json!({"query": "probe"})),
-        ("feedback", "feedback", json!({"signals": []})),
-        ("rerank", "rerank", json!({"query": "probe", "passages": ["a passage"]})),
-        ("embed", "embed", json!({"inputs": ["probe"]})),
-        ("retrieve", "retrieve", json!({"query": "probe", "k": 1})),
-        ("index/delete", "index", json!({"ids": ["conformance-none"]})),
-    ]
-}
-
-/// The first core method whose capability `caps` does not advertise, with valid params.
+/// The first gated method whose capability `caps` does not advertise, with a valid request
+/// that reads (the roster's probe).
 pub(crate) fn unadvertised_call(caps: &Caps) -> Option<(&'static str, &'static str, Value)> {
-    gated_methods().into_iter().find(|(_, cap, _)| !caps.has(cap))
+    SPEC_METHODS.iter().find_map(|m| {
+        let cap = m.capability?;
+        (!caps.has(cap)).then(|| m.probe().map(|p| (m.name, cap, p))).flatten()
+    })
 }
 
 pub(crate) async fn unadvertised_method(m: &mut Main) -> Res {

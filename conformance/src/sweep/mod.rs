@@ -262,7 +262,7 @@ pub(crate) async fn initialize(env: &Env, spend: &mut Spend) -> MethodSweep {
 }
 
 /// A valid call of each advertised method the schema types, with its params `$defs` name.
-fn valid_calls(m: &Main) -> Vec<(&'static str, &'static str, Value)> {
+fn valid_calls(m: &Main) -> Vec<Planned> {
     let caps = &m.caps;
     let mut calls = Vec::new();
     if caps.has("retrieve") {
@@ -270,45 +270,39 @@ fn valid_calls(m: &Main) -> Vec<(&'static str, &'static str, Value)> {
         if let Some(f) = filter_leaf(caps) {
             p["filter"] = f;
         }
-        calls.push(("retrieve", "params.retrieve", p));
+        calls.push(("retrieve", "params.retrieve".into(), p));
     }
-    if caps.has("embed") {
-        calls.push(("embed", "params.embed", json!({"inputs": ["conformance probe"]})));
-    }
-    if caps.has("rerank") {
-        calls.push((
-            "rerank",
-            "params.rerank",
-            json!({"query": "conformance probe", "passages": ["a passage", "another passage"]}),
-        ));
+    for method in crate::roster::plain_sweeps() {
+        if let (Some(cap), Some(params)) = (method.capability, method.probe())
+            && caps.has(cap)
+        {
+            calls.push((method.name, method.params_def(), params));
+        }
     }
     if caps.has("transform")
         && let Some(method) = caps.strings(&["transform", "methods"]).and_then(|ms| ms.into_iter().next())
     {
         calls.push((
             "query/transform",
-            "params.query-transform",
+            "params.query-transform".into(),
             json!({"query": "conformance probe", "method": method}),
         ));
     }
     if caps.has("graph") {
         let ops = caps.strings(&["graph", "ops"]).unwrap_or_else(|| vec!["local".into()]);
         if let Some(op) = ["local", "global", "drift"].into_iter().find(|o| ops.iter().any(|a| a == o)) {
-            calls.push(("graph", "params.graph", json!({"op": op, "query": "conformance probe", "k": 2})));
+            calls.push(("graph", "params.graph".into(), json!({"op": op, "query": "conformance probe", "k": 2})));
         }
     }
     if caps.has("feedback") {
         let signal = json!({"hitId": "rcp-conformance-sweep", "used": true, "reward": 0.5});
-        calls.push(("feedback", "params.feedback", json!({"query": "conformance probe", "signals": [signal]})));
-    }
-    if caps.has("memory") {
-        calls.push(("memory/recall", "params.memory-recall", json!({"query": "conformance probe", "n": 1})));
+        calls.push(("feedback", "params.feedback".into(), json!({"query": "conformance probe", "signals": [signal]})));
     }
     if caps.has("index") {
-        calls.push(("index/delete", "params.index-delete", json!({"ids": ["rcp-conformance-sweep-absent"]})));
+        calls.push(("index/delete", "params.index-delete".into(), json!({"ids": ["rcp-conformance-sweep-absent"]})));
         if caps.flag(&["index", "writable"]) {
             let doc = json!({"id": SWEEP_DOC, "text": "conformance sweep probe", "meta": {}});
-            calls.push(("index/add", "params.index-add", json!({"documents": [doc]})));
+            calls.push(("index/add", "params.index-add".into(), json!({"documents": [doc]})));
         }
     }
     calls
@@ -331,7 +325,7 @@ fn filter_leaf(caps: &Caps) -> Option<Value> {
 }
 
 /// One method to sweep: its name, its params `$defs` name and a valid call.
-pub(crate) type Planned = (&'static str, &'static str, Value);
+pub(crate) type Planned = (&'static str, String, Value);
 
 /// The methods the main session sweeps, each with a valid call, in order.
 pub(crate) fn plan(m: &Main) -> Vec<Planned> {
@@ -349,7 +343,7 @@ pub(crate) async fn method(m: &mut Main, (method, def, base): Planned, spend: &m
         Err(e) => ms.skipped = Some(format!("its valid call was not answered: {e}")),
     }
     if ms.skipped.is_none() {
-        let all = mutations(&defs(), def, &base, spend.opts);
+        let all = mutations(&defs(), &def, &base, spend.opts);
         // The valid alternatives (a query as a content block) the server accepts.
         let mut alternatives: Vec<(Value, bool)> = Vec::new();
         for (i, mu) in all.iter().enumerate() {

@@ -8,11 +8,10 @@
 
 use rcp_client::federation::exec;
 use rcp_server::{Feedback, HandlerResult, RequestContext};
-use rcp_wire::RcpError;
 use rcp_wire::capabilities::Flag;
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
 
-use super::forward::{Onward, log_level, unless_cancelled};
+use super::forward::unless_cancelled;
 use super::startup::Gateway;
 
 impl Feedback for Gateway {
@@ -21,13 +20,7 @@ impl Feedback for Gateway {
     }
 
     async fn feedback(&self, params: FeedbackParams, ctx: RequestContext) -> HandlerResult<FeedbackResult> {
-        let next = match self.onward(params.meta.as_ref())? {
-            Onward::Next(next) => next,
-            Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
-        };
-        let budget = self.engine_budget(&ctx);
-        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, log_level(&ctx));
-        let relay = self.relay(&ctx);
+        let (relay, meta, budget) = self.onward_engines(params.meta.as_ref(), &ctx)?;
         let merged = exec::feedback(&relay, &self.namespaces, &self.ledger, &params, meta, budget);
         let merged = unless_cancelled(&ctx, "downstream calls", merged).await??;
         for n in merged.notes {

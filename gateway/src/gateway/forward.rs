@@ -86,6 +86,23 @@ impl Gateway {
     pub(super) fn relay(&self, ctx: &RequestContext) -> Relay<'_> {
         Relay { gateway: self, logs: log_sink(ctx) }
     }
+
+    /// Where the request of `ctx` goes on: the engines as it reaches them ([`Self::relay`]), the
+    /// `_meta` they receive and the time each may take; `-32010` when it may not be forwarded
+    /// (a cycle, or the hop budget is spent).
+    pub(super) fn onward_engines(
+        &self,
+        meta: Option<&Meta>,
+        ctx: &RequestContext,
+    ) -> Result<(Relay<'_>, Meta, Duration), RcpError> {
+        let next = match self.onward(meta)? {
+            Onward::Next(next) => next,
+            Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
+        };
+        let budget = self.engine_budget(ctx);
+        let forwarded = self.forwarded_meta(meta, &next, budget, log_level(ctx));
+        Ok((self.relay(ctx), forwarded, budget))
+    }
 }
 
 /// The lowest level of log frame that reaches the caller of `ctx`, if any does.

@@ -17,11 +17,13 @@ use rcp_wire::capabilities::{
     Capabilities, EmbedCapability, MultiVectorCapability, RerankCapability, SparseEmbedCapability, TransformCapability,
 };
 use rcp_wire::embed::{EmbedParams, SparseEmbedParams, SparseVector};
+use rcp_wire::methods::Method;
+use rcp_wire::request;
 use rcp_wire::rerank::RerankParams;
 use rcp_wire::transform::{TransformParams, TransformResult};
 use rcp_wire::{Meta, RcpError};
 
-use super::forward::{Onward, log_level, unless_cancelled};
+use super::forward::unless_cancelled;
 use super::startup::Gateway;
 
 impl Engines for Gateway {
@@ -63,13 +65,7 @@ impl Gateway {
     where
         Fut: Future<Output = Result<R, ClientError>>,
     {
-        let next = match self.onward(meta)? {
-            Onward::Next(next) => next,
-            Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
-        };
-        let budget = self.engine_budget(ctx);
-        let forwarded = self.forwarded_meta(meta, &next, budget, log_level(ctx));
-        let relay = self.relay(ctx);
+        let (relay, forwarded, budget) = self.onward_engines(meta, ctx)?;
         let served = call_routed(&relay, need, chosen, budget, |client| call(client, forwarded.clone()));
         let served = unless_cancelled(ctx, "the engine's call", served).await??;
         for n in served.notes {
@@ -87,7 +83,7 @@ impl rcp_server::Embed for Gateway {
     async fn embed(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<f32>>> {
         let meta = req.meta.clone();
         let (vectors, _) = self
-            .routed(Need::Embed, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
+            .routed(Need::Method(Method::Embed), chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
                 let params = EmbedParams {
                     inputs: Some(req.inputs.clone()),
                     kind: req.kind.clone(),
@@ -109,15 +105,21 @@ impl SparseEmbed for Gateway {
     async fn embed_sparse(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<SparseVector>> {
         let meta = req.meta.clone();
         let (result, _) = self
-            .routed(Need::SparseEmbed, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
-                let params = SparseEmbedParams {
-                    inputs: Some(req.inputs.clone()),
-                    kind: req.kind.clone(),
-                    meta: Some(meta),
-                    ..SparseEmbedParams::default()
-                };
-                async move { client.embed_sparse(params).await }
-            })
+            .routed(
+                Need::Method(Method::EmbedSparse),
+                chosen_engine(meta.as_ref())?,
+                meta.as_ref(),
+                &ctx,
+                |client, meta| {
+                    let params = SparseEmbedParams {
+                        inputs: Some(req.inputs.clone()),
+                        kind: req.kind.clone(),
+                        meta: Some(meta),
+                        ..SparseEmbedParams::default()
+                    };
+                    async move { client.request::<request::EmbedSparse>(&params).await }
+                },
+            )
             .await?;
         Ok(result.sparse)
     }
@@ -131,15 +133,21 @@ impl MultiVector for Gateway {
     async fn embed_multi(&self, req: EmbedRequest, ctx: RequestContext) -> HandlerResult<Vec<Vec<Vec<f32>>>> {
         let meta = req.meta.clone();
         let (matrices, _) = self
-            .routed(Need::MultiVector, chosen_engine(meta.as_ref())?, meta.as_ref(), &ctx, |client, meta| {
-                let params = EmbedParams {
-                    inputs: Some(req.inputs.clone()),
-                    kind: req.kind.clone(),
-                    meta: Some(meta),
-                    ..EmbedParams::default()
-                };
-                async move { client.embed_multi(params).await }
-            })
+            .routed(
+                Need::Method(Method::EmbedMulti),
+                chosen_engine(meta.as_ref())?,
+                meta.as_ref(),
+                &ctx,
+                |client, meta| {
+                    let params = EmbedParams {
+                        inputs: Some(req.inputs.clone()),
+                        kind: req.kind.clone(),
+                        meta: Some(meta),
+                        ..EmbedParams::default()
+                    };
+                    async move { client.embed_multi(params).await }
+                },
+            )
             .await?;
         Ok(matrices)
     }

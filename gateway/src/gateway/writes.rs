@@ -6,6 +6,7 @@ use rcp_client::Client;
 use rcp_server::{HandlerResult, Index, RequestContext};
 use rcp_wire::capabilities::IndexCapability;
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
+use rcp_wire::request;
 use rcp_wire::{Meta, RcpError};
 use serde_json::{Value, json};
 
@@ -160,7 +161,7 @@ impl Index for Gateway {
         }
         let calls = per_engine.into_iter().map(|(index, ids)| async move {
             let client = self.shard_client(index).await?;
-            client.index_delete(IndexDeleteParams { ids, meta: None }).await.map_err(|e| e.to_rcp())
+            client.request::<request::IndexDelete>(&IndexDeleteParams { ids, meta: None }).await.map_err(|e| e.to_rcp())
         });
         let mut deleted = 0;
         for r in futures::future::join_all(calls).await {

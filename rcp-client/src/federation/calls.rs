@@ -1,8 +1,8 @@
 //! [`Federation`]'s calls beyond `retrieve` (§16.4), each through the federation core
 //! ([`exec`]), so a program using the client federates exactly as rcp-gateway does: the
 //! capabilities united ([`capabilities::federate`]), routed calls to one engine (the one named
-//! in `_meta.engine`, else by priority, failover only within one model), `graph` and
-//! `memory/recall` fanned out and merged, `feedback` routed back to the origin of each hit.
+//! in `_meta.engine`, else by priority, failover only within one model), `graph` fanned out
+//! and merged (memory in [`super::memory`]), `feedback` routed back to the origin of each hit.
 
 use std::future::Future;
 use std::future::ready;
@@ -12,22 +12,22 @@ use rcp_wire::capabilities::Capabilities;
 use rcp_wire::embed::{EmbedParams, SparseEmbedParams, SparseEmbedResult};
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult};
 use rcp_wire::graph::{GraphParams, GraphResult};
-use rcp_wire::memory::{MemoryBuildParams, MemoryBuildResult, MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::methods::Method;
+use rcp_wire::request;
 use rcp_wire::rerank::{RerankParams, RerankResult};
 use rcp_wire::transform::{TransformParams, TransformResult};
 use serde_json::json;
 
+use super::Federation;
 use super::capabilities::{Federated, federate};
 use super::exec::{self, Engines, Merged, Served, call_routed};
-use super::merge::{memory_owner, qualify_memory};
 use super::route::{META_ENGINE, Need, chosen_engine};
-use super::{Federation, merge};
 use crate::client::Client;
 use crate::error::{ClientError, ConnectError};
 use crate::registry::EngineSpec;
 
 /// The federation's engines as connected for one call.
-struct Connected<'a> {
+pub(super) struct Connected<'a> {
     specs: &'a [EngineSpec],
     clients: Vec<Option<Client>>,
     caps: Vec<Option<Capabilities>>,
@@ -58,7 +58,7 @@ impl Engines for Connected<'_> {
 
 impl Federation {
     /// Every engine, connected (or not) now.
-    async fn connected_engines(&self) -> Connected<'_> {
+    pub(super) async fn connected_engines(&self) -> Connected<'_> {
         let outcomes = self.connect().await;
         let clients: Vec<Option<Client>> = self
             .registry
@@ -71,7 +71,7 @@ impl Federation {
     }
 
     /// The `_meta` an engine receives: the caller's, less `_meta.engine`, with the hop budget.
-    fn forwarded(&self, meta: Option<&Meta>) -> Meta {
+    pub(super) fn forwarded(&self, meta: Option<&Meta>) -> Meta {
         let mut out: Meta = meta.cloned().unwrap_or_default();
         out.remove(META_ENGINE);
         out.insert("federation".into(), json!({"depth": self.options.depth, "path": []}));
@@ -107,7 +107,7 @@ impl Federation {
     /// `embed` (§7.3) by one engine: `_meta.engine`'s, else the embedder of highest priority.
     pub async fn embed(&self, params: EmbedParams) -> Result<Served<Vec<Vec<f32>>>, ClientError> {
         let chosen = chosen_engine(params.meta.as_ref()).map_err(ClientError::Rpc)?.map(str::to_owned);
-        self.routed(Need::Embed, chosen.as_deref(), params.meta.as_ref(), |client, meta| {
+        self.routed(Need::Method(Method::Embed), chosen.as_deref(), params.meta.as_ref(), |client, meta| {
             let p = EmbedParams { meta: Some(meta), ..params.clone() };
             async move { client.embed(p).await }
         })
@@ -117,9 +117,9 @@ impl Federation {
     /// `embed/sparse` (§7.4) by one engine, as [`Self::embed`].
     pub async fn embed_sparse(&self, params: SparseEmbedParams) -> Result<Served<SparseEmbedResult>, ClientError> {
         let chosen = chosen_engine(params.meta.as_ref()).map_err(ClientError::Rpc)?.map(str::to_owned);
-        self.routed(Need::SparseEmbed, chosen.as_deref(), params.meta.as_ref(), |client, meta| {
+        self.routed(Need::Method(Method::EmbedSparse), chosen.as_deref(), params.meta.as_ref(), |client, meta| {
             let p = SparseEmbedParams { meta: Some(meta), ..params.clone() };
-            async move { client.embed_sparse(p).await }
+            async move { client.request::<request::EmbedSparse>(&p).await }
         })
         .await
     }
@@ -127,7 +127,7 @@ impl Federation {
     /// `embed/multi` (§7.5) by one engine, as [`Self::embed`].
     pub async fn embed_multi(&self, params: EmbedParams) -> Result<Served<Vec<Vec<Vec<f32>>>>, ClientError> {
         let chosen = chosen_engine(params.meta.as_ref()).map_err(ClientError::Rpc)?.map(str::to_owned);
-        self.routed(Need::MultiVector, chosen.as_deref(), params.meta.as_ref(), |client, meta| {
+        self.routed(Need::Method(Method::EmbedMulti), chosen.as_deref(), params.meta.as_ref(), |client, meta| {
             let p = EmbedParams { meta: Some(meta), ..params.clone() };
             async move { client.embed_multi(p).await }
         })
@@ -152,61 +152,6 @@ impl Federation {
             async move { client.transform(p).await }
         })
         .await
-    }
-
-    /// `memory/build` (§7.17) by one engine (by scope, or `_meta.engine`); the memory id comes
-    /// back as `<engine>:<id>`, which [`Self::memory_recall`] routes back to that engine.
-    pub async fn memory_build(&self, params: MemoryBuildParams) -> Result<Served<MemoryBuildResult>, ClientError> {
-        let (chosen, local) = match params.memory_id.as_deref() {
-            Some(id) => {
-                let (engine, local) = self.memory_owner(id)?;
-                (Some(engine.to_owned()), Some(local.to_owned()))
-            }
-            None => (chosen_engine(params.meta.as_ref()).map_err(ClientError::Rpc)?.map(str::to_owned), None),
-        };
-        let mut served = self
-            .routed(
-                Need::MemoryBuild(params.scope.as_deref()),
-                chosen.as_deref(),
-                params.meta.as_ref(),
-                |client, meta| {
-                    let p = MemoryBuildParams { memory_id: local.clone(), meta: Some(meta), ..params.clone() };
-                    async move { client.memory_build(p).await }
-                },
-            )
-            .await?;
-        let engine = &self.registry.engines[served.index].id;
-        served.answer.memory_id = qualify_memory(engine, &served.answer.memory_id);
-        Ok(served)
-    }
-
-    /// The engine of a federated memory id and the engine's own id ([`memory_owner`]).
-    fn memory_owner<'a>(&self, memory_id: &'a str) -> Result<(&str, &'a str), ClientError> {
-        memory_owner(self.registry.engines.iter().map(|e| e.id.as_str()), memory_id).map_err(ClientError::Rpc)
-    }
-
-    /// `memory/recall` (§7.17): with a memory id, by the engine that built it; without, asked of
-    /// every engine with memory and the clues and hits merged.
-    pub async fn memory_recall(&self, params: MemoryRecallParams) -> Result<Merged<MemoryRecallResult>, ClientError> {
-        let engines = self.connected_engines().await;
-        let meta = self.forwarded(params.meta.as_ref());
-        if let Some(id) = params.memory_id.as_deref() {
-            let (engine, local) = self.memory_owner(id)?;
-            let p = MemoryRecallParams { memory_id: Some(local.to_owned()), meta: Some(meta), ..params.clone() };
-            let served = call_routed(&engines, Need::MemoryRecall, Some(engine), self.options.engine_timeout, |c| {
-                let p = p.clone();
-                async move { c.memory_recall(p).await }
-            })
-            .await
-            .map_err(ClientError::Rpc)?;
-            let n = params.n.map_or(usize::MAX, |n| n as usize);
-            let answer = merge::Answer { name: engine.to_owned(), index: served.index, result: served.answer };
-            let answer = merge::merge_recall(vec![answer], &self.namespaces, n).map_err(ClientError::Rpc)?;
-            return Ok(Merged { answer, notes: served.notes, degraded: Vec::new() });
-        }
-        exec::memory_recall(&engines, &self.namespaces, &self.ledger, &params, meta, self.options.engine_timeout)
-            .await
-            .map_err(ClientError::Rpc)
     }
 
     /// A federated `graph` op (§16.4): asked of every engine advertising it, merged.

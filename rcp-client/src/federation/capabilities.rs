@@ -22,6 +22,7 @@ use rcp_wire::capabilities::{
     Capabilities, Flag, GraphCapability, MemoryCapability, RerankCapability, RetrieveCapability, TransformCapability,
 };
 use rcp_wire::filter::{FieldType, FilterCapability, FilterFields};
+use rcp_wire::methods::Method;
 
 use super::route::{EngineView, Need, route_one};
 
@@ -63,9 +64,9 @@ pub fn federate(views: &[EngineView<'_>]) -> Federated {
         caps.citations = f.citations.then(Flag::default);
     }
     let routed = |need: Need<'_>| route_one(&need, views, None).ok().and_then(|c| c.first().map(|i| views[*i].caps));
-    caps.embed = routed(Need::Embed).and_then(|c| c.embed.clone());
-    caps.sparse_embed = routed(Need::SparseEmbed).and_then(|c| c.sparse_embed.clone());
-    caps.multi_vector = routed(Need::MultiVector).and_then(|c| c.multi_vector.clone());
+    caps.embed = routed(Need::Method(Method::Embed)).and_then(|c| c.embed.clone());
+    caps.sparse_embed = routed(Need::Method(Method::EmbedSparse)).and_then(|c| c.sparse_embed.clone());
+    caps.multi_vector = routed(Need::Method(Method::EmbedMulti)).and_then(|c| c.multi_vector.clone());
     let by_priority = by_priority(views);
     caps.rerank = unite_rerank(by_priority.iter().filter_map(|v| v.caps.rerank.as_ref()));
     caps.transform = unite_names(by_priority.iter().filter_map(|v| v.caps.transform.as_ref().map(|t| &t.methods)))

@@ -1,5 +1,5 @@
-//! The federation core's calls: how a routed call is run and how a fanned-out `graph` or
-//! `memory/recall` is asked and merged, once, for every front end that joins engines
+//! The federation core's calls: how a routed call is run and how a fanned-out call (`graph`,
+//! `feedback`; memory's in [`super::memory`]) is asked and merged, once, for every front end that joins engines
 //! ([`super::Federation`], rcp-gateway, the `rcpctl` commands and the MCP bridge through them).
 //!
 //! A front end describes its engines through [`Engines`] (connections by registry index and
@@ -13,13 +13,13 @@ use std::time::Duration;
 use rcp_wire::capabilities::Capabilities;
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult, Signal};
 use rcp_wire::graph::{GraphParams, GraphResult};
-use rcp_wire::memory::{MemoryRecallParams, MemoryRecallResult};
+use rcp_wire::request;
 use rcp_wire::{ErrorCode, Meta, RcpError, RequestId, Usage};
 use serde_json::json;
 
 use super::failure::no_answer;
 use super::fan_out::{FanOut, Gathered, Reply, RequiredFailed, Target};
-use super::merge::{Answer, merge_graph, merge_recall};
+use super::merge::{Answer, merge_graph};
 use super::origin::{Namespaces, OriginLedger};
 use super::route::{EngineView, Need, fan_out, route_one};
 use crate::client::Client;
@@ -145,7 +145,7 @@ pub struct Merged<R> {
 /// Connects to every engine `plan` accepts and asks each with `call`, concurrently, under
 /// `budget`; returns the answers (registry index, answer) with the notes and failures. A
 /// `required` engine's failure is the call's error.
-async fn ask_all<E, P, R, Fut>(
+pub(super) async fn ask_all<E, P, R, Fut>(
     engines: &E,
     need: Need<'_>,
     budget: Duration,
@@ -269,40 +269,6 @@ pub async fn graph<E: Engines + ?Sized>(
     Ok(Merged { answer, notes, degraded })
 }
 
-/// A federated `memory/recall` without a memory id: asked of every engine with memory, the
-/// clues and hits merged ([`merge_recall`]), every hit recorded in `ledger`.
-pub async fn memory_recall<E: Engines + ?Sized>(
-    engines: &E,
-    ns: &Namespaces,
-    ledger: &OriginLedger,
-    params: &MemoryRecallParams,
-    meta: Meta,
-    budget: Duration,
-) -> Result<Merged<MemoryRecallResult>, RcpError> {
-    let (answers, notes, degraded) = ask_all(
-        engines,
-        Need::MemoryRecall,
-        budget,
-        |_| Ok(MemoryRecallParams { meta: Some(meta.clone()), ..params.clone() }),
-        |client, p| async move { client.memory_recall(p).await },
-    )
-    .await?;
-    let answers: Vec<Answer<MemoryRecallResult>> = answers
-        .into_iter()
-        .map(|(index, result)| {
-            let owner = engines.namespace(index).unwrap_or(index);
-            for h in result.hits.iter().flatten() {
-                ledger.record(&ns.qualify(owner, &h.key()), index);
-            }
-            Answer { name: engines.spec(index).id.clone(), index: owner, result }
-        })
-        .collect();
-    let n = params.n.map_or(usize::MAX, |n| n as usize);
-    let mut answer = merge_recall(answers, ns, n)?;
-    answer.meta.get_or_insert_with(Meta::new).insert("degraded".into(), json!(degraded));
-    Ok(Merged { answer, notes, degraded })
-}
-
 fn id_text(id: &RequestId) -> String {
     match id {
         RequestId::String(s) => s.clone(),
@@ -361,7 +327,7 @@ pub async fn feedback<E: Engines + ?Sized>(
         };
         async move {
             let client = engines.client(*index).await?;
-            tokio::time::timeout(budget, client.feedback(call))
+            tokio::time::timeout(budget, client.request::<request::Feedback>(&call))
                 .await
                 .unwrap_or(Err(ClientError::Timeout(budget.as_millis() as u64)))
         }

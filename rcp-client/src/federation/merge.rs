@@ -1,7 +1,8 @@
-//! One answer from several engines' answers to a fanned-out `graph` or `memory/recall`
-//! (§16.4), each rule written once here for [`super::Federation`] and rcp-gateway:
+//! One answer from several engines' answers to a fanned-out call (§16.4), each rule written
+//! once here for [`super::Federation`] and rcp-gateway (memory's own rules are in
+//! [`super::memory`]):
 //!
-//! - hits (`graph` `local`/`drift`, `memory/recall`) are fused with RRF like `retrieve`'s
+//! - hits (`graph` `local`/`drift`, memory recall) are fused with RRF like `retrieve`'s
 //!   (§16.3: dedup by id, richest body, `meta.engine` naming the body's engine);
 //! - `neighbors` nodes are united by id, keeping the highest score; edges are united by their
 //!   ends, keeping the highest weight;
@@ -9,8 +10,6 @@
 //!   `<engine>:<id>`, ordered by score (ties in engine order);
 //! - `global` summaries are kept per engine, each prefixed with its engine's name when more than
 //!   one engine answered; `drift` follow-ups are united in engine order;
-//! - `memory/recall` clues are ordered by weight (ties in engine order), their seeds namespaced
-//!   like every other id.
 //!
 //! Ids go through [`Namespaces`] first, so with distinct corpora nothing of two engines
 //! collapses. Every merged answer says in `_meta.engines` which engines contributed.
@@ -19,7 +18,6 @@ use std::collections::BTreeMap;
 
 use rcp_wire::fusion::{self, EngineList, FusionMethod};
 use rcp_wire::graph::{Community, GraphEdge, GraphNode, GraphResult};
-use rcp_wire::memory::{Clue, MemoryRecallResult};
 use rcp_wire::{Hit, Meta, RcpError, RequestId};
 use serde_json::{Value, json};
 
@@ -82,7 +80,7 @@ fn qualify_value(v: Value, index: usize, ns: &Namespaces) -> Value {
 }
 
 /// The engines that contributed, for `_meta.engines`.
-fn engines_meta<R>(answers: &[Answer<R>]) -> Meta {
+pub(super) fn engines_meta<R>(answers: &[Answer<R>]) -> Meta {
     let mut meta = Meta::new();
     meta.insert("engines".into(), json!(answers.iter().map(|a| a.name.as_str()).collect::<Vec<_>>()));
     meta
@@ -176,59 +174,6 @@ pub fn merge_graph(
     Ok(out)
 }
 
-/// Merges the `memory/recall` answers of several engines: clues by weight (ties in engine
-/// order) with namespaced seeds, at most `n`; hits fused with RRF.
-pub fn merge_recall(
-    answers: Vec<Answer<MemoryRecallResult>>,
-    ns: &Namespaces,
-    n: usize,
-) -> Result<MemoryRecallResult, RcpError> {
-    let meta = engines_meta(&answers);
-    let mut clues: Vec<(usize, Clue)> = Vec::new();
-    let mut hit_lists = Vec::new();
-    for (position, a) in answers.into_iter().enumerate() {
-        for mut c in a.result.clues {
-            if let Some(seeds) = c.seed_ids.as_mut() {
-                for s in seeds.iter_mut() {
-                    *s = ns.qualify(a.index, s);
-                }
-            }
-            clues.push((position, c));
-        }
-        if let Some(h) = a.result.hits {
-            hit_lists.push((a.name, a.index, h));
-        }
-    }
-    clues.sort_by(|(pa, a), (pb, b)| {
-        b.weight.unwrap_or(f64::NEG_INFINITY).total_cmp(&a.weight.unwrap_or(f64::NEG_INFINITY)).then(pa.cmp(pb))
-    });
-    let hits = if hit_lists.is_empty() { None } else { Some(fuse_hits(hit_lists, ns, n.max(1))?) };
-    Ok(MemoryRecallResult { clues: clues.into_iter().map(|(_, c)| c).take(n.max(1)).collect(), hits, meta: Some(meta) })
-}
-
-/// A memory id as a federation returns it: `<engine>:<id>`, always, since a memory belongs to
-/// the engine that built it.
-pub fn qualify_memory(engine: &str, memory_id: &str) -> String {
-    format!("{engine}{NAMESPACE_SEPARATOR}{memory_id}")
-}
-
-/// The engine a federated memory id names (one of `engines`, by registry id) and that
-/// engine's own id: the inverse of [`qualify_memory`]. `-32602` on `memoryId` when the id is
-/// not `<engine>:<id>` or names no engine of `engines`.
-pub fn memory_owner<'e, 'm>(
-    engines: impl IntoIterator<Item = &'e str> + Clone,
-    memory_id: &'m str,
-) -> Result<(&'e str, &'m str), RcpError> {
-    let known = || engines.clone().into_iter().collect::<Vec<_>>().join(", ");
-    let bad = |why: String| RcpError::invalid_params("memoryId", why);
-    let (engine, local) = memory_id.split_once(NAMESPACE_SEPARATOR).ok_or_else(|| {
-        bad(format!("'{memory_id}' is not a federated memory id ('<engine>:<id>', engine among: {})", known()))
-    })?;
-    let owner = engines.clone().into_iter().find(|e| *e == engine);
-    let owner = owner.ok_or_else(|| bad(format!("no engine '{engine}' in this federation; engines: {}", known())))?;
-    Ok((owner, local))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,27 +228,5 @@ mod tests {
         assert_eq!(one.summary.as_deref(), Some("wings"));
         let hits = one.hits.unwrap();
         assert_eq!((hits.len(), hits[0].meta.as_ref().map(|m| m["engine"].clone())), (1, Some(json!("a"))));
-    }
-
-    #[test]
-    fn recall_orders_clues_by_weight_and_namespaces_seeds() {
-        let ns = Namespaces::new(Corpora::Distinct, ["a".to_owned(), "b".to_owned()]);
-        let a = Answer {
-            name: "a".into(),
-            index: 0,
-            result: serde_json::from_value(json!({"clues": [{"query": "q1", "seedIds": ["x"], "weight": 0.2}]}))
-                .unwrap(),
-        };
-        let b = Answer {
-            name: "b".into(),
-            index: 1,
-            result: serde_json::from_value(json!({"clues": [{"query": "q2", "seedIds": ["x"], "weight": 0.9}]}))
-                .unwrap(),
-        };
-        let m = merge_recall(vec![a, b], &ns, 5).unwrap();
-        assert_eq!(m.clues[0].query.as_deref(), Some("q2"));
-        assert_eq!(m.clues[0].seed_ids, Some(vec!["b:x".to_owned()]));
-        assert_eq!(m.clues[1].seed_ids, Some(vec!["a:x".to_owned()]));
-        assert_eq!(qualify_memory("dense", "m1"), "dense:m1");
     }
 }

@@ -39,6 +39,7 @@ pub mod capabilities;
 pub mod exec;
 mod failure;
 mod fan_out;
+pub mod memory;
 pub mod merge;
 pub mod origin;
 mod params;

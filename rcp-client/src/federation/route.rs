@@ -12,7 +12,8 @@
 //!   that produced it; `index/add` and `index/delete` keep the gateway's shard routing.
 
 use rcp_wire::RcpError;
-use rcp_wire::capabilities::{Capabilities, EmbedCapability, MultiVectorCapability, SparseEmbedCapability};
+use rcp_wire::capabilities::{Capabilities, Capability, EmbedCapability, MultiVectorCapability, SparseEmbedCapability};
+use rcp_wire::methods::Method;
 
 /// `_meta` key of a routed call naming the engine (its registry id) that must serve it.
 pub const META_ENGINE: &str = "engine";
@@ -31,14 +32,8 @@ pub struct EngineView<'a> {
 /// What a call needs of an engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need<'a> {
-    /// `retrieve`.
-    Retrieve,
-    /// `embed`.
-    Embed,
-    /// `embed/sparse`.
-    SparseEmbed,
-    /// `embed/multi`.
-    MultiVector,
+    /// A method any engine advertising its capability serves (`retrieve`, `embed`, ...).
+    Method(Method),
     /// `rerank` with this method (`None`: the engine's default).
     Rerank(Option<&'a str>),
     /// `query/transform` with this method.
@@ -47,30 +42,24 @@ pub enum Need<'a> {
     Graph(&'a str),
     /// `memory/build` in this scope (`None`: the engine's default).
     MemoryBuild(Option<&'a str>),
-    /// `memory/recall`.
-    MemoryRecall,
-    /// `feedback`.
-    Feedback,
-    /// `catalog/list`.
-    Catalog,
+}
+
+impl From<Method> for Need<'_> {
+    fn from(m: Method) -> Self {
+        Need::Method(m)
+    }
 }
 
 impl std::fmt::Display for Need<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Need::Retrieve => f.write_str("retrieve"),
-            Need::Embed => f.write_str("embed"),
-            Need::SparseEmbed => f.write_str("embed/sparse"),
-            Need::MultiVector => f.write_str("embed/multi"),
+            Need::Method(m) => f.write_str(m.name()),
             Need::Rerank(Some(m)) => write!(f, "rerank with method '{m}'"),
             Need::Rerank(None) => f.write_str("rerank"),
             Need::Transform(m) => write!(f, "query/transform with method '{m}'"),
             Need::Graph(op) => write!(f, "graph op '{op}'"),
             Need::MemoryBuild(Some(s)) => write!(f, "memory/build in scope '{s}'"),
             Need::MemoryBuild(None) => f.write_str("memory/build"),
-            Need::MemoryRecall => f.write_str("memory/recall"),
-            Need::Feedback => f.write_str("feedback"),
-            Need::Catalog => f.write_str("catalog/list"),
         }
     }
 }
@@ -78,43 +67,31 @@ impl std::fmt::Display for Need<'_> {
 impl Need<'_> {
     /// Why an engine with `caps` cannot serve this need, or `None` when it can.
     pub fn unmet(&self, caps: &Capabilities) -> Option<String> {
-        let has = |ok: bool, what: &str| (!ok).then(|| format!("does not advertise {what}"));
+        let has = |cap: Capability| (!caps.has(cap)).then(|| format!("does not advertise {}", cap.key()));
+        let offers = |what: &str, wanted: &str, offered: &[String]| {
+            (!offered.iter().any(|x| x == wanted))
+                .then(|| format!("does not offer {what} '{wanted}' (offers: {})", offered.join(", ")))
+        };
         match *self {
-            Need::Retrieve => has(caps.retrieve.is_some(), "retrieve"),
-            Need::Embed => has(caps.embed.is_some(), "embed"),
-            Need::SparseEmbed => has(caps.sparse_embed.is_some(), "sparseEmbed"),
-            Need::MultiVector => has(caps.multi_vector.is_some(), "multiVector"),
+            Need::Method(m) => m.capability().and_then(has),
             Need::Rerank(method) => match (&caps.rerank, method) {
-                (None, _) => has(false, "rerank"),
-                (Some(r), Some(m)) if !r.methods.iter().any(|x| x == m) => {
-                    Some(format!("does not offer rerank method '{m}' (offers: {})", r.methods.join(", ")))
-                }
+                (None, _) => has(Capability::Rerank),
+                (Some(r), Some(m)) => offers("rerank method", m, &r.methods),
                 _ => None,
             },
             Need::Transform(method) => match &caps.transform {
-                None => has(false, "transform"),
-                Some(t) if !t.methods.iter().any(|x| x == method) => {
-                    Some(format!("does not offer transform method '{method}' (offers: {})", t.methods.join(", ")))
-                }
-                Some(_) => None,
+                None => has(Capability::Transform),
+                Some(t) => offers("transform method", method, &t.methods),
             },
             Need::Graph(op) => match &caps.graph {
-                None => has(false, "graph"),
-                Some(g) if !g.ops.iter().any(|x| x == op) => {
-                    Some(format!("does not offer graph op '{op}' (offers: {})", g.ops.join(", ")))
-                }
-                Some(_) => None,
+                None => has(Capability::Graph),
+                Some(g) => offers("graph op", op, &g.ops),
             },
             Need::MemoryBuild(scope) => match (&caps.memory, scope) {
-                (None, _) => has(false, "memory"),
-                (Some(m), Some(s)) if !m.scopes.iter().any(|x| x == s) => {
-                    Some(format!("does not offer memory scope '{s}' (offers: {})", m.scopes.join(", ")))
-                }
+                (None, _) => has(Capability::Memory),
+                (Some(m), Some(s)) => offers("memory scope", s, &m.scopes),
                 _ => None,
             },
-            Need::MemoryRecall => has(caps.memory.is_some(), "memory"),
-            Need::Feedback => has(caps.feedback.is_some(), "feedback"),
-            Need::Catalog => has(caps.catalog.is_some(), "catalog"),
         }
     }
 
@@ -122,9 +99,9 @@ impl Need<'_> {
     /// other (failover) only when these are equal, so an answer never mixes models.
     fn descriptor(&self, caps: &Capabilities) -> Descriptor {
         match self {
-            Need::Embed => Descriptor::Embed(caps.embed.as_ref().map(embed_identity)),
-            Need::SparseEmbed => Descriptor::Sparse(caps.sparse_embed.as_ref().map(sparse_identity)),
-            Need::MultiVector => Descriptor::Multi(caps.multi_vector.as_ref().map(multi_identity)),
+            Need::Method(Method::Embed) => Descriptor::Embed(caps.embed.as_ref().map(embed_identity)),
+            Need::Method(Method::EmbedSparse) => Descriptor::Sparse(caps.sparse_embed.as_ref().map(sparse_identity)),
+            Need::Method(Method::EmbedMulti) => Descriptor::Multi(caps.multi_vector.as_ref().map(multi_identity)),
             _ => Descriptor::Any,
         }
     }
@@ -237,11 +214,11 @@ mod tests {
             ("dense2", 1, caps(json!({"embed": {"dimension": 384, "identity": "minilm"}}))),
         ];
         let v = views(&engines);
-        assert_eq!(route_one(&Need::Embed, &v, None).unwrap(), [1, 3], "priority tie: registry order");
+        assert_eq!(route_one(&Need::Method(Method::Embed), &v, None).unwrap(), [1, 3], "priority tie: registry order");
         assert_eq!(route_one(&Need::Rerank(Some("colbert")), &v, None).unwrap(), [2]);
         assert_eq!(route_one(&Need::Transform("multi-query"), &v, None).unwrap(), [0]);
         assert!(route_one(&Need::Transform("hyde"), &v, None).unwrap().is_empty());
-        assert!(route_one(&Need::MultiVector, &v, None).unwrap().is_empty());
+        assert!(route_one(&Need::Method(Method::EmbedMulti), &v, None).unwrap().is_empty());
     }
 
     #[test]
@@ -252,13 +229,13 @@ mod tests {
             ("c", 0, caps(json!({"retrieve": {}}))),
         ];
         let v = views(&engines);
-        assert_eq!(route_one(&Need::Embed, &v, Some("b")).unwrap(), [1]);
-        let e = route_one(&Need::Embed, &v, Some("a")).unwrap_err();
+        assert_eq!(route_one(&Need::Method(Method::Embed), &v, Some("b")).unwrap(), [1]);
+        let e = route_one(&Need::Method(Method::Embed), &v, Some("a")).unwrap_err();
         assert!(e.message.contains("another model") && e.message.contains("that of 'b'"), "{e}");
-        let e = route_one(&Need::Embed, &v, Some("c")).unwrap_err();
+        let e = route_one(&Need::Method(Method::Embed), &v, Some("c")).unwrap_err();
         assert_eq!(e.code, rcp_wire::ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("engine 'c' does not advertise embed"), "{e}");
-        let e = route_one(&Need::Embed, &v, Some("zz")).unwrap_err();
+        let e = route_one(&Need::Method(Method::Embed), &v, Some("zz")).unwrap_err();
         assert!(e.message.contains("no engine 'zz'") && e.message.contains("a, b, c"), "{e}");
     }
 
@@ -271,7 +248,7 @@ mod tests {
             ("large", 3, caps(json!({"embed": {"dimension": 768, "identity": "bge"}}))),
             ("large2", 3, caps(json!({"embed": {"dimension": 768, "identity": "bge"}}))),
         ];
-        assert_eq!(route_one(&Need::Embed, &views(&engines), None).unwrap(), [1, 2]);
+        assert_eq!(route_one(&Need::Method(Method::Embed), &views(&engines), None).unwrap(), [1, 2]);
         // Rerank has no model descriptor to compare: any engine offering the method stands in.
         let engines = [
             ("r1", 0, caps(json!({"rerank": {"methods": ["cross-encoder"]}}))),

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use rcp_wire::capabilities::{Capabilities, Flag, LogCapability};
 use rcp_wire::lifecycle::{ConformanceLevel, PeerInfo};
-use rcp_wire::methods::Method;
 use serde_json::Value;
 
 use super::Server;
@@ -23,7 +22,7 @@ use crate::retrieval::rerank::stage::{self, Reranker};
 use crate::retrieval::session_dedup::{SessionOptions, Trajectories};
 use crate::server::exec::Executor;
 use crate::server::options::ServerOptions;
-use crate::service::dispatch::{Dispatcher, IdempotencyCache, Identity, Route, Routes, methods};
+use crate::service::dispatch::{Dispatcher, IdempotencyCache, Identity, Routes, methods};
 use crate::service::profile::{Revision, Revisions};
 
 /// Builds a [`Server`]. Each `retrieve`/`embed`/... call registers a handler and, with it,
@@ -104,7 +103,7 @@ impl ServerBuilder {
             counter: Arc::clone(&self.counter),
             reranker: Arc::clone(&self.reranker),
         };
-        self.routes.insert(Method::Retrieve, Route::new(route, methods::retrieve));
+        methods::bind_retrieve(&mut self.routes, route);
         self
     }
 
@@ -118,7 +117,7 @@ impl ServerBuilder {
             enc.insert(0, "json".into());
         }
         self.caps.embed = Some(cap);
-        self.routes.insert(Method::Embed, Route::new(h, methods::embed));
+        methods::bind_embed(&mut self.routes, h);
         self
     }
 
@@ -126,7 +125,7 @@ impl ServerBuilder {
     pub fn sparse_embed<T: SparseEmbed>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.sparse_embed = Some(h.capability());
-        self.routes.insert(Method::EmbedSparse, Route::new(h, methods::embed_sparse));
+        methods::bind_sparse_embed(&mut self.routes, h);
         self
     }
 
@@ -134,7 +133,7 @@ impl ServerBuilder {
     pub fn multi_vector<T: MultiVector>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.multi_vector = Some(h.capability());
-        self.routes.insert(Method::EmbedMulti, Route::new(h, methods::embed_multi));
+        methods::bind_multi_vector(&mut self.routes, h);
         self
     }
 
@@ -142,7 +141,7 @@ impl ServerBuilder {
     pub fn rerank<T: Rerank>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.rerank = Some(h.capability());
-        self.routes.insert(Method::Rerank, Route::new(h, methods::rerank));
+        methods::bind_rerank(&mut self.routes, h);
         self
     }
 
@@ -171,7 +170,7 @@ impl ServerBuilder {
     pub fn transform<T: Transform>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.transform = Some(h.capability());
-        self.routes.insert(Method::QueryTransform, Route::new(h, methods::transform));
+        methods::bind_transform(&mut self.routes, h);
         self
     }
 
@@ -179,7 +178,7 @@ impl ServerBuilder {
     pub fn graph<T: Graph>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.graph = Some(h.capability());
-        self.routes.insert(Method::Graph, Route::new((h, Arc::clone(&self.trajectories)), methods::graph));
+        methods::bind_graph(&mut self.routes, h, Arc::clone(&self.trajectories));
         self
     }
 
@@ -187,8 +186,7 @@ impl ServerBuilder {
     pub fn index<T: Index>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.index = Some(h.capability());
-        self.routes.insert(Method::IndexDelete, Route::new(Arc::clone(&h), methods::index_delete));
-        self.routes.insert(Method::IndexAdd, Route::new((h, Arc::clone(&self.idempotency)), methods::index_add));
+        methods::bind_index(&mut self.routes, h, Arc::clone(&self.idempotency));
         self
     }
 
@@ -196,7 +194,7 @@ impl ServerBuilder {
     pub fn catalog<T: Catalog>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.catalog = Some(h.capability());
-        self.routes.insert(Method::CatalogList, Route::new(h, methods::catalog_list));
+        methods::bind_catalog(&mut self.routes, h);
         self
     }
 
@@ -204,7 +202,7 @@ impl ServerBuilder {
     pub fn feedback<T: Feedback>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.feedback = Some(h.capability());
-        self.routes.insert(Method::Feedback, Route::new((h, Arc::clone(&self.trajectories)), methods::feedback));
+        methods::bind_feedback(&mut self.routes, h, Arc::clone(&self.trajectories));
         self
     }
 
@@ -221,8 +219,7 @@ impl ServerBuilder {
     pub fn memory<T: Memory>(mut self, handler: T) -> Self {
         let h = Arc::new(handler);
         self.caps.memory = Some(h.capability());
-        self.routes.insert(Method::MemoryRecall, Route::new(Arc::clone(&h), methods::memory_recall));
-        self.routes.insert(Method::MemoryBuild, Route::new(h, methods::memory_build));
+        methods::bind_memory(&mut self.routes, h);
         self
     }
 

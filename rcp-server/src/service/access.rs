@@ -19,7 +19,7 @@ use std::fmt;
 
 use rcp_wire::RcpError;
 use rcp_wire::capabilities::{Capabilities, Capability};
-use rcp_wire::methods::Method;
+use rcp_wire::methods::{Effect, Method};
 
 /// One thing a caller may be allowed to do (§15.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,18 +53,10 @@ impl Scope {
     /// The scope a call of `m` needs; `None` for the lifecycle methods, which every
     /// authenticated caller may call.
     pub fn required_for(m: Method) -> Option<Self> {
-        match m {
-            Method::Initialize | Method::Info | Method::Ping | Method::Shutdown => None,
-            Method::IndexAdd | Method::IndexDelete | Method::Feedback | Method::MemoryBuild => Some(Scope::Write),
-            Method::Embed
-            | Method::EmbedSparse
-            | Method::EmbedMulti
-            | Method::Rerank
-            | Method::Retrieve
-            | Method::QueryTransform
-            | Method::Graph
-            | Method::CatalogList
-            | Method::MemoryRecall => Some(Scope::Read),
+        match m.effect() {
+            Effect::Lifecycle => None,
+            Effect::Read => Some(Scope::Read),
+            Effect::Write => Some(Scope::Write),
         }
     }
 

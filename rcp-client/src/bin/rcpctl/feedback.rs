@@ -11,6 +11,7 @@ use rcp_client::registry::Corpora;
 use rcp_wire::capabilities::Capability;
 use rcp_wire::feedback::{FeedbackParams, FeedbackResult, Signal};
 use rcp_wire::message::RequestId;
+use rcp_wire::request;
 use serde_json::{Value, json};
 
 use crate::federated::{self, Fed};
@@ -146,7 +147,7 @@ pub(crate) async fn run(args: &FeedbackArgs, auth: &Auth, json: bool) -> Result<
         return outcome?;
     }
     let c = target::connect(&args.target, auth, Some(Capability::Feedback)).await?;
-    let res = c.feedback(params).await;
+    let res = c.request::<request::Feedback>(&params).await;
     let _ = c.shutdown().await;
     let res = res?;
     if json {

@@ -11,6 +11,7 @@ use rcp_client::{Client, ClientError};
 use rcp_corpus::CorpusDoc;
 use rcp_wire::ErrorCode;
 use rcp_wire::index::{Document, IndexAddParams, IndexDeleteParams};
+use rcp_wire::request;
 use serde_json::{Value, json};
 
 /// What `index add` did.
@@ -215,7 +216,7 @@ impl Run<'_> {
 
 /// Deletes `ids`; the number the engine removed.
 pub(crate) async fn delete(client: &Client, ids: Vec<String>) -> Result<u64, ClientError> {
-    Ok(client.index_delete(IndexDeleteParams { ids, meta: None }).await?.deleted)
+    Ok(client.request::<request::IndexDelete>(&IndexDeleteParams { ids, meta: None }).await?.deleted)
 }
 
 #[cfg(test)]

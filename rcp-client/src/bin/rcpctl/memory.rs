@@ -13,6 +13,7 @@ use clap::{Args, Subcommand};
 use rcp_wire::capabilities::Capability;
 use rcp_wire::index::Document;
 use rcp_wire::memory::{MemoryBuildParams, MemoryRecallParams};
+use rcp_wire::request;
 
 use crate::federated;
 use crate::index::document;
@@ -152,7 +153,7 @@ pub(crate) async fn run(op: &MemoryOp, auth: &Auth, json: bool) -> Result<(), Bo
                 }
                 None => {
                     let c = target::connect(&args.target, auth, Some(Capability::Memory)).await?;
-                    let res = c.memory_recall(params).await;
+                    let res = c.request::<request::MemoryRecall>(&params).await;
                     let _ = c.shutdown().await;
                     res?
                 }

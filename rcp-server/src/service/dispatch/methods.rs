@@ -1,8 +1,10 @@
-//! One family function per method: validate the params against the session's capabilities
-//! (with `crate::service::validate`), call the engine's handler, and finish its result (with
+//! The server side of each method, in one file: which methods each handler serves (the
+//! `bind_*` functions the builder calls as handlers are registered), and one family function
+//! per method that validates the params against the session's capabilities (with
+//! `crate::service::validate`), calls the engine's handler, and finishes its result (with
 //! [`super::finish`]). Each is generic over the engine's handler type, so the call into the
-//! engine is plain code; [`super::routes`] binds them to the registered handlers. Gating has
-//! already happened (see [`super::rules::gate`]).
+//! engine is plain code; [`super::routes`] holds the bound families. Gating has already
+//! happened (see [`super::rules::gate`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -12,6 +14,7 @@ use rcp_wire::feedback::FeedbackParams;
 use rcp_wire::graph::GraphParams;
 use rcp_wire::index::{IndexAddParams, IndexDeleteParams};
 use rcp_wire::memory::{MemoryBuildParams, MemoryRecallParams};
+use rcp_wire::methods::Method;
 use rcp_wire::transform::TransformParams;
 use rcp_wire::{RcpError, RetrieveParams};
 use serde_json::Value;
@@ -22,7 +25,7 @@ use super::finish::{
     check_count, dedup_truncate, encode_vectors, finish_rerank, finish_retrieve, notes_meta, retrieve_size,
 };
 use super::idempotency::IdempotencyCache;
-use super::routes::Call;
+use super::routes::{Call, Route, Routes};
 use super::rules::frame::{body, body_sized};
 use crate::handler::context::RequestContext;
 use crate::handler::{
@@ -34,6 +37,71 @@ use crate::retrieval::feedback::quarantine::drop_quarantined;
 use crate::retrieval::rerank::stage::{self, Reranker};
 use crate::retrieval::session_dedup::{self, Step, Trajectories};
 use crate::service::validate;
+
+// ---- binding: the methods each handler serves ----
+
+/// `retrieve` served by `route`.
+pub(crate) fn bind_retrieve<T: Retrieve>(routes: &mut Routes, route: RetrieveRoute<T>) {
+    routes.insert(Method::Retrieve, Route::new(route, retrieve));
+}
+
+/// `embed` served by `handler`.
+pub(crate) fn bind_embed<T: Embed>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::Embed, Route::new(handler, embed));
+}
+
+/// `embed/sparse` served by `handler`.
+pub(crate) fn bind_sparse_embed<T: SparseEmbed>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::EmbedSparse, Route::new(handler, embed_sparse));
+}
+
+/// `embed/multi` served by `handler`.
+pub(crate) fn bind_multi_vector<T: MultiVector>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::EmbedMulti, Route::new(handler, embed_multi));
+}
+
+/// `rerank` served by `handler`.
+pub(crate) fn bind_rerank<T: Rerank>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::Rerank, Route::new(handler, rerank));
+}
+
+/// `query/transform` served by `handler`.
+pub(crate) fn bind_transform<T: Transform>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::QueryTransform, Route::new(handler, transform));
+}
+
+/// `graph` served by `handler`, its hits counted in the server's trajectories.
+pub(crate) fn bind_graph<T: Graph>(routes: &mut Routes, handler: Arc<T>, trajectories: Arc<OnceLock<Trajectories>>) {
+    routes.insert(Method::Graph, Route::new((handler, trajectories), graph));
+}
+
+/// `index/add` and `index/delete` served by `handler`, writes replayed from `idempotency`.
+pub(crate) fn bind_index<T: Index>(routes: &mut Routes, handler: Arc<T>, idempotency: Arc<Mutex<IdempotencyCache>>) {
+    routes.insert(Method::IndexDelete, Route::new(Arc::clone(&handler), index_delete));
+    routes.insert(Method::IndexAdd, Route::new((handler, idempotency), index_add));
+}
+
+/// `catalog/list` served by `handler`.
+pub(crate) fn bind_catalog<T: Catalog>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::CatalogList, Route::new(handler, catalog_list));
+}
+
+/// `feedback` served by `handler`, its signalled hits counted in the server's trajectories.
+pub(crate) fn bind_feedback<T: Feedback>(
+    routes: &mut Routes,
+    handler: Arc<T>,
+    trajectories: Arc<OnceLock<Trajectories>>,
+) {
+    routes.insert(Method::Feedback, Route::new((handler, trajectories), feedback));
+}
+
+/// `memory/build` and `memory/recall` served by `handler`.
+pub(crate) fn bind_memory<T: Memory>(routes: &mut Routes, handler: Arc<T>) {
+    routes.insert(Method::MemoryRecall, Route::new(Arc::clone(&handler), memory_recall));
+    routes.insert(Method::MemoryBuild, Route::new(handler, memory_build));
+}
+
+// ---- the families ----
 
 /// An `index/add` handler and the results of its idempotent writes (§7.10).
 pub(crate) type IdempotentIndex<T> = (Arc<T>, Arc<Mutex<IdempotencyCache>>);
@@ -381,9 +449,6 @@ pub(crate) fn memory_recall<T: Memory>(
     let handler = Arc::clone(handler);
     Ok(Box::pin(async move { Ok(body(handler.recall(p, ctx).await?)) }))
 }
-/// The score `minScore` is compared with: the reranker's (`scores.rerank`) when a rerank
-/// stage scored the hit (the funnel's rule, whoever ran the stage: the framework's inline stage
-/// or a handler such as a gateway reranking its fused list), else the hit's `score`.
 /// The `minScore` backstop (§7.7): drops the hits an engine left in below `floor`. A ranking is
 /// in descending order, so once a hit of this page falls below the floor nothing on a later
 /// page can pass it: the page's `nextCursor` goes too, and no client is sent on to an empty
@@ -396,6 +461,9 @@ fn below_min_score(res: &mut rcp_wire::RetrieveResult, floor: f64, notes: &mut V
     }
 }
 
+/// The score `minScore` is compared with: the reranker's (`scores.rerank`) when a rerank
+/// stage scored the hit (the funnel's rule, whoever ran the stage: the framework's inline stage
+/// or a handler such as a gateway reranking its fused list), else the hit's `score`.
 fn min_score_scale(hit: &rcp_wire::Hit) -> f64 {
     hit.scores.as_ref().and_then(|s| s.get("rerank")).copied().unwrap_or(hit.score)
 }

@@ -33,7 +33,7 @@ use envelope::{Inbound, decode, join_batch};
 #[cfg(feature = "http")]
 pub(crate) use envelope::{Shape, shape};
 pub(crate) use idempotency::IdempotencyCache;
-pub(crate) use routes::{Route, Routes};
+pub(crate) use routes::Routes;
 pub(crate) use rules::lifecycle::Identity;
 #[cfg(feature = "http")]
 pub(crate) use rules::lifecycle::answered_at_once;
