@@ -3,10 +3,14 @@
 //!
 //! The [`methods!`](self) table below is the one place a method is declared. From it come
 //! [`Method`] (a server's route table has one slot per variant, a client gates on
-//! [`Method::capability`], an access policy reads [`Method::writes`]) and one marker type per
-//! method in [`crate::request`], through which a client makes typed calls
+//! [`Method::capability`], an access policy reads [`Method::effect`]) and one marker type per
+//! method, implementing [`Request`] and re-exported as `rcp_wire::request`, through which a
+//! client makes typed calls
 //! (`client.request::<request::Retrieve>(&params)`). Adding a method is one row here plus its
 //! handler (CONTRIBUTING.md, "Adding a method").
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::capabilities::Capability;
 use crate::catalog::CatalogListResult;
@@ -82,7 +86,7 @@ macro_rules! methods {
             }
         }
 
-        /// One marker type per method, implementing [`crate::request::Request`].
+        /// One marker type per method, implementing [`Request`].
         pub(crate) mod markers {
             use super::*;
             $(
@@ -90,7 +94,7 @@ macro_rules! methods {
                 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
                 pub struct $variant;
 
-                impl crate::request::Request for $variant {
+                impl Request for $variant {
                     const METHOD: Method = Method::$variant;
                     type Params = $params;
                     type Result = $result;
@@ -135,6 +139,21 @@ methods! {
     MemoryBuild = "memory/build", Memory, write, MemoryBuildParams, MemoryBuildResult;
     /// `memory/recall` (§7.17).
     MemoryRecall = "memory/recall", Memory, read, MemoryRecallParams, MemoryRecallResult;
+}
+
+/// One request method of RCP/1: what its `params` and `result` are on the wire.
+pub trait Request {
+    /// The method (its wire name, gating capability and lifecycle rule).
+    const METHOD: Method;
+    /// Its `params`.
+    type Params: Serialize + DeserializeOwned + Send + 'static;
+    /// Its `result`.
+    type Result: Serialize + DeserializeOwned + Send + 'static;
+
+    /// The capability that gates the method, `None` for the four REQUIRED ones (§6).
+    fn capability() -> Option<Capability> {
+        Self::METHOD.capability()
+    }
 }
 
 /// What a method does to the served data ([`Method::effect`]).

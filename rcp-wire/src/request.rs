@@ -1,34 +1,17 @@
 //! Typed requests: one marker type per method of RCP/1, each implementing [`Request`] with
-//! the method's `params` and `result` types, as `lsp-types` does for LSP. A client calls
+//! the method's `params` and `result` types, as `lsp-types` does for LSP (this module gathers
+//! what [`crate::methods`] declares under the name a caller writes). A client calls
 //! `client.request::<request::MemoryRecall>(&params)` and gets a `MemoryRecallResult` back.
 //! The markers are generated from the one declaration of each method, in
 //! [`crate::methods`].
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
-use crate::capabilities::Capability;
-pub use crate::methods::Method;
 pub use crate::methods::markers::*;
-
-/// One request method of RCP/1: what its `params` and `result` are on the wire.
-pub trait Request {
-    /// The method (its wire name, gating capability and lifecycle rule).
-    const METHOD: Method;
-    /// Its `params`.
-    type Params: Serialize + DeserializeOwned + Send + 'static;
-    /// Its `result`.
-    type Result: Serialize + DeserializeOwned + Send + 'static;
-
-    /// The capability that gates the method, `None` for the four REQUIRED ones (§6).
-    fn capability() -> Option<Capability> {
-        Self::METHOD.capability()
-    }
-}
+pub use crate::methods::{Method, Request};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capabilities::Capability;
 
     #[test]
     fn markers_carry_their_declaration() {

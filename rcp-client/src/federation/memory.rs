@@ -22,6 +22,7 @@ use super::exec::{Engines, Merged, Served, ask_all, call_routed};
 use super::merge::{Answer, engines_meta, fuse_hits};
 use super::origin::{NAMESPACE_SEPARATOR, Namespaces, OriginLedger};
 use super::route::{Need, chosen_engine};
+use crate::client::Client;
 use crate::error::ClientError;
 
 /// A federated `memory/build`: to the engine owning `params.memoryId` (a federated id), else
@@ -62,8 +63,7 @@ pub async fn recall<E: Engines + ?Sized>(
     budget: Duration,
 ) -> Result<Merged<MemoryRecallResult>, RcpError> {
     let n = params.n.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let ask =
-        |client: crate::Client, p: MemoryRecallParams| async move { client.request::<request::MemoryRecall>(&p).await };
+    let ask = |client: Client, p: MemoryRecallParams| async move { client.request::<request::MemoryRecall>(&p).await };
     let (answers, notes, degraded) = match params.memory_id.as_deref() {
         Some(id) => {
             let (engine, local) = memory_owner(ids(engines), id)?;
