@@ -259,10 +259,11 @@ pub(crate) fn embed_sparse<T: SparseEmbed>(
     if p.texts.is_none() && p.inputs.is_none() {
         return Err(RcpError::invalid_params("texts", "missing field `texts`"));
     }
-    validate::inputs(p.items(), "texts", None, default_modalities())?;
+    let mut inputs = p.items().to_vec();
+    validate::inputs(&mut inputs, "texts", None, default_modalities())?;
     validate::check_kind(&p.kind)?;
     let vocabulary = ctx.capabilities().sparse_embed.as_ref().and_then(|c| c.vocabulary);
-    let req = EmbedRequest { inputs: p.items().to_vec(), kind: p.kind, meta: p.meta };
+    let req = EmbedRequest { inputs, kind: p.kind, meta: p.meta };
     let n = req.inputs.len();
     let handler = Arc::clone(handler);
     Ok(Box::pin(async move {

@@ -64,27 +64,25 @@ pub(crate) fn settle(finding: Option<Finding>, strict: bool, notes: &mut Vec<Str
     Ok(true)
 }
 
-/// The shape of a query (§4.8): not empty, and every content block well formed.
-pub(crate) fn query_shape(query: &QueryInput, field: &str) -> Result<(), RcpError> {
-    match query {
-        QueryInput::Text(t) if t.trim().is_empty() => Err(RcpError::invalid_params(field, "query must not be empty")),
-        QueryInput::Block(b) => b.check().map_err(|d| RcpError::invalid_params(field, d.to_string())),
-        QueryInput::Blocks(bs) => {
-            if bs.is_empty() {
-                return Err(RcpError::invalid_params(field, "query must not be empty"));
-            }
-            for (i, b) in bs.iter().enumerate() {
-                b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d.to_string()))?;
-            }
-            Ok(())
-        }
-        QueryInput::Text(_) => Ok(()),
+/// A query as the engine reads it (§4.8): not empty, every content block well formed, a text
+/// `data` block decoded to its text, and a `uri` refused with `-32602` naming it (the framework
+/// fetches nothing), so no part of a query is silently read as nothing.
+pub(crate) fn query(query: &mut QueryInput, field: &str) -> Result<(), RcpError> {
+    if let QueryInput::Text(t) = query
+        && !t.trim().is_empty()
+    {
+        return Ok(());
     }
+    let taken = std::mem::replace(query, QueryInput::Text(String::new()));
+    *query = taken.inline(field).map_err(|(path, e)| RcpError::invalid_params(path, e.to_string()))?;
+    Ok(())
 }
 
-/// Validates the inputs of `embed`, `embed/sparse` and `embed/multi` (§7.3–§7.5).
+/// Validates the inputs of `embed`, `embed/sparse` and `embed/multi` (§7.3–§7.5), and of
+/// `rerank`'s passages: within `batch_limit`, each block read as [`query`] reads one (text
+/// `data` decoded, `uri` refused) and of an advertised modality.
 pub(crate) fn inputs(
-    items: &[InputItem],
+    items: &mut [InputItem],
     field: &str,
     batch_limit: Option<u32>,
     modalities: &[String],
@@ -94,9 +92,10 @@ pub(crate) fn inputs(
     {
         return Err(RcpError::invalid_params(field, format!("{} inputs exceed batchLimit {limit}", items.len())));
     }
-    for (i, item) in items.iter().enumerate() {
-        if let InputItem::Block(b) = item {
-            b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d.to_string()))?;
+    for (i, item) in items.iter_mut().enumerate() {
+        if let InputItem::Block(_) = item {
+            let taken = std::mem::replace(item, InputItem::Text(String::new()));
+            *item = taken.inline(field, i).map_err(|(path, e)| RcpError::invalid_params(path, e.to_string()))?;
         }
         if let Some(f) = gating::input_modality(item, field, i, modalities) {
             return Err(f.error());
@@ -126,7 +125,8 @@ pub(crate) fn embed(
         return Err(RcpError::invalid_params("inputs", "missing field `inputs` (or legacy `texts`)"));
     }
     let field = p.items_field();
-    inputs(p.items(), field, batch_limit, modalities)?;
+    let mut items = p.items().to_vec();
+    inputs(&mut items, field, batch_limit, modalities)?;
     check_kind(&p.kind)?;
     let strict = p.strict.unwrap_or(true);
     let finding = gating::encoding(p.encoding.as_deref(), encodings);
@@ -134,19 +134,18 @@ pub(crate) fn embed(
         Some(e) if !settle(finding, strict, notes)? => e,
         _ => "json".to_owned(),
     };
-    let inputs = p.items().to_vec();
-    Ok((EmbedRequest { inputs, kind: p.kind, meta: p.meta }, encoding))
+    Ok((EmbedRequest { inputs: items, kind: p.kind, meta: p.meta }, encoding))
 }
 
 /// Validates `rerank` params (§7.6); returns the request and `topN`.
 pub(crate) fn rerank(
-    p: RerankParams,
+    mut p: RerankParams,
     caps: &Capabilities,
     notes: &mut Vec<String>,
 ) -> Result<(RerankRequest, Option<usize>), RcpError> {
     let rc = caps.rerank.clone().unwrap_or_default();
     let strict = p.strict.unwrap_or(true);
-    query_shape(&p.query, "query")?;
+    query(&mut p.query, "query")?;
     // The query of `rerank` is text (§7.6): refused whatever `strict` says.
     settle(gating::query_modality(Gate::RerankQueryModality, &p.query, default_modalities()), true, notes)?;
     if let Some(max) = rc.max_candidates
@@ -157,7 +156,7 @@ pub(crate) fn rerank(
             format!("{} passages exceed rerank.maxCandidates {max}", p.passages.len()),
         ));
     }
-    inputs(&p.passages, "passages", None, default_modalities())?;
+    inputs(&mut p.passages, "passages", None, default_modalities())?;
     let fell_back = settle(gating::rerank_method(caps, &p), strict, notes)?;
     let method = match p.method {
         Some(m) if !fell_back => m,

@@ -11,7 +11,7 @@ use rcp_wire::retrieve::{RerankOption, RewriteOption, Unit};
 use rcp_wire::{RcpError, RetrieveParams};
 use serde_json::Value;
 
-use super::{query_shape, settle};
+use super::settle;
 use crate::handler::{Honours, Passthrough, RecencyDecay, RetrieveRequest};
 
 /// What every check of one `retrieve` request reads and writes.
@@ -46,7 +46,7 @@ impl Check<'_> {
         if self.settle(gating::modality(self.rc, p))? {
             p.modality = None;
         }
-        query_shape(&p.query, "query")?;
+        super::query(&mut p.query, "query")?;
         self.settle(gating::query_modality(Gate::RetrieveQueryModality, &p.query, self.rc.modalities()))?;
         Ok(())
     }

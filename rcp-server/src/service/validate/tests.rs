@@ -167,10 +167,10 @@ fn one_of_reports_the_option_and_the_list() {
 
 #[test]
 fn embed_input_modality_names_the_input() {
-    let items: Vec<InputItem> =
+    let mut items: Vec<InputItem> =
         serde_json::from_value(json!(["a", {"type": "image", "data": "AAAA", "mimeType": "image/png"}]))
             .expect("items");
-    let e = inputs(&items, "inputs", None, default_modalities()).expect_err("image");
+    let e = inputs(&mut items, "inputs", None, default_modalities()).expect_err("image");
     assert_eq!(e.field(), Some("inputs[1]"));
     assert_eq!(e.option(), Some("modality"));
 }
