@@ -34,6 +34,8 @@
 //!   page short of `k`, or empty, still carries a `nextCursor`
 //! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
 //!   rewrite is silently not done instead of being rejected with `-32005`
+//! - `blocks-unread`: reads a `blob` query block as a server that looks only at `.text` would:
+//!   as an empty text block, so a query by `uri` or by inline text `data` runs as no query (§4.8)
 
 use std::collections::HashMap;
 
@@ -282,6 +284,10 @@ fn mutate_request(mode: &str, line: &str) -> Inbound {
     }
     if mode == "min-score-ignored" && params.get("minScore").is_some_and(Value::is_number) {
         params.remove("minScore");
+        return Inbound::Forward(v.to_string());
+    }
+    if mode == "blocks-unread" && params.get("query").and_then(|q| q.get("type")) == Some(&json!("blob")) {
+        params.insert("query".into(), json!({"type": "text", "text": ""}));
         return Inbound::Forward(v.to_string());
     }
     if mode == "rewrite-ignored" && params.remove("rewrite").is_some() {

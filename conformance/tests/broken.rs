@@ -239,6 +239,22 @@ async fn a_page_cut_before_min_score_fails() {
     assert_eq!(check.status, Status::Pass, "{}", tiny.render_text());
 }
 
+/// A server that reads only a block's `.text` runs a query by `uri` and one by inline text `data`
+/// as an empty query (§4.8): the first is a MUST broken (FAIL), the second an interop finding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_read_as_nothing_are_reported() {
+    let report = expect_failures("blocks-unread", &["retrieve.uri-unfetchable"]).await;
+    assert_eq!(common::failed(&report), ["retrieve.uri-unfetchable"], "{}", report.render_text());
+    let data = report.check("retrieve.text-data").expect("ran");
+    assert_eq!(data.status, Status::Info, "{data:?}");
+    assert!(data.detail.contains("not read as its text"), "{}", data.detail);
+    // The same engine unbroken reads both.
+    let control = against("none").await;
+    for id in ["retrieve.uri-unfetchable", "retrieve.text-data"] {
+        assert_eq!(control.check(id).map(|c| c.status), Some(Status::Pass), "{id}: {}", control.render_text());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
     let report = expect_failures("graph-shapes", &["graph.result-shape", "feedback.accepted"]).await;

@@ -108,7 +108,8 @@ fn decode_text(data: &str, mime: &str) -> Result<String, BlockError> {
     {
         return Err(BlockError::UnreadableText(format!("charset '{c}' is not read; send UTF-8")));
     }
-    let bytes = STANDARD.decode(data.trim()).map_err(|e| BlockError::UnreadableText(format!("'data' is not base64: {e}")))?;
+    let bytes =
+        STANDARD.decode(data.trim()).map_err(|e| BlockError::UnreadableText(format!("'data' is not base64: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| BlockError::UnreadableText(format!("'data' is not UTF-8: {e}")))?;
     Ok(text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text))
 }

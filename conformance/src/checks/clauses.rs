@@ -267,6 +267,22 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
     ),
     ("retrieve.modality-unadvertised", b("§4.8", Must, MODALITY)),
     (
+        "retrieve.uri-unfetchable",
+        b(
+            "§4.8",
+            Must,
+            "Servers … MUST treat a `uri` they will not or cannot fetch as `-32602` rather than silently ignoring it.",
+        ),
+    ),
+    (
+        "retrieve.text-data",
+        b(
+            "§4.8",
+            Interop,
+            "A block carries its payload inline as base64 `data` or by reference as `uri` (an inline text payload read as nothing is a silent ignore)",
+        ),
+    ),
+    (
         "session.hint",
         b(
             "§7.7.3",

@@ -4,6 +4,7 @@
 //! of [`crate::session`]; [`crate::record`] turns each verdict into a result.
 
 pub(crate) mod clauses;
+mod content;
 mod envelope;
 mod features;
 mod filter;
@@ -310,6 +311,8 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     on_main!(cx, main, L1, "retrieve.rewrite-unadvertised", "retrieve.rewrite with a method outside transform.methods (any, without transform) is rejected with -32005", features::rewrite_unadvertised);
     on_main!(cx, main, L1, "retrieve.unicode", "a query using the full Unicode range is accepted", retrieve::unicode);
     on_main!(cx, main, L1, "retrieve.modality-unadvertised", "a query block outside retrieve.modalities is rejected (-32005)", retrieve::modality_unadvertised);
+    on_main!(cx, main, L1, "retrieve.uri-unfetchable", "a query block by a uri the server cannot fetch is -32602, never an empty query", content::uri_unfetchable);
+    on_main!(cx, main, L1, "retrieve.text-data", "a text/plain data block is searched as its string (or refused)", content::text_data);
     on_main!(cx, main, L1, "session.hint", "a fresh sessionId, then the same one again, is answered like any retrieve (advertised or not)", trajectory::hint);
     on_main!(cx, main, L1, "retrieve.seed-never-errors", "seed is honoured or ignored, never an error", retrieve::seed_never_errors);
     on_main!(cx, main, L1, "retrieve.confidence-range", "hits carry confidence in [0,1] (retrieve.confidence)", retrieve::confidence);

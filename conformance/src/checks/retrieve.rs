@@ -10,7 +10,7 @@ use crate::verdict::{
     Res, expect_invalid_params, expect_option_unsupported, fail, hit_key, hits, pass, pass_note, show, skip, verdict,
 };
 
-const NO_RETRIEVE: &str = "retrieve not advertised";
+pub(crate) const NO_RETRIEVE: &str = "retrieve not advertised";
 const NO_HITS: &str = "the broad query returned no hits to check (use --query to pick one)";
 
 pub(crate) async fn basic(m: &mut Main) -> Res {
