@@ -7,7 +7,7 @@
 //! `--exit-after N` (exits when asked an (N+1)th retrieve or embed), `--mode M` (the one
 //! retrieval mode advertised; default `sparse`), `--embed DIM` (also serves `embed`: identity
 //! `fixture-DIM`, each vector `[len(text), 1, 0, ...]` of DIM numbers, `fail` and `exit-after`
-//! apply to it too).
+//! apply to it too), `--score-floor F` (advertises `retrieve.scoreFloor`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +33,7 @@ struct Fixture {
     served: AtomicUsize,
     mode: Option<String>,
     embed: Option<u32>,
+    score_floor: Option<f64>,
 }
 
 impl Fixture {
@@ -94,6 +95,7 @@ impl Retrieve for Fixture {
         RetrieveCapability {
             max_k: Some(100),
             modes: Some(vec![self.mode.as_deref().map_or(rcp_wire::Mode::Sparse, rcp_wire::Mode::from)]),
+            score_floor: self.score_floor,
             ..Default::default()
         }
     }
@@ -157,6 +159,7 @@ async fn main() -> std::io::Result<()> {
             "--filter-field" => f.filter_field = Some(val()),
             "--exit-after" => f.exit_after = val().parse().ok(),
             "--mode" => f.mode = Some(val()),
+            "--score-floor" => f.score_floor = val().parse().ok(),
             "--embed" => f.embed = val().parse().ok(),
             other => eprintln!("fixture: ignoring unknown flag {other}"),
         }

@@ -95,8 +95,10 @@ struct FederationArgs {
     #[arg(long, value_name = "N", default_value_t = Limits::default().log_lines_per_sec)]
     log_lines_per_sec: u32,
 
-    /// Default fusion of collections: rrf, weighted or convex (§16.3).
-    #[arg(long, value_name = "METHOD", default_value = "rrf")]
+    /// Default fusion of collections: rrf, weighted or convex (§16.3). Convex, the default, is
+    /// what §16.3 prefers when every engine advertises scoreFloor; it falls back to rrf, with a
+    /// note, when one does not.
+    #[arg(long, value_name = "METHOD", default_value = "convex")]
     fusion: String,
 }
 

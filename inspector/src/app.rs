@@ -241,9 +241,12 @@ struct FederateRequest {
 /// own ranking beside the fused list (what `rcpctl federate --json` prints).
 async fn federate(State(app): State<Arc<App>>, Json(req): Json<FederateRequest>) -> Response {
     let bad = |msg: String| (StatusCode::BAD_REQUEST, Json(json!({"error": {"code": -32602, "message": msg}})));
-    let name = req.fusion.unwrap_or_else(|| "rrf".into());
-    let Some(fusion) = FusionMethod::from_name(&name) else {
-        return bad(format!("unknown fusion '{name}'; expected rrf, weighted or convex")).into_response();
+    let fusion = match req.fusion {
+        None => rcp_client::federation::preferred_fusion(),
+        Some(name) => match FusionMethod::from_name(&name) {
+            Some(f) => f,
+            None => return bad(format!("unknown fusion '{name}'; expected rrf, weighted or convex")).into_response(),
+        },
     };
     let params: RetrieveParams = match serde_json::from_value(req.params) {
         Ok(p) => p,

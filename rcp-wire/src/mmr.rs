@@ -12,6 +12,71 @@
 //! so the result is deterministic; callers usually pass candidates in relevance order, which
 //! makes "lower index" mean "more relevant".
 
+use std::collections::HashMap;
+
+use crate::fusion::min_max;
+use crate::retrieve::{Hit, WireVector};
+
+/// What [`diversify`] measured the likeness of two hits by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Likeness {
+    /// The cosine of their vectors: every hit carried a JSON `vector` of one dimension.
+    Vectors,
+    /// The cosine of their texts' word counts (lowercased letter/digit runs): some hit had no
+    /// vector, or the vectors differ in dimension (engines of different embedding spaces).
+    Words,
+}
+
+/// MMR over ranked hits (§7.7 `mmr`), whatever engines they came from: relevance is each hit's
+/// `score` min-max normalised over `hits` (so `λ` weighs it against a similarity in `[0, 1]`
+/// whatever the scale, fused or not), and the likeness of two hits the cosine of their vectors
+/// when every hit carries one of a single dimension, else the cosine of their texts' word
+/// counts (the similarity of Carbonell and Goldstein's original MMR; a hit without text is like
+/// nothing). Returns at most `k` indices into `hits`, in selection order, and what was used.
+pub fn diversify(hits: &[Hit], lambda: f64, k: usize) -> (Vec<usize>, Likeness) {
+    let relevance = min_max(&hits.iter().map(|h| h.score).collect::<Vec<f64>>());
+    let vectors: Option<Vec<&[f32]>> = hits
+        .iter()
+        .map(|h| match &h.vector {
+            Some(WireVector::Json(v)) if !v.is_empty() => Some(v.as_slice()),
+            _ => None,
+        })
+        .collect();
+    if let Some(vectors) = vectors
+        && vectors.windows(2).all(|w| w[0].len() == w[1].len())
+    {
+        return (mmr(&relevance, &vectors, lambda, k), Likeness::Vectors);
+    }
+    let counts: Vec<WordCounts> = hits.iter().map(|h| WordCounts::of(h.text.as_deref().unwrap_or(""))).collect();
+    (mmr_with(&relevance, lambda, k, |i, j| counts[i].cosine(&counts[j])), Likeness::Words)
+}
+
+/// A text's lowercased letter/digit runs and how often each occurs, with the vector's norm.
+struct WordCounts {
+    counts: HashMap<String, f64>,
+    norm: f64,
+}
+
+impl WordCounts {
+    fn of(text: &str) -> Self {
+        let mut counts: HashMap<String, f64> = HashMap::new();
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            *counts.entry(word.to_lowercase()).or_default() += 1.0;
+        }
+        let norm = counts.values().map(|c| c * c).sum::<f64>().sqrt();
+        Self { counts, norm }
+    }
+
+    fn cosine(&self, other: &Self) -> f64 {
+        if self.norm == 0.0 || other.norm == 0.0 {
+            return 0.0;
+        }
+        let (small, large) = if self.counts.len() <= other.counts.len() { (self, other) } else { (other, self) };
+        let dot: f64 = small.counts.iter().filter_map(|(w, c)| large.counts.get(w).map(|d| c * d)).sum();
+        dot / (self.norm * other.norm)
+    }
+}
+
 /// Cosine similarity of two vectors (§7.7 `mmr`), computed in `f64`.
 ///
 /// Returns `0.0` when the lengths differ, either vector is empty or has zero norm, or the
@@ -100,6 +165,29 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diversify_uses_vectors_when_all_hits_have_them_and_words_otherwise() {
+        let hit = |id: &str, score: f64, text: &str| Hit::new(id, score).with_text(text);
+        // b repeats a; c is new. Scores on a fused scale (tiny): normalised before weighing.
+        let hits = vec![
+            hit("a", 0.033, "wing lift at low speed"),
+            hit("b", 0.032, "Wing lift at low speed."),
+            hit("c", 0.016, "boundary layer transition"),
+        ];
+        assert_eq!(diversify(&hits, 0.5, 2), (vec![0, 2], Likeness::Words));
+        assert_eq!(diversify(&hits, 1.0, 2).0, vec![0, 1], "λ = 1 is relevance order");
+        let mut with_vectors = hits.clone();
+        for (h, v) in with_vectors.iter_mut().zip([[1.0f32, 0.0], [0.0, 1.0], [1.0, 0.0]]) {
+            h.vector = Some(WireVector::Json(v.to_vec()));
+        }
+        // By vectors, c duplicates a and b does not: the texts no longer decide.
+        assert_eq!(diversify(&with_vectors, 0.5, 2), (vec![0, 1], Likeness::Vectors));
+        // Vectors of two dimensions (two embedding spaces) are not compared.
+        with_vectors[2].vector = Some(WireVector::Json(vec![1.0, 0.0, 0.0]));
+        assert_eq!(diversify(&with_vectors, 0.5, 2).1, Likeness::Words);
+        assert!(diversify(&[], 0.5, 3).0.is_empty());
+    }
 
     #[test]
     fn cosine_basics() {

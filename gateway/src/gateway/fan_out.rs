@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rcp_client::Client;
-use rcp_client::federation::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
+use rcp_client::federation::{
+    FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target, diversify_fused, mmr_pool,
+};
 use rcp_server::{HandlerResult, Honours, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
@@ -36,9 +38,11 @@ impl Gateway {
         // another page follows.
         let offset = pages::offset(&params)?;
         let want = offset + k + 1;
-        // With a rerank stage, recall and fusion keep `candidateK` hits for the reranker.
+        // With a rerank stage, recall and fusion keep `candidateK` hits for the reranker; with
+        // `mmr` (and no rerank stage, which diversifies its own output), the pool MMR picks from.
         let funnel = self.funnel(&params, k, req.candidate_k.max(k));
-        let recall = funnel.as_ref().map_or(want, |f| f.candidates);
+        let pool = if params.mmr.is_some() { mmr_pool(&params, want) } else { want };
+        let recall = funnel.as_ref().map_or(pool, |f| f.candidates);
         limits::check(&params)?;
         let wanted = limits::collections(&params)?;
         let mut notes: Vec<String> = Vec::new();
@@ -108,13 +112,22 @@ impl Gateway {
         )?;
         let Some(funnel) = funnel else {
             notes.extend(unreranked(&params, &gathered));
-            let fused = self.fuse(gathered, notes, started, &params, want)?;
+            let mut fused = self.fuse(gathered, notes, started, &params, pool)?;
+            let (hits, mmr_note) = diversify_fused(std::mem::take(&mut fused.hits), &params, want);
+            fused.hits = hits;
+            if let Some(n) = mmr_note {
+                fused.note(n);
+            }
             return Ok(pages::page(fused, &params, offset, k));
         };
         // `minScore` is on the reranker's scale then: applied after the rerank.
         let fused =
             self.fuse(gathered, notes, started, &RetrieveParams { min_score: None, ..params.clone() }, recall)?;
         let mut result = self.rerank_fused(fused, &params, &funnel, k, ctx).await?;
+        if params.include_vectors != Some(true) {
+            // Asked of the engines for the stage's MMR only.
+            result.hits.iter_mut().for_each(|h| h.vector = None);
+        }
         if let Some(u) = result.usage.as_mut() {
             u.latency_ms = Some(started.elapsed().as_millis() as u64);
         }

@@ -29,7 +29,9 @@ impl Gateway {
     /// kept as `scores.fusion`.
     pub(super) fn funnel(&self, params: &RetrieveParams, k: usize, candidate_k: usize) -> Option<Funnel> {
         let reranker = self.reranker.as_ref()?;
-        let funnel = Funnel::plan(params, k, candidate_k, &reranker.method, reranker.capability.max_candidates)?;
+        let mut funnel = Funnel::plan(params, k, candidate_k, &reranker.method, reranker.capability.max_candidates)?;
+        // Rerank, then diversify (§3): the stage runs MMR over the reranked hits.
+        funnel.diversify = params.mmr.map(|m| m.lambda);
         Some(funnel.with_first_stage("fusion"))
     }
 

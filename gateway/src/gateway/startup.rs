@@ -48,7 +48,8 @@ pub struct GatewayOptions {
     pub limits: Limits,
     /// Each engine is asked for `k × k_multiplier` hits, for fusion headroom (§16.2).
     pub k_multiplier: u64,
-    /// Fusion of collections when the request names none (§16.3; default RRF).
+    /// Fusion of collections when the request names none (§16.3; by default
+    /// [`rcp_client::federation::preferred_fusion`], convex falling back to RRF).
     pub fusion: FusionMethod,
 }
 
@@ -68,7 +69,7 @@ impl Default for GatewayOptions {
             backoff: Backoff::default(),
             limits: Limits::default(),
             k_multiplier: 2,
-            fusion: FusionMethod::default(),
+            fusion: rcp_client::federation::preferred_fusion(),
         }
     }
 }

@@ -36,6 +36,7 @@ use origin::{Namespaces, OriginLedger};
 
 mod calls;
 pub mod capabilities;
+mod diversify;
 pub mod exec;
 mod failure;
 mod fan_out;
@@ -45,9 +46,10 @@ pub mod origin;
 mod params;
 pub mod route;
 
+pub use diversify::{diversify_fused, mmr_pool};
 pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
-pub use params::{engine_params, fusion_method};
+pub use params::{engine_params, fusion_method, preferred_fusion};
 
 /// Options of a federation.
 #[derive(Debug, Clone)]
@@ -79,7 +81,7 @@ impl Default for FederationOptions {
         Self {
             client: ClientOptions::default(),
             engine_timeout: Duration::from_secs(10),
-            fusion: FusionMethod::default(),
+            fusion: preferred_fusion(),
             depth: 3,
             k_multiplier: 2,
             reconnect_after: Duration::from_secs(5),
@@ -301,6 +303,10 @@ impl Federation {
     pub async fn retrieve(&self, params: RetrieveParams) -> Result<FederatedResult, ClientError> {
         let started = Instant::now();
         let k = params.k.max(1);
+        let want = usize::try_from(k).unwrap_or(usize::MAX);
+        // With `mmr`, the engines are asked for the pool MMR chooses from, fused that deep.
+        let pool = if params.mmr.is_some() { mmr_pool(&params, want) } else { want };
+        let asked_k = u64::try_from(pool).unwrap_or(u64::MAX);
         let targets = self
             .connected()
             .await
@@ -318,7 +324,7 @@ impl Federation {
                 if params.filter.is_some() && !client.supports(Capability::Filter) {
                     return Err("cannot apply the filter".into());
                 }
-                Ok(self.engine_params(client, &params, k))
+                Ok(self.engine_params(client, &params, asked_k))
             })
             .await
             .map_err(|failed| failed.error)?;
@@ -379,9 +385,10 @@ impl Federation {
             return Err(ClientError::Rpc(no_answer(failures)));
         }
         let method = fusion_method(&self.options.fusion, &params);
-        let fused = fusion::fuse_or_fallback(&lists, &method, usize::try_from(k).unwrap_or(usize::MAX))
-            .map_err(|e| ClientError::Rpc(e.into()))?;
+        let fused = fusion::fuse_or_fallback(&lists, &method, pool).map_err(|e| ClientError::Rpc(e.into()))?;
         notes.extend(fused.note.clone());
+        let (hits, mmr_note) = diversify_fused(fused.hits, &params, want);
+        notes.extend(mmr_note);
         let degraded: Vec<&str> = outcomes
             .iter()
             .filter(|(_, o)| !matches!(o, EngineOutcome::Answered { .. }))
@@ -397,8 +404,7 @@ impl Federation {
             notes,
             ..Usage::default()
         };
-        let result =
-            RetrieveResult { hits: fused.hits, usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() };
+        let result = RetrieveResult { hits, usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() };
         Ok(FederatedResult { result, engines: outcomes, fusion: fused.method })
     }
 

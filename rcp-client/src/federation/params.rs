@@ -7,10 +7,11 @@ use rcp_wire::fusion::FusionMethod;
 
 /// The params one engine of a fan-out receives, for [`super::Federation`] and for aggregators
 /// such as rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the
-/// engine's `maxK`, never below `k` within it), `candidateK` kept at or above it, no `cursor`
-/// or `fusion` (both belong to the fused answer), and only the options the engine advertises
-/// (`mode`, `mmr`, built-in `rerank`), keeping the funnel `candidateK >= topN >= k` intact.
-/// `_meta` is the caller's to set.
+/// engine's `maxK`, never below `k` within it), `candidateK` kept at or above it, no `cursor`,
+/// `fusion` or `mmr` (all three belong to the fused answer: with `mmr`, an engine that honours
+/// `includeVectors` is asked for its hits' vectors, for [`super::diversify_fused`]), and only
+/// the options the engine advertises (`mode`, built-in `rerank`), keeping the funnel
+/// `candidateK >= topN >= k` intact. `_meta` is the caller's to set.
 pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, multiplier: u64) -> RetrieveParams {
     let max_k = rc.max_k.unwrap_or(u64::MAX);
     let mut p = params.clone();
@@ -21,8 +22,8 @@ pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, m
     if p.mode.as_ref().is_some_and(|m| !rc.modes.as_ref().is_some_and(|ms| ms.contains(m))) {
         p.mode = None;
     }
-    if p.mmr.is_some() && rc.mmr != Some(true) {
-        p.mmr = None;
+    if p.mmr.take().is_some() && rc.honours().contains(&"includeVectors") {
+        p.include_vectors = Some(true);
     }
     if p.rerank.is_some() && rc.rerank_builtin != Some(true) {
         p.rerank = None;
@@ -31,6 +32,15 @@ pub fn engine_params(params: &RetrieveParams, rc: &RetrieveCapability, k: u64, m
         stage.top_n = stage.top_n.map(|n| n.max(p.k));
     }
     p
+}
+
+/// The fusion of a federation whose caller names none (§16.3): `convex` (α 0.5), which the spec
+/// says to prefer when every fused engine advertises `scoreFloor`; [`fusion::fuse_or_fallback`]
+/// falls back to RRF, with a note, as soon as one does not (the MUST of §16.3).
+///
+/// [`fusion::fuse_or_fallback`]: rcp_wire::fusion::fuse_or_fallback
+pub fn preferred_fusion() -> FusionMethod {
+    FusionMethod::convex(rcp_wire::fusion::DEFAULT_ALPHA)
 }
 
 /// The fusion a request asks for (§16.3): its `fusion.method` (an unknown name is RRF), else

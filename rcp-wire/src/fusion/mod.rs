@@ -286,6 +286,25 @@ struct Ranked<'a> {
     contributions: Vec<Contribution<'a>>,
 }
 
+/// `values` mapped to `[0, 1]` by their finite minimum and maximum; all equal → 1, non-finite
+/// → 0 (an unscored candidate, or `f64::MIN` standing in for one, counts as the worst).
+pub fn min_max(values: &[f64]) -> Vec<f64> {
+    let usable = |v: f64| v.is_finite() && v > f64::MIN;
+    let (lo, hi) = values
+        .iter()
+        .copied()
+        .filter(|&v| usable(v))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    values
+        .iter()
+        .map(|&v| match () {
+            _ if !usable(v) => 0.0,
+            _ if hi > lo => (v - lo) / (hi - lo),
+            _ => 1.0,
+        })
+        .collect()
+}
+
 fn invalid(param: &'static str, detail: String) -> FusionError {
     FusionError::InvalidParameter { param, detail }
 }

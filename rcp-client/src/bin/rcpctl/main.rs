@@ -156,9 +156,9 @@ enum Command {
         /// How many fused hits.
         #[arg(short, long, default_value_t = 10)]
         k: u64,
-        /// Fusion: rrf, weighted or convex (convex falls back to rrf unless every engine
-        /// advertises scoreFloor).
-        #[arg(long, default_value = "rrf")]
+        /// Fusion: rrf, weighted or convex (the default: §16.3 prefers it when every engine
+        /// advertises scoreFloor, and it falls back to rrf, with a note, when one does not).
+        #[arg(long, default_value = "convex")]
         fusion: String,
         /// Per-engine deadline in milliseconds.
         #[arg(long, default_value_t = 10_000)]

@@ -3,6 +3,7 @@
 //! first-stage score (its position in the recalled list is its first-stage rank) and the
 //! reranker's score. Pure functions of the two lists, so the benchmarks run the same code.
 
+use rcp_wire::fusion::min_max;
 use rcp_wire::retrieve::RerankFusion;
 
 use super::Funnel;
@@ -67,23 +68,4 @@ fn descending(a: f64, b: f64) -> std::cmp::Ordering {
         (false, false) => b.total_cmp(&a),
         (a_nan, b_nan) => a_nan.cmp(&b_nan),
     }
-}
-
-/// `values` mapped to `[0, 1]` by their finite minimum and maximum; all equal → 1, non-finite
-/// → 0 (an unscored candidate, or `f64::MIN` standing in for one, counts as the worst).
-pub(crate) fn min_max(values: &[f64]) -> Vec<f64> {
-    let usable = |v: f64| v.is_finite() && v > f64::MIN;
-    let (lo, hi) = values
-        .iter()
-        .copied()
-        .filter(|&v| usable(v))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    values
-        .iter()
-        .map(|&v| match () {
-            _ if !usable(v) => 0.0,
-            _ if hi > lo => (v - lo) / (hi - lo),
-            _ => 1.0,
-        })
-        .collect()
 }

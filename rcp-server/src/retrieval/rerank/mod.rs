@@ -20,8 +20,9 @@
 //!   come from the reranked ones, after a deadline cut also from the rest of the `topN`),
 //!   `minScore` applies on the reranker's scale (`scores.rerank`) whatever the fusion, and
 //!   `usage.candidates` / `usage.reranked` say what ran. With `mmr`, the inline stage diversifies the reranked hits (rerank, then
-//!   diversify, as §3 draws the pipeline) by their vectors, their merged scores min-max
-//!   normalised as MMR's relevance.
+//!   diversify, as §3 draws the pipeline) with [`rcp_wire::mmr::diversify`]: by their vectors,
+//!   or by their words when they carry none, their merged scores min-max normalised as MMR's
+//!   relevance.
 //! - The inline stage fits the rerank to the request's deadline (§13.1, [`deadline`]): the
 //!   server learns what each reranking method costs per passage (a moving average over its
 //!   past calls in this server, one estimator per registered reranker), and when the time left
@@ -40,8 +41,8 @@ pub(crate) mod fusion;
 pub(crate) mod stage;
 
 use rcp_wire::capabilities::RetrieveCapability;
-use rcp_wire::mmr::mmr;
-use rcp_wire::retrieve::{RERANK_FUSION_KEY, RerankFusion, RerankOption, WireVector};
+use rcp_wire::mmr::{self, Likeness};
+use rcp_wire::retrieve::{RERANK_FUSION_KEY, RerankFusion, RerankOption};
 use rcp_wire::{Hit, InputItem, Mode, RetrieveParams, RetrieveResult};
 
 use crate::handler::RetrieveRequest;
@@ -212,13 +213,14 @@ impl Funnel {
         head.sort_by(|a, b| b.score.total_cmp(&a.score));
         let usage = result.usage.get_or_insert_with(Default::default);
         if let Some(lambda) = self.diversify {
-            match diversified(&head, lambda, self.k) {
-                Some(order) => {
-                    let mut slots: Vec<Option<Hit>> = head.into_iter().map(Some).collect();
-                    head = order.into_iter().filter_map(|i| slots[i].take()).collect();
-                }
-                None => usage.notes.push("mmr not applied: the reranked hits carry no vectors".into()),
+            let (order, likeness) = mmr::diversify(&head, lambda, self.k);
+            if likeness == Likeness::Words {
+                usage
+                    .notes
+                    .push("mmr: the reranked hits carry no vectors of one dimension; likeness by their words".into());
             }
+            let mut slots: Vec<Option<Hit>> = head.into_iter().map(Some).collect();
+            head = order.into_iter().filter_map(|i| slots[i].take()).collect();
         }
         if self.k > self.top_n && n == self.top_n {
             usage.notes.push(format!(
@@ -255,21 +257,6 @@ impl Funnel {
         hit.score = fused;
         hit
     }
-}
-
-/// The MMR order (§7.7 `mmr`) of the best `k` of `hits` by their (reranked) scores, min-max
-/// normalised to `[0, 1]` so that relevance and cosine similarity weigh on one scale whatever
-/// the fusion, and their vectors; `None` when a hit carries no vector in numbers.
-fn diversified(hits: &[Hit], lambda: f64, k: usize) -> Option<Vec<usize>> {
-    let vectors = hits
-        .iter()
-        .map(|h| match &h.vector {
-            Some(WireVector::Json(v)) => Some(v.as_slice()),
-            _ => None,
-        })
-        .collect::<Option<Vec<&[f32]>>>()?;
-    let relevance = fusion::min_max(&hits.iter().map(|h| h.score).collect::<Vec<f64>>());
-    Some(mmr(&relevance, &vectors, lambda, k))
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn diversify_runs_mmr_over_the_reranked_hits() {
     assert_eq!(ids, ["d0", "d2"]);
     let mut res = RetrieveResult::from_hits(vec![Hit::new("x", 1.0).with_text("t")]);
     f.apply(&mut res, vec![0.3], None);
-    assert!(res.usage.unwrap_or_default().notes.iter().any(|n| n.contains("mmr not applied")));
+    assert!(res.usage.unwrap_or_default().notes.iter().any(|n| n.contains("likeness by their words")));
 }
 
 /// Ten candidates in first-stage order `d0..d9` (scores 10..1), and reranker scores that put

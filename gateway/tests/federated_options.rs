@@ -1,0 +1,76 @@
+//! Retrieve options the gateway serves over the fused list (§16.3, issue "the whole of RCP
+//! 1.0"): `mmr` diversifies the fused candidates exactly as a client-side fusion of the same
+//! engines does, and convex fusion is the default when every engine advertises `scoreFloor`.
+
+mod common;
+
+use common::*;
+use rcp_client::federation::{Federation, FederationOptions};
+use rcp_client::registry::Registry;
+use rcp_wire::RetrieveParams;
+use rcp_wire::retrieve::MmrParams;
+use serde_json::{Value, json};
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("rcp-gateway-options").tempdir().expect("tempdir")
+}
+
+/// Engine `a` holds two copies of one passage; `b` holds a different passage on the same topic.
+fn engines(extra: &[&str]) -> Vec<Value> {
+    let mut a = vec!["--doc", "a1:wing lift at low speed", "--doc", "a2:wing lift at low speed", "--doc", "a3:wing"];
+    let mut b = vec!["--doc", "b1:lift of a wing in a gust", "--doc", "b2:thrust"];
+    a.extend_from_slice(extra);
+    b.extend_from_slice(extra);
+    vec![fixture("a", &a), fixture("b", &b)]
+}
+
+fn ids_of(hits: &[rcp_wire::Hit]) -> Vec<String> {
+    hits.iter().map(rcp_wire::Hit::key).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mmr_is_served_over_the_fused_list_as_a_client_side_fusion_gives_it() {
+    let dir = tempdir();
+    let reg = write_registry(dir.path(), "rcp.json", engines(&[]));
+    let gw = gateway(&reg, &[]).await;
+    let rc = gw.capabilities().retrieve.expect("retrieve");
+    assert_eq!(rc.mmr, Some(true), "the gateway diversifies the fused list itself");
+
+    let plain = gw.call("retrieve", json!({"query": "wing lift", "k": 3})).await.expect("plain");
+    let diverse = gw.call("retrieve", json!({"query": "wing lift", "k": 3, "mmr": {"lambda": 0.3}})).await;
+    let diverse = diverse.expect("mmr is served, not -32005");
+    assert_eq!(ids(&plain), ["a1", "b1", "a2"], "{plain}");
+    // The duplicate a2 gives way to a passage unlike a1.
+    assert!(!ids(&diverse).contains(&"a2".to_owned()) && ids(&diverse)[0] == "a1", "{diverse}");
+    assert!(notes(&diverse).iter().any(|n| n.contains("likeness measured by their words")), "{diverse}");
+    assert!(diverse["hits"].as_array().is_some_and(|h| h.iter().all(|h| h.get("vector").is_none())), "{diverse}");
+
+    // A client fusing the same engines itself gets the same hits.
+    let registry = Registry::load(&reg).expect("registry");
+    let fed = Federation::new(registry, FederationOptions::default());
+    let mut params = RetrieveParams::new("wing lift", 3);
+    params.mmr = Some(MmrParams { lambda: 0.3 });
+    let local = fed.retrieve(params).await.expect("federated retrieve");
+    assert_eq!(ids_of(&local.result.hits), ids(&diverse));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn convex_is_the_default_when_every_engine_has_a_score_floor() {
+    let dir = tempdir();
+    let floors = write_registry(dir.path(), "floors.json", engines(&["--score-floor", "0"]));
+    let gw = gateway(&floors, &[]).await;
+    let r = gw.call("retrieve", json!({"query": "wing lift", "k": 3})).await.expect("retrieve");
+    assert_eq!(r["_meta"]["fusion"], "convex", "{r}");
+    assert!(notes(&r).iter().all(|n| !n.contains("fell back")), "{r}");
+    let asked = gw.call("retrieve", json!({"query": "wing lift", "k": 3, "fusion": {"method": "rrf"}})).await;
+    assert_eq!(asked.expect("rrf")["_meta"]["fusion"], "rrf");
+
+    // One engine without a floor: RRF, and the answer says why (§16.3's MUST).
+    let mut mixed = engines(&[]);
+    mixed[0] = fixture("a", &["--doc", "a1:wing lift at low speed", "--score-floor", "0"]);
+    let mixed = write_registry(dir.path(), "mixed.json", mixed);
+    let gw = gateway(&mixed, &[]).await;
+    let r = gw.call("retrieve", json!({"query": "wing lift", "k": 3})).await.expect("retrieve");
+    assert_eq!(r["_meta"]["fusion"], "rrf", "{r}");
+    assert!(notes(&r).iter().any(|n| n.contains("scoreFloor") && n.contains("fell back to rrf")), "{r}");
+}
