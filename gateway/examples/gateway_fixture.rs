@@ -7,7 +7,8 @@
 //! `--exit-after N` (exits when asked an (N+1)th retrieve or embed), `--mode M` (the one
 //! retrieval mode advertised; default `sparse`), `--embed DIM` (also serves `embed`: identity
 //! `fixture-DIM`, each vector `[len(text), 1, 0, ...]` of DIM numbers, `fail` and `exit-after`
-//! apply to it too), `--score-floor F` (advertises `retrieve.scoreFloor`).
+//! apply to it too), `--score-floor F` (advertises `retrieve.scoreFloor`), `--units U,V` (advertises
+//! `retrieve.units`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,6 +35,7 @@ struct Fixture {
     mode: Option<String>,
     embed: Option<u32>,
     score_floor: Option<f64>,
+    units: Option<Vec<String>>,
 }
 
 impl Fixture {
@@ -96,6 +98,7 @@ impl Retrieve for Fixture {
             max_k: Some(100),
             modes: Some(vec![self.mode.as_deref().map_or(rcp_wire::Mode::Sparse, rcp_wire::Mode::from)]),
             score_floor: self.score_floor,
+            units: self.units.clone(),
             ..Default::default()
         }
     }
@@ -160,6 +163,7 @@ async fn main() -> std::io::Result<()> {
             "--exit-after" => f.exit_after = val().parse().ok(),
             "--mode" => f.mode = Some(val()),
             "--score-floor" => f.score_floor = val().parse().ok(),
+            "--units" => f.units = Some(val().split(',').map(str::to_owned).collect()),
             "--embed" => f.embed = val().parse().ok(),
             other => eprintln!("fixture: ignoring unknown flag {other}"),
         }

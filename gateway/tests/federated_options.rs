@@ -74,3 +74,20 @@ async fn convex_is_the_default_when_every_engine_has_a_score_floor() {
     assert_eq!(r["_meta"]["fusion"], "rrf", "{r}");
     assert!(notes(&r).iter().any(|n| n.contains("scoreFloor") && n.contains("fell back to rrf")), "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_goes_to_the_engines_that_offer_it() {
+    let dir = tempdir();
+    let mut entries = engines(&[]);
+    entries[0] = fixture("a", &["--doc", "a1:wing lift at low speed", "--units", "document"]);
+    let reg = write_registry(dir.path(), "rcp.json", entries);
+    let gw = gateway(&reg, &[]).await;
+    let units = gw.capabilities().retrieve.and_then(|r| r.units);
+    assert_eq!(units, Some(vec!["document".into(), "chunk".into(), "passage".into()]), "a's, then b's (the default)");
+    let r = gw.call("retrieve", json!({"query": "wing lift", "k": 3, "unit": "document"})).await.expect("retrieve");
+    assert_eq!(ids(&r), ["a1"], "{r}");
+    assert!(notes(&r).iter().any(|n| n.contains("'b' skipped: does not offer unit 'document'")), "{r}");
+    let e =
+        gw.call("retrieve", json!({"query": "wing lift", "k": 3, "unit": "section"})).await.expect_err("unadvertised");
+    assert_eq!(e.code(), Some(rcp_wire::ErrorCode::OPTION_UNSUPPORTED), "{e}");
+}

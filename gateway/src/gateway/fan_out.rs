@@ -134,25 +134,24 @@ impl Gateway {
         Ok(result)
     }
 
-    /// Why `client` is not asked: it lacks `retrieve`, the requested mode or `filter`, or it is
-    /// an aggregator already on the federation path.
+    /// Why `client` is not asked: the federation's rule (`unsuited`: no `retrieve`, `filter` or
+    /// `unit`), it lacks the requested mode, or it is an aggregator already on the federation
+    /// path.
     fn skip_reason(&self, client: &Client, params: &RetrieveParams, next: &Hop) -> Option<String> {
         let caps = client.capabilities();
         let name = client.server_info().map(|i| i.server.name.clone()).unwrap_or_default();
         if next.visited(&name) {
             return Some(format!("'{name}' is already on the federation path (cycle)"));
         }
-        let Some(rc) = caps.retrieve.as_ref() else {
-            return Some("does not advertise retrieve".into());
-        };
+        if let Some(why) = rcp_client::federation::unsuited(&caps, params) {
+            return Some(why);
+        }
+        let rc = caps.retrieve.as_ref()?;
         if let Some(mode) = &params.mode
             && !offers_mode(rc, mode)
             && !self.is_default_mode(mode)
         {
             return Some(format!("does not offer mode '{mode}'"));
-        }
-        if params.filter.is_some() && caps.filter.is_none() {
-            return Some("cannot apply the filter".into());
         }
         None
     }

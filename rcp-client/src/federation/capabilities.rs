@@ -3,7 +3,7 @@
 //!
 //! | key | rule |
 //! |---|---|
-//! | `retrieve` | fanned out: `mmr` the federation's own (applied to the fused list); `modes` united (an engine lacking the requested mode is skipped with a note), `maxK` the largest (fusion can return that many), `modalities` and `deterministic` intersected; `fusion` the federation's own strategies (§16.3); the params every engine honours beyond its flags (`x-rcp-honours`: `recency`, `includeVectors`) intersected; `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
+//! | `retrieve` | fanned out: `mmr` the federation's own (applied to the fused list); `modes` and `units` united (an engine lacking the requested one is skipped with a note) (an engine lacking the requested mode is skipped with a note), `maxK` the largest (fusion can return that many), `modalities` and `deterministic` intersected; `fusion` the federation's own strategies (§16.3); the params every engine honours beyond its flags (`x-rcp-honours`: `recency`, `includeVectors`) intersected; `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
 //! | `filter`, `citations` | intersected: a filtered `retrieve` reaches every engine, so only fields (typed alike) and operators all of them accept; citations only when every engine's hits carry them |
 //! | `embed`, `sparseEmbed`, `multiVector` | routed to one engine: the descriptor of the engine a call without `_meta.engine` reaches (highest `priority`), so the advertised `dimension` and `identity` are what such a call returns |
 //! | `rerank` | routed by method: `methods` and `models` united (in priority order), `maxCandidates` the smallest, so every engine a method may reach can take that many |
@@ -134,6 +134,13 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
         }
     }
     let modalities = intersect_lists(rcs.iter().map(|r| r.modalities.clone()));
+    // A unit goes to the engines that offer it (`unsuited`), as a mode does.
+    let mut units: Vec<String> = Vec::new();
+    for u in rcs.iter().flat_map(|r| r.units()) {
+        if !units.contains(u) {
+            units.push(u.clone());
+        }
+    }
     let deterministic = rcs.iter().all(|r| r.deterministic == Some(true)).then_some(true);
     let rerank_builtin = rcs.iter().any(|r| r.rerank_builtin == Some(true)).then_some(true);
     let mut honours: Vec<&str> = rcs[0].honours();
@@ -150,6 +157,7 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
         fusion: Some(FUSION_METHODS.map(String::from).to_vec()),
         // The federation diversifies the fused list itself (`diversify_fused`).
         mmr: Some(true),
+        units: Some(units),
         deterministic,
         extra,
         ..RetrieveCapability::default()

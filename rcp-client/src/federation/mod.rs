@@ -21,7 +21,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rcp_wire::capabilities::Capability;
 use rcp_wire::fusion::{self, EngineList, FusionMethod};
 use rcp_wire::{Hit, Meta, RetrieveParams, RetrieveResult, Usage};
 use serde_json::{Value, json};
@@ -49,7 +48,7 @@ pub mod route;
 pub use diversify::{diversify_fused, mmr_pool};
 pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
-pub use params::{engine_params, fusion_method, preferred_fusion};
+pub use params::{engine_params, fusion_method, preferred_fusion, unsuited};
 
 /// Options of a federation.
 #[derive(Debug, Clone)]
@@ -318,11 +317,8 @@ impl Federation {
             .collect();
         let gathered = FanOut::new(self.options.engine_timeout)
             .run(targets, |_, client| {
-                if !client.supports(Capability::Retrieve) {
-                    return Err("does not advertise retrieve".into());
-                }
-                if params.filter.is_some() && !client.supports(Capability::Filter) {
-                    return Err("cannot apply the filter".into());
+                if let Some(why) = unsuited(&client.capabilities(), &params) {
+                    return Err(why);
                 }
                 Ok(self.engine_params(client, &params, asked_k))
             })

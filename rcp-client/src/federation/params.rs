@@ -2,8 +2,28 @@
 //! the rules [`super::Federation`] and rcp-gateway's aggregator share.
 
 use rcp_wire::RetrieveParams;
-use rcp_wire::capabilities::RetrieveCapability;
+use rcp_wire::capabilities::{Capabilities, RetrieveCapability};
 use rcp_wire::fusion::FusionMethod;
+
+/// Why an engine is not asked a federated `retrieve` (`None`: it is): it does not advertise
+/// `retrieve`, cannot apply the request's filter, or does not offer its `unit` (the federation
+/// advertises the units of all its engines united, so a unit goes to those that offer it, as a
+/// mode does). The rule [`super::Federation`] and rcp-gateway share; the reason becomes the
+/// note of a skipped engine.
+pub fn unsuited(caps: &Capabilities, params: &RetrieveParams) -> Option<String> {
+    let Some(rc) = caps.retrieve.as_ref() else {
+        return Some("does not advertise retrieve".into());
+    };
+    if params.filter.is_some() && caps.filter.is_none() {
+        return Some("cannot apply the filter".into());
+    }
+    if let Some(unit) = params.unit.as_deref()
+        && !rc.units().iter().any(|u| u == unit)
+    {
+        return Some(format!("does not offer unit '{unit}'"));
+    }
+    None
+}
 
 /// The params one engine of a fan-out receives, for [`super::Federation`] and for aggregators
 /// such as rcp-gateway alike: `k` raised by `multiplier` for fusion headroom (never above the
