@@ -32,6 +32,9 @@
 //! - `min-score-after-paging`: serves `pagination` (offset cursors), but cuts each page before
 //!   dropping the hits below `minScore` and keeps the cursor it minted for the uncut page, so a
 //!   page short of `k`, or empty, still carries a `nextCursor`
+//! - `pages-skip-a-hit`: serves `pagination` (offset cursors) over 14 documents that every
+//!   query matches, but each cursor skips the hit after its page, so the pages are disjoint and
+//!   stable yet not the top of one request's ranking (no rule of §10: a WARN, not a FAIL)
 //! - `rewrite-ignored`: drops `params.rewrite` before the server sees it, so an unadvertised
 //!   rewrite is silently not done instead of being rejected with `-32005`
 //! - `blocks-unread`: reads a `blob` query block as a server that looks only at `.text` would:
@@ -132,6 +135,37 @@ impl Retrieve for PagedAfterCut {
     }
 }
 
+/// The `pages-skip-a-hit` mode: 14 documents (`p00`, scored 14, to `p13`, scored 1) match
+/// every query, more than a page of 10, with offset cursors (`pagination`) of which each
+/// `nextCursor` points one hit past the end of its page.
+struct PagesSkipAHit;
+
+impl Retrieve for PagesSkipAHit {
+    fn capability(&self) -> RetrieveCapability {
+        Words.capability()
+    }
+
+    fn pagination(&self) -> bool {
+        true
+    }
+
+    async fn retrieve(&self, req: RetrieveRequest, _ctx: RequestContext) -> HandlerResult<RetrieveResult> {
+        let offset: usize = match req.cursor.as_deref() {
+            None => 0,
+            Some(c) => c.parse().map_err(|_| RcpError::invalid_params("cursor", "not a cursor this server issued"))?,
+        };
+        let all: Vec<Hit> = (0..14u32)
+            .map(|i| Hit::new(format!("p{i:02}").as_str(), f64::from(14 - i)).with_text(format!("page document {i}")))
+            .filter(|h| req.min_score.is_none_or(|m| h.score >= m))
+            .collect();
+        let total = all.len();
+        let page: Vec<Hit> = all.into_iter().skip(offset).take(req.k).collect();
+        let skip_to = offset + page.len() + 1;
+        let next = (skip_to < total).then(|| skip_to.to_string());
+        Ok(RetrieveResult { hits: page, next_cursor: next, ..Default::default() })
+    }
+}
+
 /// A 4-dimensional toy embedding.
 struct Toy;
 
@@ -201,6 +235,9 @@ fn server(mode: &str) -> Server {
     }
     if mode == "min-score-after-paging" {
         return Server::builder("broken-engine", "0").retrieve(PagedAfterCut).conformance(ConformanceLevel::L1).build();
+    }
+    if mode == "pages-skip-a-hit" {
+        return Server::builder("broken-engine", "0").retrieve(PagesSkipAHit).conformance(ConformanceLevel::L1).build();
     }
     if mode == "rerank-results" {
         let builder = Server::builder("broken-engine", "0").retrieve(Words).rerank(Overlap);

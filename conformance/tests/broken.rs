@@ -255,6 +255,19 @@ async fn blocks_read_as_nothing_are_reported() {
     }
 }
 
+/// Pages that are disjoint and stable but not the top of one request's ranking break no rule of
+/// §10 (cursors are opaque and server-defined): `pagination.covers-once` warns, it does not fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_unlike_one_request_are_a_warning() {
+    let report = against("pages-skip-a-hit").await;
+    let text = report.render_text();
+    let check = report.check("pagination.covers-once").expect("ran");
+    assert_eq!(check.status, Status::Warn, "{text}");
+    assert!(check.detail.contains("§10 states no such rule"), "{}", check.detail);
+    let failed = common::failed(&report);
+    assert!(!failed.iter().any(|id| id.starts_with("pagination.")), "{failed:?}\n{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_and_feedback_results_of_the_wrong_shape_fail() {
     let report = expect_failures("graph-shapes", &["graph.result-shape", "feedback.accepted"]).await;

@@ -4,6 +4,8 @@
 //! [`chunking`] splits a document into the sentence-aware windows of `index/add` `chunk:true`
 //! (§7.10), the one chunker of every engine that chunks.
 //!
+//! [`trust`] is the provenance level engines record per document and put on their hits.
+//!
 //! A [`CorpusDoc`] converts to and from the `index/add` [`Document`] of the spec (§7.10), so an
 //! engine can bulk-load a file with the same code path it uses for live writes.
 //!
@@ -23,6 +25,7 @@ pub mod policy;
 #[cfg(feature = "progress")]
 pub mod progress;
 pub mod recency;
+pub mod trust;
 pub mod validate;
 
 use std::collections::BTreeMap;

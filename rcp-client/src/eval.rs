@@ -1,5 +1,5 @@
 //! Retrieval evaluation: BEIR test collections and the IR metrics the `rcpctl eval` command and
-//! the benchmarks report (nDCG@10, Recall@100, MRR@10).
+//! the benchmarks report (nDCG@10, Recall@50, Recall@100, MRR@10).
 //!
 //! A [`Collection`] is a BEIR directory: `corpus.jsonl`, `queries.jsonl` and graded judgements
 //! in `qrels/test.tsv` (or `qrels.tsv`). [`evaluate`] scores rankings (query id → ranked doc
@@ -124,13 +124,17 @@ pub fn mrr_at(ranked: &[String], judged: &HashMap<String, u32>, k: usize) -> f64
     ranked.iter().take(k).position(|id| judged.contains_key(id)).map_or(0.0, |p| 1.0 / (p + 1) as f64)
 }
 
-/// Mean nDCG@10, Recall@100 and MRR@10 over every query of a collection.
+/// Mean nDCG@10, Recall@50, Recall@100 and MRR@10 over every query of a collection (nDCG@10
+/// and Recall@50 are what Appendix F says a harness comparing engines SHOULD report).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scores {
     /// Mean nDCG@10.
     #[serde(rename = "ndcg@10")]
     pub ndcg10: f64,
+    /// Mean Recall@50.
+    #[serde(rename = "recall@50")]
+    pub recall50: f64,
     /// Mean Recall@100.
     #[serde(rename = "recall@100")]
     pub recall100: f64,
@@ -145,16 +149,17 @@ pub struct Scores {
 /// without judgements or without a ranking count as 0.
 pub fn evaluate(c: &Collection, rankings: &HashMap<String, Vec<String>>) -> Scores {
     let empty = HashMap::new();
-    let (mut n, mut r, mut m) = (0.0, 0.0, 0.0);
+    let (mut n, mut r50, mut r100, mut m) = (0.0, 0.0, 0.0, 0.0);
     for (qid, _) in &c.queries {
         let judged = c.qrels.get(qid).unwrap_or(&empty);
         let ranked = rankings.get(qid).map(Vec::as_slice).unwrap_or(&[]);
         n += ndcg_at(ranked, judged, 10);
-        r += recall_at(ranked, judged, 100);
+        r50 += recall_at(ranked, judged, 50);
+        r100 += recall_at(ranked, judged, 100);
         m += mrr_at(ranked, judged, 10);
     }
     let q = c.queries.len().max(1) as f64;
-    Scores { ndcg10: n / q, recall100: r / q, mrr10: m / q, queries: c.queries.len() }
+    Scores { ndcg10: n / q, recall50: r50 / q, recall100: r100 / q, mrr10: m / q, queries: c.queries.len() }
 }
 
 #[cfg(test)]
@@ -188,6 +193,26 @@ mod tests {
     }
 
     #[test]
+    fn recall_at_50_counts_only_the_top_50() {
+        // Two judged documents: one at rank 1, one at rank 60.
+        let at = |rank: usize| match rank {
+            1 => "a".to_owned(),
+            60 => "b".to_owned(),
+            _ => format!("d{rank}"),
+        };
+        let ranked: Vec<String> = (1..=100).map(at).collect();
+        let c = Collection {
+            corpus: PathBuf::new(),
+            queries: vec![("q".into(), "text".into())],
+            qrels: HashMap::from([("q".to_owned(), judged(&[("a", 1), ("b", 1)]))]),
+        };
+        let s = evaluate(&c, &HashMap::from([("q".to_owned(), ranked)]));
+        assert_eq!((s.recall50, s.recall100), (0.5, 1.0));
+        let v = serde_json::to_value(s).unwrap();
+        assert_eq!((v["recall@50"].as_f64(), v["recall@100"].as_f64()), (Some(0.5), Some(1.0)));
+    }
+
+    #[test]
     fn loads_both_qrels_layouts_and_names_bad_lines() {
         let dir = std::env::temp_dir().join(format!("rcp-eval-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("qrels")).unwrap();
@@ -206,7 +231,7 @@ mod tests {
         let rankings = HashMap::from([("1".to_owned(), ids(&["d1"]))]);
         std::fs::write(dir.join("qrels").join("test.tsv"), "1\td1\t1\n").unwrap();
         let s = evaluate(&Collection::load(&dir).unwrap().limit(1), &rankings);
-        assert_eq!((s.ndcg10, s.recall100, s.mrr10, s.queries), (1.0, 1.0, 1.0, 1));
+        assert_eq!((s.ndcg10, s.recall50, s.recall100, s.mrr10, s.queries), (1.0, 1.0, 1.0, 1.0, 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -253,7 +253,7 @@ fn eval_reports_engines_and_fusions_on_a_cranfield_subset() {
     ));
     assert_eq!(v["queries"], 20);
     let in_unit = |s: &Value, what: &str| {
-        for m in ["ndcg@10", "recall@100", "mrr@10"] {
+        for m in ["ndcg@10", "recall@50", "recall@100", "mrr@10"] {
             let x = s[m].as_f64().unwrap_or(-1.0);
             assert!(x > 0.0 && x <= 1.0, "{what} {m} = {x}: {v}");
         }

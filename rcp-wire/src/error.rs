@@ -348,6 +348,18 @@ impl RcpError {
         Self::new(ErrorCode::NOT_FOUND, format!("not found: {}", what.into()))
     }
 
+    /// `-32015` with `error.data.field` `"cursor"`: a cursor this server issued but can no
+    /// longer honour (expired, or of a format version it does not read), so the client must
+    /// restart pagination from the first page (§10, §12.2). A cursor that is not one of this
+    /// server's is [`RcpError::invalid_params`] on `cursor` instead.
+    pub fn cursor_expired(detail: impl Into<String>) -> Self {
+        let mut e = Self::new(ErrorCode::NOT_FOUND, "cursor expired; restart pagination without a cursor")
+            .with_detail(detail)
+            .with_retryable(false);
+        e.data_mut().field = Some("cursor".to_owned());
+        e
+    }
+
     /// `-32016`: the write conflicts with current state.
     pub fn conflict(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::CONFLICT, "conflict").with_detail(detail)
@@ -388,6 +400,16 @@ mod tests {
         // Multi-byte characters are cut on a boundary.
         assert!(echo(&"é".repeat(300)).ends_with("(600 bytes)"));
         assert_eq!(echo("short"), "short");
+    }
+
+    #[test]
+    fn an_expired_cursor_is_not_found_on_cursor() {
+        let e = RcpError::cursor_expired("the index changed");
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["code"], -32015);
+        assert_eq!(v["data"]["field"], "cursor");
+        assert_eq!(v["data"]["retryable"], false);
+        assert!(e.to_string().contains("restart pagination") && e.to_string().contains("the index changed"), "{e}");
     }
 
     #[test]

@@ -322,7 +322,16 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
             "`level` is a syslog-style severity: `\"debug\"`, `\"info\"`, `\"notice\"`, `\"warning\"`, `\"error\"`",
         ),
     ),
-    ("pagination.covers-once", b("§10, §6", Must, PRESENCE)),
+    // §10 defines following a cursor; it states no rule that the pages match one request for
+    // as many hits, so the check reports that comparison as a WARN (pagination.rs).
+    (
+        "pagination.covers-once",
+        b(
+            "§10",
+            Must,
+            "To fetch the next page, the client repeats the request with `cursor` set to that value. A missing/empty `nextCursor` means no more results.",
+        ),
+    ),
     // The MUST NOT itself bounds a page from above; its parenthesis is the only licence for a
     // page short of `k`, and §10 gives a missing `nextCursor` its meaning ("no more results"):
     // read together, a short page is the last one, so it carries no `nextCursor`.

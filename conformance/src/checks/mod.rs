@@ -334,7 +334,7 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
     if !stdio {
         on_main!(cx, main, L2, "log.opt-in", "after opting in (capabilities.log, _meta.logLevel) log frames are well-formed", streaming::log_opt_in);
     }
-    on_main!(cx, main, L2, "pagination.covers-once", "up to 5 pages by cursor are disjoint, stable per cursor and match one unpaged request", pagination::covers_once);
+    on_main!(cx, main, L2, "pagination.covers-once", "up to 5 pages by cursor are disjoint and stable per cursor (and, a WARN if not, match one unpaged request)", pagination::covers_once);
     on_main!(cx, main, L2, "pagination.min-score", "with minScore, a page of fewer than k hits is the last one (no nextCursor), and the pages match one request for as many", pagination::min_score);
     on_main!(cx, main, L2, "retrieve.deterministic", "identical requests with the same seed return identical results (retrieve.deterministic)", retrieve::deterministic);
     on_main!(cx, main, L2, "retrieve.snapshot-echo", "the served indexVersion is echoed and can be pinned (retrieve.snapshots)", retrieve::snapshots);

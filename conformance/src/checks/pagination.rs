@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::session::Main;
-use crate::verdict::{Outcome, Res, fail, hit_key, hits, pass_note, show, skip, verdict, warn};
+use crate::verdict::{Res, fail, hit_key, hits, pass_note, show, skip, warn};
 
 /// How many pages the pagination check follows: enough to exercise cursors, bounded so the
 /// check costs the same on a 6-document fixture and on a million-document corpus.
@@ -25,8 +25,12 @@ async fn page(m: &mut Main, k: u64, cursor: Option<&Value>) -> Result<(Vec<Strin
 }
 
 /// Pagination (§10) on a corpus of any size: follows at most [`PAGES`] pages and checks that
-/// pages are disjoint, that a cursor is stable (the same cursor twice yields the same page), and
-/// that the pages, taken together, are the same hits as one unpaged request for as many.
+/// pages are disjoint and that a cursor is stable (the same cursor twice yields the same page).
+///
+/// It also compares the pages, taken together, with one unpaged request for as many hits. §10
+/// states no such rule (cursors are "opaque and server-defined"; a server may page a ranking
+/// that moves, or a different one), so a mismatch is this suite's expectation, reported as a
+/// WARN, never a FAIL.
 pub(crate) async fn covers_once(m: &mut Main) -> Res {
     if !m.caps.has("pagination") || !m.caps.has("retrieve") {
         return skip("pagination not advertised");
@@ -60,32 +64,30 @@ pub(crate) async fn covers_once(m: &mut Main) -> Res {
     if pages.len() < 2 {
         return skip(format!("the broad query has only {} hit(s): a second page could not be exercised", ids.len()));
     }
-    // Order consistency: the pages are the top of the ranking, as one request would return it.
+    // Consistency with one request: an expectation of this suite, not a rule of §10 (a WARN).
     let total = ids.len() as u64;
     let big_k = m.k(total);
     let big: Vec<String> = hits(&m.broad_hits(big_k, json!({})).await?)?.iter().map(hit_key).collect();
     let expected: HashSet<&str> = ids.iter().take(big.len()).map(|s| s.as_str()).collect();
     let got: HashSet<&str> = big.iter().map(String::as_str).collect();
     let how = if exhausted { "every page" } else { "the first pages" };
-    verdict(got == expected, || {
+    if got != expected {
         let missing: Vec<&&str> = expected.difference(&got).take(3).collect();
         let extra: Vec<&&str> = got.difference(&expected).take(3).collect();
-        format!(
-            "{how} ({} hits) and one request at k={big_k} ({} hits) disagree: only paged {missing:?}, only unpaged {extra:?}",
+        return warn(format!(
+            "{how} ({} hits) and one request at k={big_k} ({} hits) disagree: only paged {missing:?}, only unpaged \
+             {extra:?} (§10 states no such rule; the suite expects pages to be the top of one request's ranking)",
             ids.len(),
             big.len()
-        )
-    })
-    .map(|o| match o {
-        Outcome::Pass(_) => Outcome::Pass(format!("{} pages of up to {page_k} hits ({how})", pages.len())),
-        other => other,
-    })
+        ));
+    }
+    pass_note(format!("{} pages of up to {page_k} hits ({how})", pages.len()))
 }
 
 /// Pagination under `minScore` (§7.7, §10). `minScore` is taken between two scores of a first,
 /// unfiltered answer, so that at least two hits pass it and at least one does not; the check
 /// then pages through at `k = 2` with that `minScore` and compares the pages with one request
-/// for as many hits.
+/// for as many hits (a WARN when they differ: as in [`covers_once`], no rule of §10).
 ///
 /// The rule it holds a server to is a reading, not one sentence: §7.7 lets an answer hold fewer
 /// than `k` hits "when the corpus or `minScore` yields fewer", and §10 makes a missing
@@ -154,9 +156,10 @@ pub(crate) async fn min_score(m: &mut Main) -> Res {
     if got != expected {
         let missing: Vec<&&str> = expected.difference(&got).take(3).collect();
         let extra: Vec<&&str> = got.difference(&expected).take(3).collect();
-        return fail(format!(
+        return warn(format!(
             "at minScore {threshold}, {} page(s) of k={page_k} ({} hits) and one request at k={big_k} ({} hits) \
-             disagree: only paged {missing:?}, only unpaged {extra:?}",
+             disagree: only paged {missing:?}, only unpaged {extra:?} (§10 states no such rule; the suite expects \
+             pages to be the top of one request's ranking)",
             pages.len(),
             ids.len(),
             big.len()

@@ -98,7 +98,7 @@ impl From<EngineError> for RcpError {
         match e {
             EngineError::InvalidParams { field, detail } => RcpError::invalid_params(field, detail),
             EngineError::SnapshotGone(msg) => RcpError::new(ErrorCode::BACKEND_UNAVAILABLE, msg),
-            EngineError::CursorExpired(msg) => RcpError::new(ErrorCode::NOT_FOUND, msg),
+            EngineError::CursorExpired(msg) => RcpError::cursor_expired(msg),
             EngineError::Cancelled => RcpError::cancelled(Some("stopped early")),
             EngineError::Overloaded { retry_after_ms, .. } => {
                 let detail = e.to_string();

@@ -64,9 +64,7 @@ impl Bm25 {
     /// Wraps an engine. `index/add` documents are never `trusted`: a `trusted` setting is
     /// lowered to `community`.
     pub fn new(engine: Arc<Engine>, mut options: ServiceOptions) -> Self {
-        if options.added_trust == TrustLevel::Trusted {
-            options.added_trust = TrustLevel::Community;
-        }
+        options.added_trust = options.added_trust.for_added();
         let writes = GroupCommit::start(Arc::clone(&engine));
         Self { engine, writes, options }
     }

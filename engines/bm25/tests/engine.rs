@@ -166,12 +166,19 @@ fn snapshots_pin_old_versions_and_garbage_versions_fail() {
         let err = e.err("retrieve", json!({"query": "kiwi", "k": 10, "indexVersion": garbage}));
         assert_eq!(code(&err), -32010, "{garbage}");
     }
+    // A cursor into a snapshot that is later released.
+    let both = now["indexVersion"].as_str().unwrap().to_owned();
+    let first = e.ok("retrieve", json!({"query": "kiwi", "k": 1, "indexVersion": both}));
+    let cursor = first["nextCursor"].as_str().expect("a second page").to_owned();
     // Old snapshots are released after --keep-snapshots newer commits.
     for i in 0..3 {
         add(&mut e, &[(&format!("x{i}"), "kiwi again", json!({}))]);
     }
     let err = e.err("retrieve", json!({"query": "kiwi", "k": 10, "indexVersion": old}));
     assert_eq!(code(&err), -32010);
+    // The cursor is ours but expired: -32015 on cursor (restart pagination), not -32602.
+    let err = e.err("retrieve", json!({"query": "kiwi", "k": 1, "cursor": cursor}));
+    assert_eq!((code(&err), err["data"]["field"].as_str()), (-32015, Some("cursor")), "{err}");
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //!
 //! ```sh
 //! rcp-pg migrate --database-url URL [--hnsw-m 16 --ef-construction 64]
-//! rcp-pg index --database-url URL [--field NAME:TYPE]... CORPUS.jsonl | --builtin
-//! rcp-pg serve --database-url URL [--stdio | --http ADDR]
+//! rcp-pg index --database-url URL [--field NAME:TYPE]... [--trust LEVEL] CORPUS.jsonl | --builtin
+//! rcp-pg serve --database-url URL [--added-trust LEVEL] [--stdio | --http ADDR]
 //! rcp-pg postgres start|stop|status --data-dir DIR   # a local PostgreSQL (see [`crate::local`])
 //! ```
 //! `--database-url` defaults to `$DATABASE_URL`; the URL is never logged with its password.
@@ -15,9 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use rcp_corpus::fields::{infer_fields, parse_field};
 use rcp_corpus::policy::NotIndexed;
+use rcp_corpus::trust::TrustLevel;
 use rcp_embedder::cli::ModelArgs;
 use rcp_server::cli::{EngineCli, ServeArgs};
 use rcp_server::feedback::FeedbackOptions;
@@ -131,6 +133,9 @@ struct IndexCmd {
     /// with a FILE:LINE report.
     #[arg(long)]
     strict: bool,
+    /// Trust level recorded for these documents (`hit.trust.level`).
+    #[arg(long, value_name = "LEVEL", default_value = "trusted", value_parser = trust_level())]
+    trust: TrustLevel,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +171,9 @@ struct ServeCmd {
     /// `index/add` `chunk:true`: most words a chunk repeats from the one before.
     #[arg(long, value_name = "N", default_value_t = ChunkPolicy::default().overlap_words as u32)]
     chunk_overlap: u32,
+    /// Trust level of documents written with `index/add` (never `trusted`).
+    #[arg(long, value_name = "LEVEL", default_value = "community", value_parser = trust_level())]
+    added_trust: TrustLevel,
     #[command(flatten)]
     model: ModelArgs,
     #[cfg(feature = "rerank")]
@@ -199,6 +207,14 @@ impl EngineCli for Cli {
             Command::Postgres(cmd) => cmd.run(),
         }
     }
+}
+
+/// The parser of `--trust` / `--added-trust`: a trust level by its wire name (`hit.trust.level`,
+/// §15.2), listed in `--help`.
+fn trust_level() -> impl TypedValueParser<Value = TrustLevel> {
+    let names = TrustLevel::ALL.map(TrustLevel::as_str);
+    // The possible values admit only wire names, so the fallback is never taken.
+    PossibleValuesParser::new(names).map(|name: String| TrustLevel::from_wire(&name).unwrap_or(TrustLevel::Untrusted))
 }
 
 fn say(msg: &str) {
@@ -285,7 +301,7 @@ async fn index(cmd: IndexCmd) -> anyhow::Result<u64> {
             .enumerate()
             .map(|(i, d)| {
                 let id = d.id.clone().unwrap_or_else(|| format!("line-{}", n * cmd.batch.max(1) + i + 1));
-                NewDoc::new(id, d.title.clone(), d.text.clone(), Value::Object(d.meta.clone()))
+                NewDoc::new(id, d.title.clone(), d.text.clone(), Value::Object(d.meta.clone())).with_trust(cmd.trust)
             })
             .collect();
         let embed = |texts: Vec<String>| {
@@ -395,6 +411,7 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
         ef_search: cmd.ef_search,
         default_mode: rcp_wire::Mode::from(cmd.default_mode),
         chunking: ChunkPolicy { max_words: cmd.chunk_words as usize, overlap_words: cmd.chunk_overlap as usize },
+        added_trust: cmd.added_trust,
         ..PgOptions::default()
     };
     let status = PgStatus::start(store.clone(), &runtime);
@@ -421,4 +438,27 @@ fn serve(cmd: ServeCmd) -> anyhow::Result<()> {
     #[cfg(feature = "rerank")]
     let builder = cmd.rerank.register(builder)?;
     Ok(cmd.serve.run_on(&runtime, builder)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed_and_trust_flags_take_wire_names() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["rcp-pg", "index", "--database-url", "u", "--trust", "untrusted", "c.jsonl"])
+            .expect("valid command line");
+        let Command::Index(cmd) = cli.command else { panic!("expected the index subcommand") };
+        assert_eq!(cmd.trust, TrustLevel::Untrusted);
+        let cli = Cli::try_parse_from(["rcp-pg", "index", "--database-url", "u", "c.jsonl"]).expect("valid");
+        let Command::Index(cmd) = cli.command else { panic!("expected the index subcommand") };
+        assert_eq!(cmd.trust, TrustLevel::Trusted, "an operator's corpus is trusted by default");
+        let cli = Cli::try_parse_from(["rcp-pg", "serve", "--database-url", "u"]).expect("valid");
+        let Command::Serve(cmd) = cli.command else { panic!("expected the serve subcommand") };
+        assert_eq!(cmd.added_trust, TrustLevel::Community);
+        assert!(Cli::try_parse_from(["rcp-pg", "serve", "--database-url", "u", "--added-trust", "sure"]).is_err());
+    }
 }

@@ -2,10 +2,11 @@
 //! version the first page was ranked on, and a fingerprint of the request.
 //!
 //! Pages are stable or refused: a cursor is only accepted for the same request (query, mode,
-//! unit, filter, fusion, k) and only while the index is at the version it was issued on. Another
-//! write in between (from this process or any other) makes it `-32602` naming `cursor`, with
-//! the versions, and the client starts again from the first page; PostgreSQL keeps no old
-//! snapshots to page through.
+//! unit, filter, fusion, k; another request's cursor is `-32602`) and only while the index is at
+//! the version it was issued on. Another write in between (from this process or any other)
+//! expires it: `-32015` naming `cursor`, with the versions, and the client starts again from the
+//! first page; PostgreSQL keeps no old snapshots to page through (see
+//! [`rcp_server::cursor`] for which refusal is which).
 
 use rcp_server::RetrieveRequest;
 use rcp_server::cursor::{CursorState, Fingerprint};
@@ -37,18 +38,15 @@ impl CursorState for Cursor {
 }
 
 impl Cursor {
-    /// Refuses the cursor when the index moved on since the first page.
+    /// Refuses the cursor as expired (`-32015`) when the index moved on since the first page.
     pub fn check_version(&self, now: i64) -> Result<(), RcpError> {
         if self.version == now {
             return Ok(());
         }
-        Err(RcpError::invalid_params(
-            "cursor",
-            format!(
-                "the index changed since the first page (version {} -> {now}); repeat the request without a cursor",
-                self.version
-            ),
-        ))
+        Err(RcpError::cursor_expired(format!(
+            "the index changed since the first page (version {} -> {now}); repeat the request without a cursor",
+            self.version
+        )))
     }
 }
 
@@ -71,6 +69,8 @@ mod tests {
         assert!(Cursor::decode(&token, "abd").unwrap_err().to_string().contains("different request"));
         assert!(Cursor::decode("%%%", "abc").is_err());
         assert!(c.check_version(7).is_ok());
-        assert!(c.check_version(8).unwrap_err().to_string().contains("7 -> 8"));
+        let expired = c.check_version(8).unwrap_err();
+        assert!(expired.to_string().contains("7 -> 8"), "{expired}");
+        assert_eq!((expired.code, expired.field()), (rcp_wire::ErrorCode::NOT_FOUND, Some("cursor")));
     }
 }

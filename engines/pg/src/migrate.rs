@@ -17,6 +17,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (2, "postings", include_str!("../migrations/0002_postings.sql")),
     (3, "feedback", include_str!("../migrations/0003_feedback.sql")),
     (4, "chunks", include_str!("../migrations/0004_chunks.sql")),
+    (5, "trust", include_str!("../migrations/0005_trust.sql")),
 ];
 
 /// The HNSW indexes [`migrate`] builds, as (table, index): whole documents' and chunks' vectors.

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use rcp_corpus::chunking::Chunk;
+use rcp_corpus::trust::TrustLevel;
 use rcp_wire::filter::{FieldType, Filter};
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -82,6 +83,8 @@ pub struct Found {
     pub body: String,
     /// Metadata object.
     pub metadata: serde_json::Map<String, Value>,
+    /// The trust level of the document (a chunk's is its document's).
+    pub trust: TrustLevel,
     /// BM25 score (sparse list).
     pub bm25: Option<f64>,
     /// Cosine similarity to the query vector (dense list; sparse rows in hybrid too).
@@ -142,8 +145,8 @@ pub struct Statement {
 
 /// The columns every row of the statement has, in order (see [`decode`]):
 /// list (`s`/`d`), document id, chunk index, chunk start, chunk end, title, text, metadata,
-/// BM25, cosine, vector (text), index version.
-const ROW: &str = "d.id, x.chunk, c.start_byte, c.end_byte, d.title, coalesce(c.body, d.body), d.metadata";
+/// trust level, BM25, cosine, vector (text), index version.
+const ROW: &str = "d.id, x.chunk, c.start_byte, c.end_byte, d.title, coalesce(c.body, d.body), d.metadata, d.trust";
 
 /// Builds the statement of `s` over the filterable `fields`, or `None` when a dense list is
 /// wanted without a query vector.
@@ -317,18 +320,21 @@ pub(crate) fn decode(row: &Row) -> Result<(String, Found, i64), DbError> {
         Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    let vector: Option<String> = row.try_get(10)?;
+    // The column's CHECK admits only the three levels; anything else is not trusted.
+    let trust = TrustLevel::from_wire(row.try_get(8)?).unwrap_or(TrustLevel::Untrusted);
+    let vector: Option<String> = row.try_get(11)?;
     let found = Found {
         id: row.try_get(1)?,
         chunk,
         title: row.try_get(5)?,
         body: row.try_get(6)?,
         metadata,
-        bm25: row.try_get(8)?,
-        cosine: row.try_get(9)?,
+        trust,
+        bm25: row.try_get(9)?,
+        cosine: row.try_get(10)?,
         vector: vector.as_deref().and_then(parse_vector),
     };
-    Ok((list, found, row.try_get(11)?))
+    Ok((list, found, row.try_get(12)?))
 }
 
 /// A vector in pgvector's text form (`[0.1,0.2,...]`).

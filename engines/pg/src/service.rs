@@ -11,6 +11,7 @@ use std::time::Instant;
 use rcp_corpus::CorpusDoc;
 use rcp_corpus::chunking::{Chunk, ChunkPolicy};
 use rcp_corpus::recency::Decay;
+use rcp_corpus::trust::TrustLevel;
 use rcp_embedder::Embedder;
 use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
@@ -21,7 +22,7 @@ use rcp_wire::capabilities::{EmbedCapability, IndexCapability, RetrieveCapabilit
 use rcp_wire::filter::FilterCapability;
 use rcp_wire::fusion::{EngineList, FusionMethod, fuse};
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
-use rcp_wire::retrieve::{ChunkRef, Citation, Usage, WireVector};
+use rcp_wire::retrieve::{ChunkRef, Citation, Trust, Usage, WireVector};
 use rcp_wire::{Hit, Mode, RcpError, RequestId, RetrieveResult};
 use serde_json::{Value, json};
 
@@ -55,6 +56,9 @@ pub struct PgOptions {
     pub default_mode: Mode,
     /// The chunk sizes of `index/add` `chunk: true` (§7.10).
     pub chunking: ChunkPolicy,
+    /// The trust level of documents written with `index/add` (`--added-trust`); never
+    /// `trusted` ([`TrustLevel::for_added`]).
+    pub added_trust: TrustLevel,
 }
 
 impl Default for PgOptions {
@@ -67,6 +71,7 @@ impl Default for PgOptions {
             source: "rcp-pg".to_owned(),
             default_mode: Mode::Hybrid,
             chunking: ChunkPolicy::default(),
+            added_trust: TrustLevel::Community,
         }
     }
 }
@@ -366,6 +371,12 @@ impl PgEngine {
             });
         }
         hit.citation = Some(citation);
+        hit.trust = Some(Trust {
+            level: found.trust.as_str().to_owned(),
+            score: None,
+            injection_suspected: None,
+            sanitized: None,
+        });
         hit
     }
 }
@@ -400,7 +411,8 @@ impl Index for PgEngine {
             .into_iter()
             .zip(&ids)
             .map(|(d, id)| {
-                let doc = NewDoc::new(id.clone(), d.title, d.text, Value::Object(d.meta));
+                let doc = NewDoc::new(id.clone(), d.title, d.text, Value::Object(d.meta))
+                    .with_trust(self.options.added_trust.for_added());
                 if chunked { doc.chunked(self.options.chunking) } else { doc }
             })
             .collect();

@@ -262,9 +262,11 @@ fn a_database_at_schema_3_with_documents_upgrades_and_serves_them_in_both_units(
     );
     c.psql(db, &load).expect("a schema-3 document");
     let mut e = serve(&url, ARGS);
-    assert_eq!(c.psql(db, "SELECT max(version) FROM rcp_migrations").expect("psql").trim(), "4");
+    let latest = rcp_pg::migrate::latest().to_string();
+    assert_eq!(c.psql(db, "SELECT max(version) FROM rcp_migrations").expect("psql").trim(), latest);
     let hits = chunk_hits(&mut e, "laminar tunnel", json!({"mode": "sparse"}));
     assert_eq!(ids(&json!({"hits": hits})), ["old"]);
+    assert_eq!(hits[0]["trust"]["level"], "untrusted", "a document from before schema 5 has no recorded provenance");
     assert_eq!((hits[0]["chunk"]["index"].clone(), hits[0]["citation"]["end"].clone()), (json!(0), json!(SHORT.len())));
     let docs = retrieve(&mut e, "laminar tunnel", "document", json!({"mode": "hybrid"}));
     assert_eq!(ids(&docs)[0], "old", "{docs}");

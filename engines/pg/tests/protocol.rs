@@ -112,11 +112,15 @@ fn modes_fusion_filters_pages_and_writes() {
     let garbage = e.err("retrieve", json!({"query": "science", "k": 2, "mode": "dense", "cursor": "not-a-cursor"}));
     assert_eq!(code(&garbage), -32602);
 
-    // Writes: an upsert moves the version and the document; the old cursor is refused.
+    assert_eq!((code(&other), other["data"]["field"].as_str()), (-32602, Some("cursor")), "{other}");
+    assert_eq!(garbage["data"]["field"], "cursor", "{garbage}");
+
+    // Writes: an upsert moves the version and the document; the old cursor is ours but expired
+    // (-32015 NotFound: restart pagination), not malformed.
     let changed = json!({"id": "soup", "text": "Wing flutter analysis of a swept aircraft wing.", "meta": {"year": 2024, "topic": "aero"}});
     e.ok("index/add", json!({"documents": [changed]}));
     let stale = e.err("retrieve", json!({"query": "science", "k": 2, "mode": "dense", "cursor": token}));
-    assert_eq!(code(&stale), -32602);
+    assert_eq!((code(&stale), stale["data"]["field"].as_str()), (-32015, Some("cursor")), "{stale}");
     assert!(stale["data"]["detail"].as_str().unwrap_or_default().contains("index changed"), "{stale}");
     let after = e.ok("retrieve", json!({"query": "wing flutter", "k": 2, "mode": "sparse"}));
     assert_eq!(ids(&after)[0], "soup");

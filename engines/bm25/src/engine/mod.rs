@@ -46,32 +46,8 @@ use snapshots::{Snapshot, Snapshots};
 pub(crate) use writes::PARENT;
 pub use writes::{LoadStats, Record};
 
-/// The trust level of a document (§7.7 `hit.trust`, §15.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrustLevel {
-    /// Curated by the operator.
-    Trusted,
-    /// Contributed by known users.
-    Community,
-    /// Unknown provenance.
-    Untrusted,
-}
-
-impl TrustLevel {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TrustLevel::Trusted => "trusted",
-            TrustLevel::Community => "community",
-            TrustLevel::Untrusted => "untrusted",
-        }
-    }
-
-    /// The level of a wire name (`None` for an unknown one).
-    pub fn from_wire(name: &str) -> Option<Self> {
-        [TrustLevel::Trusted, TrustLevel::Community, TrustLevel::Untrusted].into_iter().find(|t| t.as_str() == name)
-    }
-}
+/// The trust level of a document (§7.7 `hit.trust`, §15.1): the one every engine records.
+pub use rcp_corpus::trust::TrustLevel;
 
 /// Tunables of a running engine.
 #[derive(Debug, Clone)]

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use rcp_corpus::chunking::{self, Chunk, ChunkPolicy};
+use rcp_corpus::trust::TrustLevel;
 use rcp_wire::filter::FieldType;
 use serde_json::Value;
 
@@ -48,6 +49,8 @@ pub struct NewDoc {
     pub vector: Option<Vec<f32>>,
     /// The chunks, for a document added with `chunk: true`; `None` for one added whole.
     pub chunks: Option<Vec<NewChunk>>,
+    /// Its provenance (`hit.trust.level`), stored with it.
+    pub trust: TrustLevel,
 }
 
 /// One chunk of a [`NewDoc`] to write.
@@ -68,10 +71,17 @@ pub struct NewChunk {
 const CHUNKED_HASH: &str = "chunked:";
 
 impl NewDoc {
-    /// A document to write whole (its vector is computed by [`Store::put`]).
+    /// A document to write whole (its vector is computed by [`Store::put`]), `untrusted`
+    /// unless [`Self::with_trust`] says otherwise.
     pub fn new(id: String, title: Option<String>, body: String, metadata: Value) -> Self {
         let hash = content_hash(title.as_deref(), &body);
-        Self { id, title, body, metadata, hash, vector: None, chunks: None }
+        Self { id, title, body, metadata, hash, vector: None, chunks: None, trust: TrustLevel::Untrusted }
+    }
+
+    /// The document with its provenance set to `trust`.
+    pub fn with_trust(mut self, trust: TrustLevel) -> Self {
+        self.trust = trust;
+        self
     }
 
     /// The document to write as its chunks under `policy` instead (§7.10 `chunk: true`).

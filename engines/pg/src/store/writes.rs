@@ -61,11 +61,13 @@ impl Store {
         let hashes: Vec<String> = docs.iter().map(|d| d.hash.clone()).collect();
         let vectors: Vec<Option<String>> = docs.iter().map(|d| d.vector.as_deref().map(vector_literal)).collect();
         let chunked: Vec<bool> = docs.iter().map(|d| d.chunks.is_some()).collect();
+        let trust: Vec<&str> = docs.iter().map(|d| d.trust.as_str()).collect();
         let chunks = ChunkRows::of(&docs)?;
         let write = async {
             tx.execute(UNCOUNT, &[&ids]).await?;
             tx.execute(UNCOUNT_CHUNKS, &[&ids]).await?;
-            tx.execute(UPSERT, &[&ids, &titles, &bodies, &metas, &hashes, &vectors, &version, &chunked]).await?;
+            tx.execute(UPSERT, &[&ids, &titles, &bodies, &metas, &hashes, &vectors, &version, &chunked, &trust])
+                .await?;
             tx.execute(DROP_CHUNKS, &[&ids, &chunks.doc_ids, &chunks.indexes, &chunks.hashes]).await?;
             if !chunks.doc_ids.is_empty() {
                 tx.execute(
@@ -261,16 +263,17 @@ UPDATE rcp_state SET chunk_count = chunk_count + (SELECT count(*) FROM new),
                      chunk_len = chunk_len + (SELECT coalesce(sum(doc_len), 0) FROM new)";
 
 /// Upserts rows from parallel arrays; a NULL vector keeps the stored one, a chunked document
-/// (`$8`) has none.
+/// (`$8`) has none. A write sets the document's trust level (`$9`) whether or not its text
+/// changed.
 const UPSERT: &str = "
-INSERT INTO rcp_documents AS d (id, title, body, metadata, content_hash, embedding, version, chunked)
-SELECT u.id, u.title, u.body, u.metadata, u.hash, CASE WHEN u.chunked THEN NULL ELSE coalesce(u.vec::vector, old.embedding) END, $7, u.chunked
-FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $8::bool[])
-     AS u(id, title, body, metadata, hash, vec, chunked)
+INSERT INTO rcp_documents AS d (id, title, body, metadata, content_hash, embedding, version, chunked, trust)
+SELECT u.id, u.title, u.body, u.metadata, u.hash, CASE WHEN u.chunked THEN NULL ELSE coalesce(u.vec::vector, old.embedding) END, $7, u.chunked, u.trust
+FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $8::bool[], $9::text[])
+     AS u(id, title, body, metadata, hash, vec, chunked, trust)
 LEFT JOIN rcp_documents old ON old.id = u.id
 ON CONFLICT (id) DO UPDATE SET title = excluded.title, body = excluded.body, metadata = excluded.metadata,
     content_hash = excluded.content_hash, embedding = excluded.embedding, version = excluded.version,
-    chunked = excluded.chunked, updated_at = now()";
+    chunked = excluded.chunked, trust = excluded.trust, updated_at = now()";
 
 /// Deletes the stored chunks of the given documents (`$1` ids) that the batch does not write
 /// again unchanged (`$2..$4`: document id, index, hash of each new chunk): what is left keeps

@@ -1,5 +1,5 @@
 //! `rcpctl eval DATASET_DIR`: runs a BEIR collection's queries against one engine or every engine
-//! of a registry and reports nDCG@10, Recall@100 and MRR@10 per engine and, with two engines or
+//! of a registry and reports nDCG@10, Recall@50, Recall@100 and MRR@10 per engine and, with two engines or
 //! more, for their RRF and convex fusions (§16.3), with the metric code of `rcp_client::eval`;
 //! with `--rerank`, that ranking reranked by a separate engine ([`super::eval_rerank`]).
 
@@ -165,9 +165,10 @@ impl Report {
     /// The report as a table.
     pub(crate) fn print(&self) {
         outln!("{} ({} queries)", self.dataset, self.queries);
-        outln!("{:<32} {:>8} {:>11} {:>8}", "", "nDCG@10", "Recall@100", "MRR@10");
-        let row =
-            |name: &str, s: &Scores| outln!("{name:<32} {:>8.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall100, s.mrr10);
+        outln!("{:<32} {:>8} {:>10} {:>11} {:>8}", "", "nDCG@10", "Recall@50", "Recall@100", "MRR@10");
+        let row = |name: &str, s: &Scores| {
+            outln!("{name:<32} {:>8.4} {:>10.4} {:>11.4} {:>8.4}", s.ndcg10, s.recall50, s.recall100, s.mrr10)
+        };
         for (id, s) in &self.engines {
             row(id, s);
         }

@@ -172,7 +172,7 @@ enum Command {
         #[command(subcommand)]
         op: IndexOp,
     },
-    /// Evaluate engines on a BEIR collection: nDCG@10, Recall@100 and MRR@10.
+    /// Evaluate engines on a BEIR collection: nDCG@10, Recall@50, Recall@100 and MRR@10.
     ///
     /// DATASET holds queries.jsonl and graded qrels/test.tsv (or qrels.tsv). With --stdio or
     /// --http one engine is evaluated; with --registry every engine of the registry, then their
