@@ -104,6 +104,22 @@ pub struct Config {
     pub query: Option<String>,
     /// The malformed-params sweep (§14.1): deterministic by default, with a budget.
     pub sweep: SweepOptions,
+    /// How to certify the server's duties as an aggregator (§16.2, §16.3); `None` skips those
+    /// checks.
+    pub aggregator: Option<Aggregator>,
+}
+
+/// How the suite certifies an aggregator (§16.2, §16.3): it writes registries (§16.1's
+/// `rcp.json` shape) of its own probe engines, starts the aggregator over each, and watches
+/// what the probes receive and what the aggregator answers.
+#[derive(Debug, Clone)]
+pub struct Aggregator {
+    /// The aggregator's command over stdio; an argument `{registry}` (or containing it) stands
+    /// for the path of the registry the suite writes.
+    pub command: Vec<String>,
+    /// The program and leading arguments that run one probe engine: `rcp-conformance
+    /// --probe-engine` (what the binary passes: itself).
+    pub probe: Vec<String>,
 }
 
 impl Config {
@@ -131,7 +147,15 @@ impl Config {
             timeout: Duration::from_secs(10),
             query: None,
             sweep: SweepOptions::default(),
+            aggregator: None,
         }
+    }
+
+    /// Also certifies the federation duties of an aggregator started as `command` (its
+    /// `{registry}` argument replaced by a registry of probe engines run as `probe`).
+    pub fn with_aggregator(mut self, aggregator: Aggregator) -> Self {
+        self.aggregator = Some(aggregator);
+        self
     }
 
     /// Validates every frame against `schema`: a path (the schema file there) or a

@@ -47,7 +47,8 @@ mod verdict;
 
 use std::sync::{Arc, Mutex};
 
-pub use config::{Config, SchemaSource, SweepBudget, SweepOptions, Target};
+pub use checks::federation::probe::{PROBE_FLAG, serve as serve_probe_engine};
+pub use config::{Aggregator, Config, SchemaSource, SweepBudget, SweepOptions, Target};
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
 pub use roster::{SPEC_METHODS, SpecMethod, spec_method_names};
 pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, Schemas, envelope_errors};
@@ -93,6 +94,7 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     };
     let mut cx = record::Ctx::new(env, config.level, config.query.clone(), config.sweep);
     checks::run_all(&mut cx).await;
+    checks::run_federation(&mut cx, config.aggregator.as_ref()).await;
     let (server, declared) = (cx.server.take(), cx.declared.take());
     Ok(Report {
         checks: attribution::attribute(cx.into_entries()),

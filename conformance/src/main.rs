@@ -4,7 +4,11 @@
 //! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] [--seed N] [--sweep-budget N|Ns] --stdio "<server command> [args...]"
 //! rcp-conformance [...] -- <server command> [args...]
 //! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
+//! rcp-conformance [...] --aggregator "rcp-gateway serve --registry {registry}" -- <server command>
 //! ```
+//!
+//! `--aggregator` also certifies an aggregator's federation duties over the suite's own probe
+//! engines (this binary, run as `rcp-conformance --probe-engine ...`).
 //!
 //! `--json` prints the full report as JSON; `--junit FILE` also writes it as JUnit XML.
 //!
@@ -20,7 +24,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rcp_conformance::{Config, Level, SchemaSource, SweepBudget, SweepOptions, Target, run};
+use rcp_conformance::{
+    Aggregator, Config, Level, PROBE_FLAG, SchemaSource, SweepBudget, SweepOptions, Target, run, serve_probe_engine,
+};
 
 /// Runs every MUST of the RCP specification against a server and reports the conformance level
 /// it proves (L0 base, L1 retrieval, L2 SOTA) next to the level it declares.
@@ -80,6 +86,13 @@ struct Args {
     #[arg(long, value_name = "VAR", requires = "http")]
     token_env: Option<String>,
 
+    /// Also certify an aggregator's federation duties (§16.2, §16.3): its stdio command, split
+    /// on whitespace, with `{registry}` where the registry path goes (e.g. "rcp-gateway serve
+    /// --registry {registry}"). The suite writes registries of its own probe engines (this
+    /// binary, run with --probe-engine) and checks what they receive and what it answers.
+    #[arg(long, value_name = "COMMAND")]
+    aggregator: Option<String>,
+
     /// The server command to spawn (stdio), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -127,11 +140,32 @@ fn config(args: &Args) -> Result<Config, String> {
     c.schema = Some(args.schema.clone().map_or(SchemaSource::Builtin, SchemaSource::File));
     c.query = args.query.clone();
     c.sweep = SweepOptions { seed: args.seed, budget: args.sweep_budget };
+    if let Some(command) = &args.aggregator {
+        if !command.contains("{registry}") {
+            return Err("--aggregator: the command must contain {registry} where the registry path goes".into());
+        }
+        let me = std::env::current_exe().map_err(|e| format!("--aggregator: cannot find this binary: {e}"))?;
+        c = c.with_aggregator(Aggregator {
+            command: command.split_whitespace().map(str::to_owned).collect(),
+            probe: vec![me.to_string_lossy().into_owned(), PROBE_FLAG.to_owned()],
+        });
+    }
     Ok(c)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Run as a probe engine behind an aggregator under test (see --aggregator).
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(PROBE_FLAG) {
+        return match serve_probe_engine(&argv[2..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rcp-conformance {PROBE_FLAG}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let args = Args::parse();
     let cfg = match config(&args) {
         Ok(c) => c,

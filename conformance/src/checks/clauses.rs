@@ -267,6 +267,74 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
     ),
     ("retrieve.modality-unadvertised", b("§4.8", Must, MODALITY)),
     (
+        "federation.all-failed",
+        b(
+            "§16.2",
+            Must,
+            "If *every* engine fails, the aggregator MUST return `-32010` (`BackendUnavailable`) rather than an empty success",
+        ),
+    ),
+    (
+        "federation.partial",
+        b("§16.2", Must, "A federated query **succeeds** as long as at least one engine returned hits."),
+    ),
+    (
+        "federation.partial-noted",
+        b(
+            "§16.2",
+            Should,
+            "Engines that errored or timed out are skipped, and the aggregator SHOULD record them in `usage.notes`",
+        ),
+    ),
+    (
+        "federation.required",
+        b(
+            "§16.2",
+            Must,
+            "If a `required` engine fails, the federated query MUST fail as a whole, surfacing that engine's error code.",
+        ),
+    ),
+    (
+        "federation.hop-forwarded",
+        b(
+            "§16.2",
+            Must,
+            "An aggregator forwarding a request MUST decrement `depth`, MUST append its own identity to `path`",
+        ),
+    ),
+    (
+        "federation.hop-exhausted",
+        b("§16.2", MustNot, "and MUST NOT forward when `depth` reaches `0` — it answers from its own index only."),
+    ),
+    (
+        "federation.deadline",
+        b(
+            "§16.2",
+            Should,
+            "An aggregator SHOULD forward a strictly smaller value to its downstreams, reserving time for its own fusion",
+        ),
+    ),
+    (
+        "federation.dedup",
+        b(
+            "§16.3",
+            Must,
+            "Document identity across engines is the stringified `Hit.id` (RRF(d) sums each engine's contribution to one document)",
+        ),
+    ),
+    (
+        "federation.richest-body",
+        b(
+            "§16.3",
+            Should,
+            "When two hits collapse to one identity, the fused hit SHOULD retain the richest body (longest `text` / most `content`)",
+        ),
+    ),
+    (
+        "federation.origin",
+        b("§16.3", Should, "Each fused hit SHOULD carry its origin in `meta.engine` (the registry `id`)"),
+    ),
+    (
         "retrieve.uri-unfetchable",
         b(
             "§4.8",
