@@ -29,12 +29,13 @@ use tokio::sync::Mutex;
 use crate::breaker::{Backoff, Breaker, BreakerState, Failure};
 use crate::client::{Client, ClientOptions};
 use crate::error::{ClientError, ConnectError};
-use crate::registry::{Registry, RegistryError};
+use crate::registry::{EngineSpec, Registry, RegistryError};
 use crate::selector::connect;
 use origin::{Namespaces, OriginLedger};
 
 mod calls;
 pub mod capabilities;
+pub mod discover;
 mod diversify;
 pub mod exec;
 mod failure;
@@ -159,6 +160,16 @@ impl Federation {
     /// A federation over the engines of an `rcp.json`; nothing connects until first use.
     pub fn from_registry_file(path: impl AsRef<Path>) -> Result<Self, RegistryError> {
         Ok(Self::new(Registry::load(path)?, FederationOptions::default()))
+    }
+
+    /// A federation over the engines reachable from one aggregator (§16.1 dynamic discovery,
+    /// [`discover::discover`] with the options' hop budget), and the notes of that discovery.
+    pub async fn discover(
+        aggregator: EngineSpec,
+        options: FederationOptions,
+    ) -> Result<(Self, Vec<String>), ClientError> {
+        let found = discover::discover(aggregator, &options.client, options.depth).await?;
+        Ok((Self::new(found.registry, options), found.notes))
     }
 
     /// A federation over `registry`.

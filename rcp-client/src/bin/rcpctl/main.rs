@@ -41,7 +41,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 use out::outln;
 use rcp_client::federation::EngineOutcome;
-use rcp_client::{Federation, FederationOptions, Registry};
+use rcp_client::{EngineSpec, Federation, FederationOptions, Registry, Transport};
 use rcp_wire::RetrieveParams;
 use rcp_wire::capabilities::Capability;
 use rcp_wire::fusion::FusionMethod;
@@ -147,9 +147,11 @@ enum Command {
         /// The params: a JSON object (default `{}`).
         params: Option<String>,
     },
-    /// Fan a query out to every engine of an rcp.json registry and fuse the lists.
+    /// Fan a query out to every engine of an rcp.json registry and fuse the lists. Given an
+    /// aggregator's URL (http:// or https://) instead, the engines are discovered from its
+    /// catalog/list (§16.1): those it exposes are asked directly, within the hop budget.
     Federate {
-        /// The registry (rcp.json).
+        /// The registry (rcp.json), or an aggregator's URL.
         registry: PathBuf,
         /// The query text.
         query: String,
@@ -345,12 +347,23 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 .ok_or_else(|| format!("unknown fusion '{fusion}'; expected rrf, weighted or convex"))?;
             let mut params = RetrieveParams::new(query, k);
             params.filter = filter::parse_all(&filter)?;
-            let fed = Federation::from_registry_file(&registry)?.with_options(FederationOptions {
+            let options = FederationOptions {
                 client: auth.options()?,
                 fusion,
                 engine_timeout: Duration::from_millis(timeout_ms),
                 ..Default::default()
-            });
+            };
+            let url = registry.to_string_lossy();
+            let fed = if url.starts_with("http://") || url.starts_with("https://") {
+                let aggregator = EngineSpec::new("aggregator", Transport::Http { url: url.into_owned() });
+                let (fed, notes) = Federation::discover(aggregator, options).await?;
+                for n in notes {
+                    eprintln!("rcpctl: discovery: {n}");
+                }
+                fed
+            } else {
+                Federation::from_registry_file(&registry)?.with_options(options)
+            };
             let out = fed.retrieve(params).await?;
             if cli.json {
                 print_json(&out.to_json());
