@@ -7,6 +7,12 @@
 //! makes a page repeat or skip a hit that was ranked before it; a new document that ranks
 //! above the key belongs to pages already read and is not shown. Under `mmr` the order is not
 //! a score order, so its pages are cut by the count of hits already returned instead.
+//!
+//! The approximate search of a later page gathers as many candidates as the first page's did
+//! (recorded in the cursor, [`Cursor::depth`]), so the candidate set, and with it the ranking,
+//! is the one the first page was cut from: pages of one ranking are exactly the hits of one
+//! request for their summed `k` (while that stays within the first page's depth, `candidateK`,
+//! 100 by default; a page beyond it searches deeper).
 
 use rcp_server::RetrieveRequest;
 use rcp_server::cursor::{CursorState, Fingerprint};
@@ -31,6 +37,12 @@ pub struct Cursor {
     /// [`fingerprint`] of the request.
     #[serde(rename = "f")]
     pub fingerprint: String,
+    /// How many candidates the first page's approximate search gathered: every later page of
+    /// the ranking searches the same depth (and beam), so the pages partition the ranking one
+    /// request would give instead of each page searching its own candidate set; 0 in a cursor
+    /// of a build before it.
+    #[serde(rename = "d", default)]
+    pub depth: usize,
 }
 
 impl CursorState for Cursor {
@@ -61,7 +73,7 @@ mod tests {
 
     #[test]
     fn round_trip_order_and_refusals() {
-        let c = Cursor { offset: 3, score: 0.5, id: "m".into(), clock_ms: 1, fingerprint: "abc".into() };
+        let c = Cursor { offset: 3, score: 0.5, id: "m".into(), clock_ms: 1, fingerprint: "abc".into(), depth: 100 };
         assert_eq!(Cursor::decode(&c.encode(), "abc").unwrap(), c);
         assert!(Cursor::decode(&c.encode(), "abd").unwrap_err().to_string().contains("different request"));
         assert!(Cursor::decode("%%%", "abc").is_err());

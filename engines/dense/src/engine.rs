@@ -175,13 +175,18 @@ impl Retrieve for DenseEngine {
         let mut q = self.embed_texts(vec![query], &ctx, "recall", Lane::Read).await?;
         let q = q.pop().ok_or_else(|| RcpError::internal("no query vector"))?;
         let store = self.store.clone();
-        // A later page searches deeper: past the hits already returned, with as many again of
-        // slack for documents written since that now rank above the cursor's key.
         let offset = cursor.as_ref().map_or(0, |c| c.offset);
         // One clock for every page of a ranking: `recency` decays by the first page's time, so
         // a later page's scores are comparable with the cursor's key.
         let clock_ms = cursor.as_ref().map(|c| c.clock_ms).filter(|&t| t > 0).unwrap_or_else(recency::now_ms);
-        let depth = req.candidate_k.max(offset + req.k + 1) + offset;
+        // Every page searches the first page's depth (the cursor's), so all pages are cut from
+        // one candidate set; a page past it searches deeper, with as many again of slack for
+        // documents written since that now rank above the cursor's key.
+        let needed = offset + req.k + 1;
+        let depth = match cursor.as_ref().map(|c| c.depth).filter(|&d| d >= needed) {
+            Some(first) => first,
+            None => req.candidate_k.max(needed) + offset,
+        };
         let ef = self.options.ef_search.max(depth);
         let planner = store.options().planner;
         let engine_hits = {
@@ -223,6 +228,7 @@ impl Retrieve for DenseEngine {
                         id: id(s).to_owned(),
                         clock_ms,
                         fingerprint: print,
+                        depth,
                     }
                     .encode()
                 });

@@ -65,3 +65,52 @@ fn pages_cover_the_ranking_once_and_survive_writes() {
     let err = e.err("retrieve", json!({"query": "something else", "k": 5, "cursor": first["nextCursor"]}));
     assert_eq!(err["code"], -32602, "{err}");
 }
+
+/// On an index searched approximately (no exact scan, a sparse graph), pages of one ranking are
+/// cut from one candidate set, so five pages of 10 are exactly one request's 50 hits. Before
+/// the cursor recorded the first page's depth, each later page searched deeper and gathered
+/// another candidate set (on Cranfield, 3 of 50 hits differed).
+#[test]
+fn pages_partition_one_ranking_on_an_approximate_index() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let approximate = ["--full-scan-threshold", "0", "--hnsw-m", "4", "--ef-construction", "8", "--ef-search", "8"];
+    let mut args = vec!["--data-dir", dir.to_str().expect("utf-8 path"), "--create"];
+    args.extend(approximate);
+    let mut e = serve(&args);
+    let subjects = ["wing", "shock", "boundary layer", "heat transfer", "flutter", "nozzle", "turbulence", "panel"];
+    let verbs = ["measured in", "predicted for", "computed over", "observed near", "reduced by"];
+    let settings = ["supersonic flow", "a swept wing", "hypersonic inlets", "thin shells", "cooled plates", "jets"];
+    let mut documents = Vec::new();
+    for (i, s) in subjects.iter().enumerate() {
+        for (j, v) in verbs.iter().enumerate() {
+            for (l, t) in settings.iter().enumerate() {
+                for n in 0..4 {
+                    let text = format!("The {s} {v} {t}, series {n} of case {i}{j}{l}.");
+                    documents.push(json!({"id": format!("d{i}-{j}-{l}-{n}"), "text": text}));
+                }
+            }
+        }
+    }
+    e.ok("index/add", json!({"documents": documents}));
+    let q = "shock waves on a supersonic wing";
+    // A candidate set of 60: the old depth rule searched 60, 70, ... 100 deep page after page.
+    let whole = ids(&e.ok("retrieve", json!({"query": q, "k": 50, "candidateK": 60})));
+    assert_eq!(whole.len(), 50);
+    let mut paged = Vec::new();
+    let mut gathered = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..5 {
+        let mut p = json!({"query": q, "k": 10, "candidateK": 60});
+        if let Some(c) = &cursor {
+            p["cursor"] = json!(c);
+        }
+        let page = e.ok("retrieve", p);
+        paged.extend(ids(&page));
+        gathered.push(page["usage"]["candidates"].as_u64().expect("usage.candidates"));
+        cursor = page["nextCursor"].as_str().map(str::to_owned);
+    }
+    assert_eq!(paged, whole, "five pages of 10 and one request of 50");
+    // The same candidate set for every page: as many candidates gathered each time.
+    assert_eq!(gathered, [60; 5], "every page searched the first page's depth");
+}
