@@ -91,3 +91,35 @@ async fn a_unit_goes_to_the_engines_that_offer_it() {
         gw.call("retrieve", json!({"query": "wing lift", "k": 3, "unit": "section"})).await.expect_err("unadvertised");
     assert_eq!(e.code(), Some(rcp_wire::ErrorCode::OPTION_UNSUPPORTED), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_id_reaches_every_engine() {
+    let dir = tempdir();
+    let events = dir.path().join("events");
+    let ev = events.to_str().expect("utf-8 path");
+    let reg = write_registry(
+        dir.path(),
+        "rcp.json",
+        vec![
+            fixture("a", &["--events", ev, "--doc", "a1:wing lift"]),
+            fixture("b", &["--events", ev, "--doc", "b1:wing flutter"]),
+        ],
+    );
+    let gw = gateway(&reg, &[]).await;
+    let trace_ids = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| l.split_once(" meta "))
+            .filter_map(|(_, m)| serde_json::from_str::<Value>(m).ok())
+            .filter_map(|m| m["traceId"].as_str().map(str::to_owned))
+            .collect()
+    };
+    gw.call("retrieve", json!({"query": "wing", "k": 2, "_meta": {"traceId": "trace-7f3a"}})).await.expect("retrieve");
+    assert_eq!(trace_ids(&common::events(&events)), ["trace-7f3a", "trace-7f3a"], "the caller's id, to both engines");
+    std::fs::remove_file(&events).expect("reset");
+    gw.call("retrieve", json!({"query": "wing", "k": 2})).await.expect("retrieve");
+    let assigned = trace_ids(&common::events(&events));
+    assert_eq!(assigned.len(), 2, "{assigned:?}");
+    assert_eq!(assigned[0], assigned[1], "one id for the whole request");
+    assert_eq!(assigned[0].len(), 32, "assigned by the gateway: {assigned:?}");
+}

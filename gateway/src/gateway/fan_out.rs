@@ -12,11 +12,10 @@ use rcp_client::federation::{
 use rcp_server::{HandlerResult, Honours, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
-use rcp_wire::notifications::LogLevel;
 use rcp_wire::retrieve::RerankOption;
 use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 
-use super::forward::{Onward, log_level, unless_cancelled};
+use super::forward::{Onward, unless_cancelled};
 use super::fusion::empty_result;
 use super::limits;
 use super::pages;
@@ -72,7 +71,6 @@ impl Gateway {
         // Connect concurrently first: a dead engine costs one connect timeout, not one each.
         let relay = self.relay(ctx);
         let clients = futures::future::join_all(targets.iter().map(|i| self.pool.client(*i))).await;
-        let log = log_level(ctx);
         let targets = targets
             .into_iter()
             .zip(clients)
@@ -94,7 +92,7 @@ impl Gateway {
         let fan_out = FanOut { timeout: budget, progress };
         let gathered = fan_out.run(targets, |_, client| match self.skip_reason(client, &params, &next) {
             Some(reason) => Err(reason),
-            None => Ok(self.engine_params(client, &params, recall as u64, (&next, budget, log), funnel.is_some())),
+            None => Ok(self.engine_params(client, &params, recall as u64, (&next, budget, ctx), funnel.is_some())),
         });
         // Dropping the pending calls (cancellation, or this future being dropped by the
         // framework) drops their client futures, which cancels them downstream (§7.14).
@@ -166,7 +164,7 @@ impl Gateway {
     }
 
     /// The params one engine receives: `k` raised for fusion headroom (within its `maxK`), the
-    /// forwarded hop budget, a strictly smaller deadline and the caller's log level (`onward`),
+    /// forwarded hop budget, a strictly smaller deadline, the caller's log level and trace id (`onward`),
     /// and only the options it advertises; no `rerank` when the gateway reranks the fused list
     /// itself.
     fn engine_params(
@@ -174,10 +172,10 @@ impl Gateway {
         client: &Client,
         params: &RetrieveParams,
         k: u64,
-        onward: (&Hop, Duration, Option<LogLevel>),
+        onward: (&Hop, Duration, &RequestContext),
         reranked_here: bool,
     ) -> RetrieveParams {
-        let (next, budget, log) = onward;
+        let (next, budget, ctx) = onward;
         let rc = client.capabilities().retrieve.clone().unwrap_or_default();
         let mut p = rcp_client::federation::engine_params(params, &rc, k, self.options.k_multiplier);
         if reranked_here {
@@ -185,7 +183,7 @@ impl Gateway {
         }
         // `minScore` is on the gateway's (fused) scale, applied after fusion.
         p.min_score = None;
-        p.meta = Some(self.forwarded_meta(params.meta.as_ref(), next, budget, log));
+        p.meta = Some(self.forwarded_meta(params.meta.as_ref(), next, budget, ctx));
         p
     }
 }

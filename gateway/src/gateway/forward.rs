@@ -65,7 +65,7 @@ impl Gateway {
         meta: Option<&Meta>,
         next: &Hop,
         budget: Duration,
-        log: Option<LogLevel>,
+        ctx: &RequestContext,
     ) -> Meta {
         let mut out = Meta::new();
         for (key, v) in meta.iter().flat_map(|m| m.iter()) {
@@ -75,7 +75,9 @@ impl Gateway {
         }
         out.insert("federation".into(), next.to_value());
         out.insert("deadlineMs".into(), json!(budget.as_millis() as u64));
-        if let Some(level) = log {
+        // The request's trace id, the caller's or the one this gateway assigned (§17.2).
+        out.insert("traceId".into(), json!(ctx.trace_id()));
+        if let Some(level) = log_level(ctx) {
             out.insert("logLevel".into(), json!(level.as_str()));
         }
         out
@@ -100,7 +102,7 @@ impl Gateway {
             Onward::Stop(why) => return Err(RcpError::backend_unavailable(why)),
         };
         let budget = self.engine_budget(ctx);
-        let forwarded = self.forwarded_meta(meta, &next, budget, log_level(ctx));
+        let forwarded = self.forwarded_meta(meta, &next, budget, ctx);
         Ok((self.relay(ctx), forwarded, budget))
     }
 }

@@ -11,7 +11,7 @@ use rcp_wire::capabilities::GraphCapability;
 use rcp_wire::graph::{GraphParams, GraphResult};
 use serde_json::json;
 
-use super::forward::{Onward, log_level, unless_cancelled};
+use super::forward::{Onward, unless_cancelled};
 use super::startup::Gateway;
 
 impl Graph for Gateway {
@@ -30,7 +30,7 @@ impl Graph for Gateway {
             }
         };
         let budget = self.engine_budget(&ctx);
-        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, log_level(&ctx));
+        let meta = self.forwarded_meta(params.meta.as_ref(), &next, budget, &ctx);
         let relay = self.relay(&ctx);
         let merged = exec::graph(&relay, &self.namespaces, &self.ledger, &params, meta, budget);
         let mut merged = unless_cancelled(&ctx, "downstream calls", merged).await??;

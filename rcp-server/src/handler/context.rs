@@ -34,6 +34,7 @@ struct Inner {
     profile: Profile,
     capabilities: Arc<Capabilities>,
     session_id: Option<String>,
+    trace_id: String,
     meta: Option<Meta>,
     executor: Executor,
     notes: Mutex<Vec<String>>,
@@ -58,6 +59,7 @@ pub(crate) struct ContextParts {
     pub profile: Profile,
     pub capabilities: Arc<Capabilities>,
     pub session_id: Option<String>,
+    pub trace_id: String,
     pub meta: Option<Meta>,
     pub executor: Executor,
 }
@@ -75,6 +77,7 @@ impl RequestContext {
                 profile: p.profile,
                 capabilities: p.capabilities,
                 session_id: p.session_id,
+                trace_id: p.trace_id,
                 meta: p.meta,
                 executor: p.executor,
                 notes: Mutex::new(Vec::new()),
@@ -98,6 +101,7 @@ impl RequestContext {
             profile: Profile::latest(),
             capabilities: Arc::new(capabilities),
             session_id: None,
+            trace_id: crate::service::dispatch::trace_id(None),
             meta: None,
             executor: Executor::shared_default(),
         })
@@ -251,6 +255,12 @@ impl RequestContext {
     /// The transport session id (HTTP stateful sessions), if any.
     pub fn session_id(&self) -> Option<&str> {
         self.inner.session_id.as_deref()
+    }
+
+    /// The request's trace id (§17.2): the caller's `_meta.traceId`, or one the framework
+    /// assigned. A handler that calls other servers passes it on as their `_meta.traceId`.
+    pub fn trace_id(&self) -> &str {
+        &self.inner.trace_id
     }
 
     /// The request's `_meta` object.

@@ -37,6 +37,7 @@ pub(crate) use routes::Routes;
 pub(crate) use rules::lifecycle::Identity;
 #[cfg(feature = "http")]
 pub(crate) use rules::lifecycle::answered_at_once;
+pub(crate) use rules::trace::trace_id;
 
 use crate::handler::BoxFuture;
 use crate::operations::observe::{self, Observed, Outcome, Rejection};

@@ -15,7 +15,7 @@ use super::envelope::error_frame;
 use super::rules::deadline::Deadline;
 use super::rules::in_flight::{self, DuplicateId};
 use super::rules::lifecycle;
-use super::rules::{context, frame, gate, guard, meta};
+use super::rules::{context, frame, gate, guard, meta, trace};
 use super::{Dispatcher, Processed};
 use crate::handler::BoxFuture;
 use crate::handler::context::{ContextParts, RequestContext};
@@ -114,6 +114,7 @@ fn call(
     let (m, negotiated) = gate::admit(session, name, method)?;
     let request_id = in_flight::parse_id(id)?;
     let meta = meta::parse(params)?;
+    let trace_id = trace::trace_id(meta.as_ref());
     let deadline = Deadline::of(&dispatcher.options, m, meta.as_ref())?;
     let in_flight = in_flight::enter(session, &request_id)?;
     let caps = &negotiated.capabilities;
@@ -127,13 +128,16 @@ fn call(
         profile: negotiated.profile,
         capabilities: Arc::clone(caps),
         session_id: session.id().map(str::to_owned),
+        trace_id,
         meta,
         // A pipe's only peer is paced by its pipe, not refused (see `crate::transport`).
         executor: session.paced().cloned().unwrap_or_else(|| dispatcher.executor.clone()),
     });
-    let call = dispatcher.routes.start(m, params, ctx.clone())?;
+    // Every line the request logs, its handler's included, names its method, id and trace id.
+    let span = tracing::info_span!("request", method = m.name(), id = %id, trace_id = %ctx.trace_id());
+    let call = span.in_scope(|| dispatcher.routes.start(m, params, ctx.clone()))?;
     let id = id.to_owned();
-    Ok(Box::pin(async move {
+    let answered = async move {
         let started = Instant::now();
         let outcome = guard::run(call, m, &in_flight.token, deadline).await;
         // Nothing this request emits from here on reaches the client: its answer is next.
@@ -141,7 +145,8 @@ fn call(
         in_flight.answered();
         trace(m, &id, started, &outcome);
         frame::answer(ctx.executor(), outcome, &id).await
-    }))
+    };
+    Ok(Box::pin(tracing::Instrument::instrument(answered, span)))
 }
 
 /// The debug line of an answered request.

@@ -6,7 +6,8 @@
 //!    before `initialize` too and never gated (§7.1, §7.2, §7.12, §7.15, §13);
 //! 2. [`gate`]: no id on a notification; an initialised session; a method of the negotiated
 //!    revision; its capability advertised (§7, §12, §13);
-//! 3. [`meta`]: `_meta`, read only when the params carry one;
+//! 3. [`meta`]: `_meta`, read only when the params carry one; [`trace`]: the request's trace id
+//!    (`_meta.traceId`, or one assigned), on every log line of the request;
 //! 4. [`deadline`]: the server's budget, which `_meta.deadlineMs` may only shorten (§13.1);
 //! 5. [`in_flight`]: one request per id at a time on a session (§4.7);
 //! 6. [`context`]: which progress and log frames the handler may send (§9, §17.1);
@@ -25,3 +26,4 @@ pub(crate) mod guard;
 pub(crate) mod in_flight;
 pub(crate) mod lifecycle;
 pub(crate) mod meta;
+pub(crate) mod trace;
