@@ -146,7 +146,7 @@ impl Memories {
 
 impl Memory for Memories {
     fn capability(&self) -> MemoryCapability {
-        MemoryCapability { scopes: vec!["global".into(), "session".into()], clues: Some(true), ..Default::default() }
+        MemoryCapability { scopes: vec!["global".into()], clues: Some(true), ..Default::default() }
     }
 
     async fn build(&self, p: MemoryBuildParams, _ctx: RequestContext) -> HandlerResult<MemoryBuildResult> {

@@ -80,7 +80,7 @@ pub use crate::transport::http;
 
 pub use crate::handler::{
     Catalog, Embed, EmbedRequest, Feedback, Graph, HandlerResult, Honours, Index, Memory, MultiVector, RecencyDecay,
-    RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, SparseEmbed, Transform,
+    RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, SessionScope, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
 pub use crate::operations::logging::{LogFormat, init_logging, init_tracing};

@@ -30,7 +30,7 @@ fn weights(r: &Value) -> Vec<f64> {
 fn clues_lead_to_the_query_topic_and_bad_input_is_refused() {
     let mut e = serve(&["--graph"]);
     let caps = e.ok("info", json!({}))["capabilities"].clone();
-    assert_eq!(caps["memory"], json!({"scopes": ["global"], "clues": true}));
+    assert_eq!(caps["memory"], json!({"scopes": ["global", "session"], "clues": true}));
 
     // Recall before any build builds the live index's memory.
     let r = e.ok("memory/recall", json!({"query": "memory safety, ownership and borrowing in Rust", "n": 3}));
@@ -98,7 +98,7 @@ fn clues_lead_to_the_query_topic_and_bad_input_is_refused() {
     assert_eq!(code(&err), -32602);
     assert_eq!(code(&e.err("memory/recall", json!({"query": "rust", "memoryId": "no-such-memory"}))), -32015);
     assert_eq!(code(&e.err("memory/build", json!({"memoryId": "no-such-memory"}))), -32015);
-    let err = e.err("memory/build", json!({"scope": "session"}));
+    let err = e.err("memory/build", json!({"scope": "tenant"}));
     assert_eq!((code(&err), err["data"]["option"].as_str()), (-32005, Some("scope")));
     let err = e.err("memory/build", json!({"documents": []}));
     assert_eq!(field(&err), (-32602, Some("documents".into())));
@@ -162,4 +162,61 @@ fn the_memory_persists_follows_writes_and_damage_is_rebuilt() {
     let r = e.ok("memory/recall", json!({"query": "heat transfer in boundary layers", "n": 10}));
     let named = seeds(&r).concat();
     assert!(!named.is_empty() && named.iter().all(|s| s != "heat-0" && s != "heat-1"), "{r}");
+}
+
+/// `scope: "session"` (§7.17): a memory its own session recalls, another session is told does
+/// not exist, and a stateless request's (a session that ends with its answer) is gone at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_memory_lives_and_dies_with_its_session() {
+    use rcp_client::{Client, ClientOptions};
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["serve", "--graph", "--stateful", "--http", "127.0.0.1:0"]);
+    cmd.env("RCP_MODEL_DIR", common::model_dir());
+    let server = rcp_testkit::HttpServer::spawn(cmd);
+    let a = Client::connect_http(&server.url, ClientOptions::default()).await.expect("session a");
+    let b = Client::connect_http(&server.url, ClientOptions::default()).await.expect("session b");
+    assert_eq!(a.capabilities().memory.map(|m| m.scopes), Some(vec!["global".into(), "session".into()]));
+    let docs = json!([{"id": "w1", "text": "Swept wings delay the drag rise at transonic speed."},
+                      {"id": "w2", "text": "Wing sweep and lift at high subsonic Mach numbers."},
+                      {"id": "h1", "text": "Heat transfer to a cooled flat plate in hypersonic flow."}]);
+    let built = a.call("memory/build", json!({"documents": docs, "scope": "session"})).await.expect("build");
+    let id = built["memoryId"].as_str().expect("memoryId").to_owned();
+    let mine = a.call("memory/recall", json!({"query": "wing sweep", "memoryId": id})).await.expect("own session");
+    assert!(!mine["clues"].as_array().expect("clues").is_empty(), "{mine}");
+    let theirs = b.call("memory/recall", json!({"query": "wing sweep", "memoryId": id})).await.expect_err("b");
+    assert_eq!(theirs.code(), Some(rcp_wire::ErrorCode::NOT_FOUND), "{theirs}");
+    let update = b.call("memory/build", json!({"documents": docs, "memoryId": id, "scope": "session"})).await;
+    assert_eq!(update.expect_err("b updates").code(), Some(rcp_wire::ErrorCode::NOT_FOUND));
+    // A global memory is everyone's.
+    let global = a.call("memory/build", json!({"documents": docs})).await.expect("global");
+    let gid = global["memoryId"].as_str().expect("memoryId");
+    b.call("memory/recall", json!({"query": "wing", "memoryId": gid})).await.expect("b recalls a global memory");
+
+    // Token-less requests without a session header are stateless: each its own session.
+    let http = |body: Value| stateless_post(&server.url, &body);
+    let built = http(json!({"jsonrpc": "2.0", "id": 1, "method": "memory/build",
+                             "params": {"documents": docs, "scope": "session"}}));
+    let sid = built["result"]["memoryId"].as_str().expect("memoryId").to_owned();
+    let gone = http(json!({"jsonrpc": "2.0", "id": 2, "method": "memory/recall",
+                            "params": {"query": "wing", "memoryId": sid}}));
+    assert_eq!(gone["error"]["code"], -32015, "{gone}");
+}
+
+/// One token-less HTTP/1.1 POST with no session header: a stateless request (§5.2).
+fn stateless_post(url: &str, body: &Value) -> Value {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("an http url");
+    let (addr, path) = rest.split_once('/').expect("a path");
+    let body = body.to_string();
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "POST /{path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read");
+    let (_, payload) = answer.split_once("\r\n\r\n").expect("headers end");
+    serde_json::from_str(payload.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"))
 }

@@ -11,8 +11,13 @@ use super::forward::unless_cancelled;
 use super::startup::Gateway;
 
 impl Memory for Gateway {
+    /// The engines' scopes, but `session`: the gateway reaches its engines over connections
+    /// every caller shares, so an engine's session memory would outlive the caller's session
+    /// and be recalled by other callers.
     fn capability(&self) -> MemoryCapability {
-        self.federated.capabilities.memory.clone().unwrap_or_default()
+        let mut cap = self.federated.capabilities.memory.clone().unwrap_or_default();
+        cap.scopes.retain(|s| s != "session");
+        cap
     }
 
     async fn build(&self, params: MemoryBuildParams, ctx: RequestContext) -> HandlerResult<MemoryBuildResult> {

@@ -34,6 +34,7 @@ struct Inner {
     profile: Profile,
     capabilities: Arc<Capabilities>,
     session_id: Option<String>,
+    session: SessionScope,
     trace_id: String,
     meta: Option<Meta>,
     executor: Executor,
@@ -59,6 +60,7 @@ pub(crate) struct ContextParts {
     pub profile: Profile,
     pub capabilities: Arc<Capabilities>,
     pub session_id: Option<String>,
+    pub session: SessionScope,
     pub trace_id: String,
     pub meta: Option<Meta>,
     pub executor: Executor,
@@ -77,6 +79,7 @@ impl RequestContext {
                 profile: p.profile,
                 capabilities: p.capabilities,
                 session_id: p.session_id,
+                session: p.session,
                 trace_id: p.trace_id,
                 meta: p.meta,
                 executor: p.executor,
@@ -101,6 +104,7 @@ impl RequestContext {
             profile: Profile::latest(),
             capabilities: Arc::new(capabilities),
             session_id: None,
+            session: SessionScope::new(),
             trace_id: crate::service::dispatch::trace_id(None),
             meta: None,
             executor: Executor::shared_default(),
@@ -257,6 +261,11 @@ impl RequestContext {
         self.inner.session_id.as_deref()
     }
 
+    /// The session the request belongs to, for state that lives and dies with it.
+    pub fn session(&self) -> &SessionScope {
+        &self.inner.session
+    }
+
     /// The request's trace id (§17.2): the caller's `_meta.traceId`, or one the framework
     /// assigned. A handler that calls other servers passes it on as their `_meta.traceId`.
     pub fn trace_id(&self) -> &str {
@@ -277,6 +286,51 @@ impl RequestContext {
 
     pub(crate) fn take_notes(&self) -> Vec<String> {
         self.inner.notes.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+    }
+}
+
+/// The session a request belongs to, as a handler sees it (§7.17 `memory` `scope: "session"`):
+/// over stdio the whole connection, over HTTP one `RCP-Session` (a stateless HTTP request is a
+/// session of its own). Its key tells sessions apart; it ends when the session does (the
+/// connection closes, the HTTP session expires or is deleted), so state a handler keeps for a
+/// session can be dropped with it.
+#[derive(Debug, Clone)]
+pub struct SessionScope {
+    key: u64,
+    ended: CancellationToken,
+}
+
+impl SessionScope {
+    /// A new session's scope, its key unique in this process.
+    pub fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self { key: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), ended: CancellationToken::new() }
+    }
+
+    /// The session's key, unique in this process.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// Whether the session has ended.
+    pub fn is_ended(&self) -> bool {
+        self.ended.is_cancelled()
+    }
+
+    /// Completes when the session ends.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await;
+    }
+
+    /// Ends the session (the framework does, when it closes).
+    pub(crate) fn end(&self) {
+        self.ended.cancel();
+    }
+}
+
+impl Default for SessionScope {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

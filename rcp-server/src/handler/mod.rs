@@ -30,7 +30,7 @@ use rcp_wire::{Meta, RcpError};
 pub(crate) mod context;
 mod retrieve;
 
-pub use context::RequestContext;
+pub use context::{RequestContext, SessionScope};
 
 pub(crate) use retrieve::Passthrough;
 pub use retrieve::{Honours, RecencyDecay, Retrieve, RetrieveRequest};

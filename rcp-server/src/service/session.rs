@@ -9,6 +9,7 @@ use rcp_wire::capabilities::Capabilities;
 use rcp_wire::notifications::LogLevel;
 use tokio_util::sync::CancellationToken;
 
+use crate::handler::context::SessionScope;
 use crate::server::exec::Executor;
 use crate::service::access::Scopes;
 use crate::service::profile::Profile;
@@ -41,6 +42,19 @@ pub(crate) struct Session {
     /// What the caller may do, when a transport authenticated it with scoped credentials;
     /// `None`: everything ([`Scopes::ALL`]).
     restricted: Option<Scopes>,
+    /// The session as handlers see it; ended when the session is dropped.
+    scope: EndsOnDrop,
+}
+
+/// A [`SessionScope`] ended when its owner, the session, is dropped (the last request of a
+/// closed connection or an expired HTTP session finished).
+#[derive(Debug, Default)]
+struct EndsOnDrop(SessionScope);
+
+impl Drop for EndsOnDrop {
+    fn drop(&mut self) {
+        self.0.end();
+    }
 }
 
 impl Session {
@@ -92,6 +106,11 @@ impl Session {
     /// Whether this is a stateless (implicitly initialised) session.
     pub(crate) fn is_stateless(&self) -> bool {
         self.stateless
+    }
+
+    /// The session as its handlers see it.
+    pub(crate) fn scope(&self) -> &SessionScope {
+        &self.scope.0
     }
 
     /// The transport session id, if any.

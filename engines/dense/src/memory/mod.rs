@@ -12,6 +12,10 @@
 //! - Memories over inline `documents` live in process memory only, at most
 //!   [`MAX_INLINE_MEMORIES`] (oldest dropped), each over at most [`MAX_INLINE_DOCS`] documents,
 //!   with the scratch store of their vectors (recall reads the members' vectors from it).
+//! - A memory built with `scope: "session"` belongs to the session that built it
+//!   ([`SessionScope`]): another session recalling or updating it is told it does not exist
+//!   (`-32015`, so its existence does not leak), and it is gone once the session ends (never
+//!   recalled again; its space is released at the next memory call).
 //! - [`ops`]: `impl Memory for DenseMemory`.
 
 pub mod digest;
@@ -21,6 +25,8 @@ pub mod ops;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use rcp_server::SessionScope;
 
 use crate::graph::GraphIndex;
 use crate::store::Store;
@@ -47,8 +53,32 @@ pub struct MemoryIndex {
 
 #[derive(Debug, Default)]
 struct Inline {
-    held: VecDeque<(String, Arc<Digest>, Arc<Store>)>,
+    held: VecDeque<Held>,
     next: u64,
+}
+
+/// One inline (or session) memory.
+#[derive(Debug)]
+struct Held {
+    id: String,
+    digest: Arc<Digest>,
+    store: Arc<Store>,
+    /// The session it belongs to, for `scope: "session"`.
+    owner: Option<SessionScope>,
+}
+
+impl Held {
+    /// Whether `caller` may see it: a global memory anyone, a session memory its live session.
+    fn visible_to(&self, caller: &SessionScope) -> bool {
+        self.owner.as_ref().is_none_or(|o| o.key() == caller.key() && !o.is_ended())
+    }
+}
+
+impl Inline {
+    /// Drops the memories of sessions that ended.
+    fn forget_ended(&mut self) {
+        self.held.retain(|h| h.owner.as_ref().is_none_or(|o| !o.is_ended()));
+    }
 }
 
 impl MemoryIndex {
@@ -96,26 +126,37 @@ impl MemoryIndex {
         &self.graph
     }
 
-    /// The inline memory `id` and the store of its documents, if held.
-    pub fn inline(&self, id: &str) -> Option<(Arc<Digest>, Arc<Store>)> {
-        let inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
-        inline.held.iter().find(|(i, ..)| i == id).map(|(_, d, s)| (Arc::clone(d), Arc::clone(s)))
+    /// The inline memory `id` and the store of its documents, if held and visible to
+    /// `caller` (a session memory only to its own session, while it lasts).
+    pub fn inline(&self, id: &str, caller: &SessionScope) -> Option<(Arc<Digest>, Arc<Store>)> {
+        let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        inline.forget_ended();
+        let h = inline.held.iter().find(|h| h.id == id && h.visible_to(caller))?;
+        Some((Arc::clone(&h.digest), Arc::clone(&h.store)))
     }
 
-    /// Keeps an inline memory over the documents in `store` under `id` (replacing it) or
-    /// under a new id; returns the id and the memory.
-    pub fn keep_inline(&self, id: Option<String>, d: Digest, store: Arc<Store>) -> (String, Arc<Digest>) {
+    /// Keeps a memory over the documents in `store` under `id` (replacing it) or under a new
+    /// id, owned by `owner` when it is a session memory; returns the id and the memory.
+    pub fn keep_inline(
+        &self,
+        id: Option<String>,
+        d: Digest,
+        store: Arc<Store>,
+        owner: Option<SessionScope>,
+    ) -> (String, Arc<Digest>) {
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        inline.forget_ended();
         let id = id.unwrap_or_else(|| {
             inline.next += 1;
-            format!("inline-{}", inline.next)
+            let kind = if owner.is_some() { "session" } else { "inline" };
+            format!("{kind}-{}", inline.next)
         });
-        inline.held.retain(|(i, ..)| *i != id);
-        let d = Arc::new(d);
-        inline.held.push_back((id.clone(), Arc::clone(&d), store));
+        inline.held.retain(|h| h.id != id);
+        let digest = Arc::new(d);
+        inline.held.push_back(Held { id: id.clone(), digest: Arc::clone(&digest), store, owner });
         while inline.held.len() > MAX_INLINE_MEMORIES {
             inline.held.pop_front();
         }
-        (id, d)
+        (id, digest)
     }
 }

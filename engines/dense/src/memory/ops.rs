@@ -107,12 +107,42 @@ fn inline_documents(docs: &[rcp_wire::index::Document]) -> HandlerResult<Vec<(St
         .collect()
 }
 
+impl DenseMemory {
+    /// `memory/build` with `scope: "session"`: a memory over the inline `documents` (or, without
+    /// them, over the live index as it is now) that only this session recalls or updates, and
+    /// that ends with it. Updating one names its `memoryId` (one of this session's).
+    async fn build_session(&self, params: MemoryBuildParams, ctx: &RequestContext) -> HandlerResult<MemoryBuildResult> {
+        let session = ctx.session().clone();
+        if let Some(id) = params.memory_id.as_deref()
+            && self.memories.inline(id, &session).is_none()
+        {
+            return Err(RcpError::not_found(format!("memoryId '{id}' (not a memory of this session)")));
+        }
+        let (digest, store) = match params.documents.as_deref() {
+            Some(docs) => {
+                let (digest, store) = self.inline_memory(inline_documents(docs)?, ctx).await?;
+                (digest, store)
+            }
+            None => {
+                let digest = self.index_memory(ctx).await?;
+                (Digest::clone(&digest), Arc::clone(self.memories.graph().store()))
+            }
+        };
+        let (id, digest) = self.memories.keep_inline(params.memory_id, digest, store, Some(session));
+        Ok(MemoryBuildResult { memory_id: id, tokens: Some(digest.tokens()), ..Default::default() })
+    }
+}
+
 impl Memory for DenseMemory {
     fn capability(&self) -> MemoryCapability {
-        MemoryCapability { scopes: vec!["global".into()], clues: Some(true), ..Default::default() }
+        MemoryCapability { scopes: vec!["global".into(), "session".into()], clues: Some(true), ..Default::default() }
     }
 
     async fn build(&self, params: MemoryBuildParams, ctx: RequestContext) -> HandlerResult<MemoryBuildResult> {
+        // The framework checked `scope` is one advertised; a session memory is its session's.
+        if params.scope.as_deref() == Some("session") {
+            return self.build_session(params, &ctx).await;
+        }
         let (id, digest) = match (params.documents.as_deref(), params.memory_id.as_deref()) {
             (None, None | Some(INDEX_MEMORY)) => (INDEX_MEMORY.to_owned(), self.index_memory(&ctx).await?),
             (Some(_), Some(INDEX_MEMORY)) => {
@@ -124,7 +154,7 @@ impl Memory for DenseMemory {
                     ),
                 ));
             }
-            (_, Some(other)) if self.memories.inline(other).is_none() => {
+            (_, Some(other)) if self.memories.inline(other, ctx.session()).is_none() => {
                 return Err(RcpError::not_found(format!("memoryId '{other}'")));
             }
             (None, Some(other)) => {
@@ -136,7 +166,7 @@ impl Memory for DenseMemory {
             (Some(docs), id) => {
                 let docs = inline_documents(docs)?;
                 let (digest, store) = self.inline_memory(docs, &ctx).await?;
-                self.memories.keep_inline(id.map(str::to_owned), digest, store)
+                self.memories.keep_inline(id.map(str::to_owned), digest, store, None)
             }
         };
         Ok(MemoryBuildResult { memory_id: id, tokens: Some(digest.tokens()), ..Default::default() })
@@ -154,7 +184,10 @@ impl Memory for DenseMemory {
         };
         let (digest, store) = match params.memory_id.as_deref() {
             None | Some(INDEX_MEMORY) => (self.index_memory(&ctx).await?, Arc::clone(self.memories.graph().store())),
-            Some(id) => self.memories.inline(id).ok_or_else(|| RcpError::not_found(format!("memoryId '{id}'")))?,
+            Some(id) => self
+                .memories
+                .inline(id, ctx.session())
+                .ok_or_else(|| RcpError::not_found(format!("memoryId '{id}'")))?,
         };
         let vector = self.engine.embed_query(query, &ctx).await?;
         let (query, source) = (query.to_owned(), self.engine.source().to_owned());

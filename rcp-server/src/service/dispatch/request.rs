@@ -128,6 +128,7 @@ fn call(
         profile: negotiated.profile,
         capabilities: Arc::clone(caps),
         session_id: session.id().map(str::to_owned),
+        session: session.scope().clone(),
         trace_id,
         meta,
         // A pipe's only peer is paced by its pipe, not refused (see `crate::transport`).
