@@ -616,6 +616,10 @@ mod tests {
         "transform.methods-served",
         "catalog.list",
         "index.add-readonly",
+        // §16.2/§16.3 define a federated query: one answering engine makes it a success, and
+        // one document is one fused entry (RRF sums over the engines for a document d).
+        "federation.partial",
+        "federation.dedup",
     ];
 
     /// Every id the catalogue (`checks/mod.rs`) runs.

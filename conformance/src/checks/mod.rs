@@ -413,65 +413,18 @@ pub(crate) async fn run_all(cx: &mut Ctx) {
 
 /// The federation duties of an aggregator (§16.2, §16.3), each case over the suite's own probe
 /// engines; skipped, with the reason, when no aggregator command was given.
+#[rustfmt::skip]
 pub(crate) async fn run_federation(cx: &mut Ctx, agg: Option<&Aggregator>) {
     let env = cx.env.clone();
     let Some(agg) = agg else { return };
-    check!(
-        cx,
-        L1,
-        "federation.all-failed",
-        "every engine failing is -32010, not an empty success",
-        federation::all_failed(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.partial",
-        "one engine answering is a successful federated query",
-        federation::partial(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.partial-noted",
-        "a failed engine is recorded in usage.notes",
-        federation::partial_noted(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.required",
-        "a required engine failing fails the query with its error code",
-        federation::required(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.hop-forwarded",
-        "a forwarded request carries depth - 1 and the path with the aggregator appended",
-        federation::hop_forwarded(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.hop-exhausted",
-        "a request arriving with depth 0 is answered and not forwarded",
-        federation::hop_exhausted(&env, agg)
-    );
-    check!(
-        cx,
-        L1,
-        "federation.deadline",
-        "engines receive a strictly smaller _meta.deadlineMs",
-        federation::deadline(&env, agg)
-    );
+    check!(cx, L1, "federation.all-failed", "every engine failing is -32010, not an empty success", federation::all_failed(&env, agg));
+    check!(cx, L1, "federation.partial", "one engine answering is a successful federated query", federation::partial(&env, agg));
+    check!(cx, L1, "federation.partial-noted", "a failed engine is recorded in usage.notes", federation::partial_noted(&env, agg));
+    check!(cx, L1, "federation.required", "a required engine failing fails the query with its error code", federation::required(&env, agg));
+    check!(cx, L1, "federation.hop-forwarded", "a forwarded request carries depth - 1 and the path with the aggregator appended", federation::hop_forwarded(&env, agg));
+    check!(cx, L1, "federation.hop-exhausted", "a request arriving with depth 0 is answered and not forwarded", federation::hop_exhausted(&env, agg));
+    check!(cx, L1, "federation.deadline", "engines receive a strictly smaller _meta.deadlineMs", federation::deadline(&env, agg));
     check!(cx, L1, "federation.dedup", "a document two engines return is one fused hit", federation::dedup(&env, agg));
-    check!(
-        cx,
-        L1,
-        "federation.richest-body",
-        "the fused hit keeps the richest body",
-        federation::richest_body(&env, agg)
-    );
+    check!(cx, L1, "federation.richest-body", "the fused hit keeps the richest body", federation::richest_body(&env, agg));
     check!(cx, L1, "federation.origin", "fused hits carry meta.engine", federation::origin(&env, agg));
 }

@@ -424,6 +424,9 @@ fn build_hit(r: Ranked<'_>, order: &[&EngineList]) -> Hit {
     }
     let mut hit = body.hit.clone();
     hit.score = r.fused;
+    // Each engine's confidence is its own calibrated probability of relevance: the fused hit
+    // keeps the strongest (§7.7.2), whichever engine's body it carries.
+    hit.confidence = contributions.iter().filter_map(|c| c.hit.confidence).reduce(f64::max);
     merged.insert("engine".into(), Value::from(body_engine));
     merged.insert("engineRank".into(), Value::from(body.rank as u64));
     merged.insert("engineScore".into(), Value::from(body.hit.score));

@@ -317,3 +317,15 @@ fn method_names_round_trip() {
     assert_eq!(FusionMethod::from_name("borda"), None);
     assert_eq!(FusionMethod::default(), FusionMethod::Rrf { rrf_k: 60.0 });
 }
+
+#[test]
+fn a_fused_hit_keeps_the_highest_confidence() {
+    let with = |id: &str, score: f64, confidence: Option<f64>| Hit { confidence, ..Hit::new(id, score) };
+    let lists = [
+        EngineList::new("A", vec![with("d", 2.0, Some(0.4)), with("e", 1.0, None)]),
+        EngineList::new("B", vec![with("d", 9.0, Some(0.8))]),
+    ];
+    let out = fuse(&lists, &FusionMethod::rrf(), 10).unwrap();
+    assert_eq!(out[0].confidence, Some(0.8), "the strongest engine's calibrated belief");
+    assert_eq!(out[1].confidence, None, "none given, none made up");
+}
