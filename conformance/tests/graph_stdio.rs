@@ -36,7 +36,7 @@ async fn the_graph_engine_passes_the_agentic_checks() {
     for id in MUST_PASS {
         assert_eq!(report.check(id).map(|c| c.status), Some(Status::Pass), "{id}\n{text}");
     }
-    // Both scopes are offered: nothing to probe; graph dedup is not the framework's yet (INFO).
-    assert_eq!(report.check("memory.scope-unadvertised").map(|c| c.status), Some(Status::Skip));
+    // Only `global` is offered (graph_engine keeps no per-session memory): `session` is refused.
+    assert_eq!(report.check("memory.scope-unadvertised").map(|c| c.status), Some(Status::Pass));
     assert_eq!(report.exit_code(), 0, "{text}");
 }

@@ -59,6 +59,8 @@ async fn convex_is_the_default_when_every_engine_has_a_score_floor() {
     let dir = tempdir();
     let floors = write_registry(dir.path(), "floors.json", engines(&["--score-floor", "0"]));
     let gw = gateway(&floors, &[]).await;
+    let floor = gw.capabilities().retrieve.and_then(|r| r.score_floor);
+    assert_eq!(floor, Some(0.0), "fused scores are never below 0: a client may fuse the gateway by convex too");
     let r = gw.call("retrieve", json!({"query": "wing lift", "k": 3})).await.expect("retrieve");
     assert_eq!(r["_meta"]["fusion"], "convex", "{r}");
     assert!(notes(&r).iter().all(|n| !n.contains("fell back")), "{r}");

@@ -176,6 +176,10 @@ impl Gateway {
                 // The `rerank.fusion` values the gateway's own stage accepts.
                 rcp_server::Funnel::advertise(&mut f.retrieve);
             }
+            // Its scores are fused (RRF, weighted, convex: never below 0), so a client fusing
+            // this gateway with other engines may use convex fusion (§16.3); a reranker's raw
+            // scores have no floor.
+            f.retrieve.score_floor = reranker.is_none().then_some(0.0);
             f
         });
         let mut indexable = Vec::new();
