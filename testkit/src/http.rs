@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 #[derive(Debug)]
 pub struct HttpServer {
     child: Child,
-    /// The server's RCP endpoint, `http://ADDR/rcp`.
+    /// The server's RCP endpoint, `http://ADDR/rcp` (`https://` when it logs that it serves
+    /// HTTPS).
     pub url: String,
 }
 
@@ -37,11 +38,13 @@ impl HttpServer {
                 _ => panic!("{described} exited before serving"),
             };
             if let Some(at) = line.find("addr=") {
-                break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
+                let scheme = if line.contains("https") { "https" } else { "http" };
+                break (scheme, line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned());
             }
         };
         std::thread::spawn(move || lines.for_each(drop));
-        server.url = format!("http://{addr}/rcp");
+        let (scheme, addr) = addr;
+        server.url = format!("{scheme}://{addr}/rcp");
         server
     }
 

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 mod http;
 pub mod pg;
+#[cfg(feature = "tls")]
+pub mod pki;
 mod sample;
 
 pub use http::HttpServer;
