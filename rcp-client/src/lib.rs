@@ -30,4 +30,5 @@ pub use federation::{Federation, FederationOptions};
 pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
+pub use transport::tls::{ClientCert, TlsError, TlsOptions};
 pub use transport::{LogSink, read_body};

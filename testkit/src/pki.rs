@@ -66,10 +66,10 @@ impl TestPki {
         let _ = std::fs::remove_dir_all(&dir);
         must("create dir", std::fs::create_dir_all(&dir));
         let ca_key = must("CA key", KeyPair::generate());
-        let ca_params = ca_params("RCP test CA");
-        let ca_cert = must("CA cert", ca_params.self_signed(&ca_key));
+        let params = ca_params("RCP test CA");
+        let ca_cert = must("CA cert", params.self_signed(&ca_key));
         let ca_pem = ca_cert.pem();
-        let issuer = Issuer::new(ca_params, ca_key);
+        let issuer = Issuer::new(params, ca_key);
         let write = |name: &str, text: &str| {
             let path = dir.join(name);
             must("write PEM", std::fs::write(&path, text));
