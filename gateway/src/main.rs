@@ -100,6 +100,11 @@ struct FederationArgs {
     /// note, when one does not.
     #[arg(long, value_name = "METHOD", default_value = "convex")]
     fusion: String,
+
+    /// How to reach `https://` engines: the CA to trust (an entry's `caCert` wins) and the
+    /// client certificate to present to engines that require one.
+    #[command(flatten)]
+    tls: rcp_client::args::TlsArgs,
 }
 
 impl FederationArgs {
@@ -211,7 +216,7 @@ fn default_id(registry: &std::path::Path) -> String {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 async fn run_serve(args: ServeCmd) -> Result<(), BoxError> {
-    let registry = GatewayRegistry::load(&args.registry)?;
+    let registry = GatewayRegistry::load(&args.registry)?.with_tls(&args.federation.tls.options());
     let options = args.federation.options(default_id(&args.registry))?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
     let server = args.serve.configure(gateway.builder()).build();
@@ -247,6 +252,7 @@ async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
         }
         (None, None, None) => return Err("one of --registry, --stdio, --http is required".into()),
     };
+    let registry = registry.with_tls(&args.federation.tls.options());
     let options = args.federation.options(default)?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
     let limits = rcp_gateway::mcp::frames::FrameLimits::default();

@@ -11,6 +11,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "args")]
+pub mod args;
 pub mod breaker;
 mod client;
 mod error;
