@@ -104,6 +104,8 @@ pub struct Config {
     pub query: Option<String>,
     /// The malformed-params sweep (§14.1): deterministic by default, with a budget.
     pub sweep: SweepOptions,
+    /// HTTPS targets: the CA to trust beside the system's roots, the client certificate.
+    pub tls: crate::HttpTls,
 }
 
 impl Config {
@@ -131,6 +133,7 @@ impl Config {
             timeout: Duration::from_secs(10),
             query: None,
             sweep: SweepOptions::default(),
+            tls: crate::HttpTls::default(),
         }
     }
 
@@ -162,6 +165,13 @@ impl Config {
     /// Sets the per-response timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Trusts the CA certificate(s) of this PEM file for an `https://` target, beside the
+    /// system's roots.
+    pub fn with_ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.ca_cert = Some(path.into());
         self
     }
 

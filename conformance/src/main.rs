@@ -3,7 +3,7 @@
 //! ```text
 //! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] [--seed N] [--sweep-budget N|Ns] --stdio "<server command> [args...]"
 //! rcp-conformance [...] -- <server command> [args...]
-//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
+//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']... [--ca-cert CA.pem] [--client-cert C.pem --client-key K.pem]
 //! ```
 //!
 //! `--json` prints the full report as JSON; `--junit FILE` also writes it as JUnit XML.
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rcp_conformance::{Config, Level, SchemaSource, SweepBudget, SweepOptions, Target, run};
+use rcp_conformance::{Config, HttpTls, Level, SchemaSource, SweepBudget, SweepOptions, Target, run};
 
 /// Runs every MUST of the RCP specification against a server and reports the conformance level
 /// it proves (L0 base, L1 retrieval, L2 SOTA) next to the level it declares.
@@ -80,6 +80,20 @@ struct Args {
     #[arg(long, value_name = "VAR", requires = "http")]
     token_env: Option<String>,
 
+    /// HTTPS: trust the CA certificate(s) of this PEM file beside the system's roots.
+    /// Default: $RCP_CA_CERT when set.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    ca_cert: Option<PathBuf>,
+
+    /// HTTPS: present this client certificate (PEM) to a server that requires one (mutual
+    /// TLS). Needs --client-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "client_key"])]
+    client_cert: Option<PathBuf>,
+
+    /// HTTPS: the private key of --client-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    client_key: Option<PathBuf>,
+
     /// The server command to spawn (stdio), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -127,6 +141,13 @@ fn config(args: &Args) -> Result<Config, String> {
     c.schema = Some(args.schema.clone().map_or(SchemaSource::Builtin, SchemaSource::File));
     c.query = args.query.clone();
     c.sweep = SweepOptions { seed: args.seed, budget: args.sweep_budget };
+    if args.http.is_some() {
+        let env_ca = std::env::var_os("RCP_CA_CERT").filter(|v| !v.is_empty()).map(PathBuf::from);
+        c.tls = HttpTls {
+            ca_cert: args.ca_cert.clone().or(env_ca),
+            client_cert: args.client_cert.clone().zip(args.client_key.clone()),
+        };
+    }
     Ok(c)
 }
 

@@ -4,6 +4,18 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+/// A reqwest client builder for tests: rcp-client's ([`rcp_client::TlsOptions::http_client_builder`]),
+/// since reqwest's rustls backend, compiled in by rcp-client's `tls` feature, has no crypto
+/// provider of its own and panics in a client built without a TLS configuration.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    rcp_client::TlsOptions::default().http_client_builder().expect("a TLS configuration without files")
+}
+
+/// A reqwest client for tests ([`http_client_builder`]).
+pub fn http_client() -> reqwest::Client {
+    http_client_builder().build().expect("reqwest client")
+}
+
 /// A server child serving HTTP; killed (and reaped) when dropped.
 #[derive(Debug)]
 pub struct HttpServer {

@@ -45,18 +45,14 @@ impl HttpTransport {
     ) -> Result<Self, ConnectError> {
         let url = parse_base(base)?;
         let addr = format!("{}:{}", url.host_str().unwrap_or(""), url.port_or_known_default().unwrap_or(80));
-        let builder = reqwest::Client::builder().connect_timeout(connect_timeout);
         let https = url.scheme() == "https";
-        // reqwest always needs a TLS configuration: a plain `http://` one gets no system roots.
-        #[cfg(feature = "tls")]
-        let builder = builder.tls_backend_preconfigured(
-            super::tls::client_config(tls, https).map_err(|e| ConnectError::Tls(Arc::new(e)))?,
-        );
-        #[cfg(not(feature = "tls"))]
-        if https || tls != &TlsOptions::default() {
+        if https && cfg!(not(feature = "tls")) {
             return Err(ConnectError::Tls(Arc::new(super::tls::TlsError::Unsupported(base.to_owned()))));
         }
-        let http = builder.build().map_err(|e| ConnectError::HttpClient(Arc::new(e)))?;
+        // A plain `http://` server needs no system roots (reqwest still needs a configuration).
+        let builder = super::tls::http_client_builder(tls, https).map_err(|e| ConnectError::Tls(Arc::new(e)))?;
+        let http =
+            builder.connect_timeout(connect_timeout).build().map_err(|e| ConnectError::HttpClient(Arc::new(e)))?;
         let state = State {
             http,
             base: base.trim_end_matches('/').to_owned(),

@@ -58,8 +58,38 @@ pub enum TlsError {
     Unsupported(String),
 }
 
-#[cfg(feature = "tls")]
-pub(crate) use config::client_config;
+impl TlsOptions {
+    /// A reqwest client builder that trusts the system's roots and these options' CA and
+    /// presents their client certificate: what rcp-client's HTTP transport starts from.
+    ///
+    /// With the `tls` feature, reqwest's rustls backend is compiled without a default crypto
+    /// provider (so that nothing needs aws-lc, and nothing is installed process-wide), and a
+    /// reqwest client built without a TLS configuration panics. A program that links
+    /// rcp-client with `tls` and builds reqwest clients of its own must build them from this.
+    pub fn http_client_builder(&self) -> Result<reqwest::ClientBuilder, TlsError> {
+        http_client_builder(self, true)
+    }
+}
+
+/// A reqwest client builder configured with `options` (with the system's roots when
+/// `system_roots`); without the `tls` feature, a plain builder, or an error when `options`
+/// ask for something.
+pub(crate) fn http_client_builder(
+    options: &TlsOptions,
+    system_roots: bool,
+) -> Result<reqwest::ClientBuilder, TlsError> {
+    let builder = reqwest::Client::builder();
+    #[cfg(feature = "tls")]
+    return Ok(builder.tls_backend_preconfigured(config::client_config(options, system_roots)?));
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = system_roots;
+        if options != &TlsOptions::default() {
+            return Err(TlsError::Unsupported("a CA or client certificate".into()));
+        }
+        Ok(builder)
+    }
+}
 
 #[cfg(feature = "tls")]
 mod config {
@@ -98,7 +128,7 @@ mod config {
 
     /// The rustls configuration of `options`: the system's roots when `system_roots` (an
     /// `https://` server), the extra CA, the client certificate.
-    pub(crate) fn client_config(options: &TlsOptions, system_roots: bool) -> Result<ClientConfig, TlsError> {
+    pub(super) fn client_config(options: &TlsOptions, system_roots: bool) -> Result<ClientConfig, TlsError> {
         let mut roots = RootCertStore::empty();
         if system_roots {
             roots.add_parsable_certificates(native_roots().iter().cloned());
