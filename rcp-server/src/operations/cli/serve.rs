@@ -541,6 +541,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[cfg(feature = "tls")]
+    #[test]
+    fn tls_takes_a_certificate_and_its_key_together_and_names_a_bad_file() {
+        use clap::Parser;
+        let refused =
+            |args: &[&str]| Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).is_err();
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-cert", "c.pem"]), "--tls-cert needs --tls-key");
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-key", "k.pem"]), "--tls-key needs --tls-cert");
+        assert!(refused(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]), "TLS needs --http");
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-client-ca", "ca.pem"]), "--tls-client-ca needs --tls-cert");
+        assert!(parse(&["--http", "127.0.0.1:0"]).http_options().expect("options").tls.is_none());
+        let err =
+            parse(&["--http", "127.0.0.1:0", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"])
+                .http_options()
+                .expect_err("no such file");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("--tls-cert") && err.to_string().contains("/nonexistent/c.pem"), "{err}");
+    }
+
     #[test]
     fn tokens_are_split_and_trimmed() {
         let tokens = bearer_tokens("T", Some(" a, b ,,c".into())).expect("tokens");
