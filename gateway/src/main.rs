@@ -29,6 +29,7 @@ struct Cli {
 const EXAMPLES: &str = "Examples:
   rcp-gateway serve --registry rcp.json                       # NDJSON on stdin/stdout
   rcp-gateway serve --registry rcp.json --http 127.0.0.1:8090
+  rcp-gateway serve --registry rcp.json --http 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw-key.pem --ca-cert engines-ca.pem
   rcp-gateway mcp --registry rcp.json                         # MCP server on stdio
   rcp-gateway mcp --stdio 'rcp-bm25 serve'
   rcp-gateway mcp --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN";
