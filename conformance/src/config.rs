@@ -107,6 +107,8 @@ pub struct Config {
     /// How to certify the server's duties as an aggregator (§16.2, §16.3); `None` skips those
     /// checks.
     pub aggregator: Option<Aggregator>,
+    /// HTTPS targets: the CA to trust beside the system's roots, the client certificate.
+    pub tls: crate::HttpTls,
 }
 
 /// How the suite certifies an aggregator (§16.2, §16.3): it writes registries (§16.1's
@@ -148,6 +150,7 @@ impl Config {
             query: None,
             sweep: SweepOptions::default(),
             aggregator: None,
+            tls: crate::HttpTls::default(),
         }
     }
 
@@ -186,6 +189,13 @@ impl Config {
     /// Sets the per-response timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Trusts the CA certificate(s) of this PEM file for an `https://` target, beside the
+    /// system's roots.
+    pub fn with_ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.ca_cert = Some(path.into());
         self
     }
 

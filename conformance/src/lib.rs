@@ -42,6 +42,7 @@ mod roster;
 mod schema;
 mod session;
 mod sweep;
+mod tls;
 mod transport;
 mod verdict;
 
@@ -52,6 +53,7 @@ pub use config::{Aggregator, Config, SchemaSource, SweepBudget, SweepOptions, Ta
 pub use report::{Basis, CheckResult, Counts, JSON_SCHEMA_VERSION, Keyword, Level, Report, Status, Strength};
 pub use roster::{SPEC_METHODS, SpecMethod, spec_method_names};
 pub use schema::{BUILTIN_SCHEMA, BUILTIN_SCHEMA_NAME, Schemas, envelope_errors};
+pub use tls::HttpTls;
 
 /// Why a run could not produce a report at all.
 #[derive(Debug)]
@@ -81,6 +83,7 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
         None => None,
     };
     let env = conn::Env {
+        http: tls::HttpSetup::new(&config.tls).map_err(Error::Target)?,
         target: config.target.clone(),
         timeout: config.timeout,
         schemas,

@@ -3,7 +3,7 @@
 //! ```text
 //! rcp-conformance [--json] [--junit FILE] [--schema PATH] [--level L0|L1|L2] [--timeout-ms N] [--seed N] [--sweep-budget N|Ns] --stdio "<server command> [args...]"
 //! rcp-conformance [...] -- <server command> [args...]
-//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']...
+//! rcp-conformance [...] --http http://127.0.0.1:8080/rcp [--token-env VAR] [--header 'Name: value']... [--ca-cert CA.pem] [--client-cert C.pem --client-key K.pem]
 //! rcp-conformance [...] --aggregator "rcp-gateway serve --registry {registry}" -- <server command>
 //! ```
 //!
@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use rcp_conformance::{
-    Aggregator, Config, Level, PROBE_FLAG, SchemaSource, SweepBudget, SweepOptions, Target, run, serve_probe_engine,
+    Aggregator, Config, HttpTls, Level, PROBE_FLAG, SchemaSource, SweepBudget, SweepOptions, Target, run,
+    serve_probe_engine,
 };
 
 /// Runs every MUST of the RCP specification against a server and reports the conformance level
@@ -93,6 +94,20 @@ struct Args {
     #[arg(long, value_name = "COMMAND")]
     aggregator: Option<String>,
 
+    /// HTTPS: trust the CA certificate(s) of this PEM file beside the system's roots.
+    /// Default: $RCP_CA_CERT when set.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    ca_cert: Option<PathBuf>,
+
+    /// HTTPS: present this client certificate (PEM) to a server that requires one (mutual
+    /// TLS). Needs --client-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "client_key"])]
+    client_cert: Option<PathBuf>,
+
+    /// HTTPS: the private key of --client-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    client_key: Option<PathBuf>,
+
     /// The server command to spawn (stdio), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -149,6 +164,13 @@ fn config(args: &Args) -> Result<Config, String> {
             command: command.split_whitespace().map(str::to_owned).collect(),
             probe: vec![me.to_string_lossy().into_owned(), PROBE_FLAG.to_owned()],
         });
+    }
+    if args.http.is_some() {
+        let env_ca = std::env::var_os("RCP_CA_CERT").filter(|v| !v.is_empty()).map(PathBuf::from);
+        c.tls = HttpTls {
+            ca_cert: args.ca_cert.clone().or(env_ca),
+            client_cert: args.client_cert.clone().zip(args.client_key.clone()),
+        };
     }
     Ok(c)
 }

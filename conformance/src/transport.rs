@@ -173,10 +173,16 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    /// A client for `base` (e.g. `http://127.0.0.1:8080/rcp`) sending `headers` on every request.
-    pub(crate) fn new(base: &str, headers: &[(String, String)], timeout: Duration) -> Result<Self, String> {
+    /// A client for `base` (e.g. `http://127.0.0.1:8080/rcp`) sending `headers` on every request,
+    /// built as `setup` says (TLS).
+    pub(crate) fn new(
+        base: &str,
+        headers: &[(String, String)],
+        timeout: Duration,
+        setup: &crate::tls::HttpSetup,
+    ) -> Result<Self, String> {
         let base = base.trim_end_matches('/').to_owned();
-        let mut builder = reqwest::Client::builder().timeout(timeout.max(Duration::from_secs(1)) * 3);
+        let mut builder = setup.builder().timeout(timeout.max(Duration::from_secs(1)) * 3);
         let loopback = ["://127.", "://localhost", "://[::1]"].iter().any(|h| base.contains(h));
         if loopback {
             builder = builder.no_proxy();

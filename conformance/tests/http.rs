@@ -278,3 +278,29 @@ async fn a_server_with_one_process_wide_session_certifies_with_a_note() {
         assert!(c.detail.contains("process-wide"), "{id}: {}", c.detail);
     }
 }
+
+/// `rcp-conformance --ca-cert CA.pem --http https://...` against the engine over HTTPS
+/// (certificates made here), as a user runs it; the `certifiedLevel` of its JSON report.
+async fn certify_over_https(ca: &std::path::Path, https: &str) -> (Option<Value>, String) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rcp-conformance"));
+    cmd.arg("--json").args(common::schema_args()).args(["--http", https]).env_remove("RCP_CA_CERT");
+    cmd.arg("--ca-cert").arg(ca);
+    let out = cmd.output().await.expect("run rcp-conformance");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice::<Value>(&out.stdout).ok();
+    (report.map(|r| r["certifiedLevel"].clone()), stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_engine_certifies_with_its_ca_at_the_plain_http_level() {
+    use rcp_server::http::{ServerTls, TlsFiles};
+    let plain = certify(HttpOptions::default()).await.certified();
+    assert!(plain >= Some(Level::L1));
+    let pki = rcp_testkit::pki::TestPki::new("conformance-https");
+    let files = TlsFiles { cert: pki.server.cert.clone(), key: pki.server.key.clone(), client_ca: None };
+    let tls = ServerTls::load(files).expect("the test certificate");
+    let (base, _stop) = start(HttpOptions { tls: Some(tls), ..HttpOptions::default() }).await;
+    let https = base.replacen("http://", "https://", 1);
+    let (level, stderr) = certify_over_https(&pki.ca, &https).await;
+    assert_eq!(level, Some(json!(plain.map_or("NONE", Level::as_str))), "{stderr}");
+}

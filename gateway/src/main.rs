@@ -29,6 +29,7 @@ struct Cli {
 const EXAMPLES: &str = "Examples:
   rcp-gateway serve --registry rcp.json                       # NDJSON on stdin/stdout
   rcp-gateway serve --registry rcp.json --http 127.0.0.1:8090
+  rcp-gateway serve --registry rcp.json --http 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw-key.pem --ca-cert engines-ca.pem
   rcp-gateway mcp --registry rcp.json                         # MCP server on stdio
   rcp-gateway mcp --stdio 'rcp-bm25 serve'
   rcp-gateway mcp --http http://127.0.0.1:8080/rcp --token-env RCP_TOKEN";
@@ -100,6 +101,11 @@ struct FederationArgs {
     /// note, when one does not.
     #[arg(long, value_name = "METHOD", default_value = "convex")]
     fusion: String,
+
+    /// How to reach `https://` engines: the CA to trust (an entry's `caCert` wins) and the
+    /// client certificate to present to engines that require one.
+    #[command(flatten)]
+    tls: rcp_client::args::TlsArgs,
 }
 
 impl FederationArgs {
@@ -211,7 +217,7 @@ fn default_id(registry: &std::path::Path) -> String {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 async fn run_serve(args: ServeCmd) -> Result<(), BoxError> {
-    let registry = GatewayRegistry::load(&args.registry)?;
+    let registry = GatewayRegistry::load(&args.registry)?.with_tls(&args.federation.tls.options());
     let options = args.federation.options(default_id(&args.registry))?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
     let server = args.serve.configure(gateway.builder()).build();
@@ -247,6 +253,7 @@ async fn run_mcp(args: McpCmd) -> Result<(), BoxError> {
         }
         (None, None, None) => return Err("one of --registry, --stdio, --http is required".into()),
     };
+    let registry = registry.with_tls(&args.federation.tls.options());
     let options = args.federation.options(default)?;
     let gateway = Arc::new(Gateway::start(registry, options).await);
     let limits = rcp_gateway::mcp::frames::FrameLimits::default();

@@ -101,6 +101,16 @@ impl GatewayRegistry {
         self.engines.iter().position(|e| e.rerank.is_some())
     }
 
+    /// These engines reaching `https://` ones with `tls` ([`rcp_client::ClientOptions::tls`]:
+    /// `--ca-cert`, `--client-cert`) wherever their entry sets nothing of its own (`caCert`),
+    /// as [`EngineSpec::tls_or`] decides.
+    pub fn with_tls(mut self, tls: &rcp_client::TlsOptions) -> Self {
+        for engine in &mut self.engines {
+            engine.spec.tls = engine.spec.tls_or(tls);
+        }
+        self
+    }
+
     /// A registry of one engine (what `rcp-gateway mcp --stdio CMD | --http URL` bridges).
     pub fn single(spec: EngineSpec) -> Self {
         let collection = spec.id.clone();

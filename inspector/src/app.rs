@@ -270,6 +270,10 @@ async fn conformance(State(app): State<Arc<App>>, Path(engine): Path<String>) ->
         },
         Transport::Http { url } => {
             let mut c = rcp_conformance::Config::http(url.clone());
+            c.tls = rcp_conformance::HttpTls {
+                ca_cert: e.spec.tls.ca_cert.clone(),
+                client_cert: e.spec.tls.client_cert.as_ref().map(|c| (c.cert.clone(), c.key.clone())),
+            };
             if let Link::Http(_) = &e.link
                 && let Ok(headers) = e.spec.http_headers()
             {

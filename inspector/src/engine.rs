@@ -57,7 +57,11 @@ impl Engine {
                 Err(e) => Link::Failed { stderr: e.stderr().to_vec(), reason: e.to_string() },
             },
             Transport::Http { url } => {
-                match spec.http_headers().map_err(HttpTargetError::from).and_then(|h| HttpTarget::new(url, h)) {
+                match spec
+                    .http_headers()
+                    .map_err(HttpTargetError::from)
+                    .and_then(|h| HttpTarget::new(url, h, &spec.tls))
+                {
                     Ok(t) => Link::Http(t),
                     Err(e) => Link::Failed { reason: e.to_string(), stderr: Vec::new() },
                 }

@@ -100,4 +100,7 @@ pub enum HttpTargetError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(#[source] reqwest::Error),
+    /// Its TLS settings could not be applied (a CA or client certificate file).
+    #[error("TLS: {0}")]
+    Tls(#[from] rcp_client::TlsError),
 }

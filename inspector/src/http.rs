@@ -32,9 +32,15 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
-    /// A target at `base` (e.g. `http://127.0.0.1:8080/rcp`), sent `headers` on every request.
-    pub fn new(base: &str, headers: Vec<(String, String)>) -> Result<Self, HttpTargetError> {
-        let http = reqwest::Client::builder()
+    /// A target at `base` (e.g. `http://127.0.0.1:8080/rcp`, or `https://...` trusted as `tls`
+    /// says), sent `headers` on every request.
+    pub fn new(
+        base: &str,
+        headers: Vec<(String, String)>,
+        tls: &rcp_client::TlsOptions,
+    ) -> Result<Self, HttpTargetError> {
+        let http = tls
+            .http_client_builder()?
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(HttpTargetError::Client)?;
@@ -248,7 +254,7 @@ mod tests {
 
     #[test]
     fn origin_drops_the_path() {
-        let t = HttpTarget::new("http://127.0.0.1:9/rcp/", Vec::new()).expect("client");
+        let t = HttpTarget::new("http://127.0.0.1:9/rcp/", Vec::new(), &Default::default()).expect("client");
         assert_eq!(t.base(), "http://127.0.0.1:9/rcp");
         assert_eq!(t.origin(), "http://127.0.0.1:9");
     }

@@ -96,17 +96,23 @@ impl Inspector {
     /// Starts every engine of `target` (concurrently) and binds `127.0.0.1:port` (0 picks a
     /// free port). An engine that fails to start is kept, with its error, for the page to show.
     pub async fn start(target: &Target, port: u16, schema: Option<PathBuf>) -> Result<Self, InspectorError> {
-        Self::start_with(target, port, schema, wire::WireLimits::default()).await
+        Self::start_with(target, port, schema, wire::WireLimits::default(), &rcp_client::TlsOptions::default()).await
     }
 
-    /// [`Inspector::start`] with the wire log bounded by `limits`.
+    /// [`Inspector::start`] with the wire log bounded by `limits`, and `https://` engines
+    /// reached with `tls` (`--ca-cert`, `--client-cert`) unless their registry entry says
+    /// otherwise (`caCert`).
     pub async fn start_with(
         target: &Target,
         port: u16,
         schema: Option<PathBuf>,
         limits: wire::WireLimits,
+        tls: &rcp_client::TlsOptions,
     ) -> Result<Self, InspectorError> {
-        let (registry, is_registry) = target.registry()?;
+        let (mut registry, is_registry) = target.registry()?;
+        for spec in &mut registry.engines {
+            spec.tls = spec.tls_or(tls);
+        }
         let wire = Arc::new(wire::WireLog::new(limits));
         let engines = futures::future::join_all(
             registry.engines.into_iter().map(|spec| engine::Engine::open(spec, wire.clone())),

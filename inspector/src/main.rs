@@ -36,6 +36,9 @@ struct Args {
     /// Bytes of one frame the Wire panel keeps; a longer frame is cut, with a marker.
     #[arg(long, value_name = "BYTES", default_value_t = WireLimits::default().entry_bytes)]
     wire_frame_bytes: usize,
+    /// How to reach `https://` engines.
+    #[command(flatten)]
+    tls: rcp_client::args::TlsArgs,
     /// Bytes the Wire panel's log holds in all; the oldest frames are dropped beyond it.
     #[arg(long, value_name = "BYTES", default_value_t = WireLimits::default().total_bytes)]
     wire_bytes: usize,
@@ -77,7 +80,7 @@ async fn main() -> ExitCode {
     };
     let limits =
         WireLimits { entry_bytes: args.wire_frame_bytes, total_bytes: args.wire_bytes, ..WireLimits::default() };
-    let inspector = match Inspector::start_with(&target, args.port, schema, limits).await {
+    let inspector = match Inspector::start_with(&target, args.port, schema, limits, &args.tls.options()).await {
         Ok(i) => i,
         Err(e) => {
             eprintln!("rcp-inspect: {e}");

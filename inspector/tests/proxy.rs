@@ -47,8 +47,14 @@ fn inspector() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_rcp-inspect"))
 }
 
+/// `GET url` with a client of the test harness ([`rcp_testkit::http_client`]).
+async fn get(url: impl reqwest::IntoUrl) -> reqwest::Result<reqwest::Response> {
+    rcp_testkit::http_client().get(url).send().await
+}
+
 async fn post(url: &str, body: &Value, accept: Option<&str>) -> reqwest::Response {
-    let mut req = reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_string());
+    let mut req =
+        rcp_testkit::http_client().post(url).header("content-type", "application/json").body(body.to_string());
     if let Some(a) = accept {
         req = req.header("accept", a);
     }
@@ -67,7 +73,7 @@ fn sse_frames(text: &str) -> Vec<Value> {
 }
 
 async fn wire(url: &str) -> Vec<Value> {
-    let v: Value = reqwest::get(format!("{url}api/wire")).await.expect("wire").json().await.expect("json");
+    let v: Value = get(format!("{url}api/wire")).await.expect("wire").json().await.expect("json");
     v["entries"].as_array().cloned().unwrap_or_default()
 }
 
@@ -78,7 +84,7 @@ async fn stdio_engine_behind_the_proxy() {
     let (_inspector, url) = start(inspector(), &["--stdio", &command]);
     let rpc = format!("{url}rpc/rcp-bm25");
 
-    let targets: Value = reqwest::get(format!("{url}api/targets")).await.expect("targets").json().await.expect("json");
+    let targets: Value = get(format!("{url}api/targets")).await.expect("targets").json().await.expect("json");
     assert_eq!(targets["engines"][0]["id"], "rcp-bm25");
     assert_eq!(targets["engines"][0]["transport"], "stdio");
     assert_eq!(targets["registry"], false);
@@ -123,14 +129,17 @@ async fn stdio_engine_behind_the_proxy() {
     assert!(entries.iter().any(|e| e["source"] == "inspector" && e["frame"]["method"] == "initialize"));
 
     // Guards: another Host (DNS rebinding) and non-JSON POSTs are refused.
-    let r = reqwest::Client::new().get(format!("{url}api/targets")).header("host", "evil.example:80").send().await;
+    let r = rcp_testkit::http_client().get(format!("{url}api/targets")).header("host", "evil.example:80").send().await;
     assert_eq!(r.expect("GET").status(), 403);
-    let r =
-        reqwest::Client::new().post(format!("{rpc}/ping")).header("content-type", "text/plain").body("{}").send().await;
+    let r = rcp_testkit::http_client()
+        .post(format!("{rpc}/ping"))
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await;
     assert_eq!(r.expect("POST").status(), 415);
 
-    let health: Value =
-        reqwest::get(format!("{url}api/health/rcp-bm25")).await.expect("health").json().await.expect("json");
+    let health: Value = get(format!("{url}api/health/rcp-bm25")).await.expect("health").json().await.expect("json");
     assert_eq!(health["running"], true);
     assert!(health["pid"].is_u64());
 }
@@ -151,7 +160,7 @@ async fn bm25_http() -> (Reaper, u16) {
     let deadline = Instant::now() + Duration::from_secs(30);
     // Ready, not only listening: the engine answers /readyz 200 once its index is open.
     loop {
-        let ready = reqwest::get(format!("http://127.0.0.1:{port}/readyz")).await.is_ok_and(|r| r.status() == 200);
+        let ready = get(format!("http://127.0.0.1:{port}/readyz")).await.is_ok_and(|r| r.status() == 200);
         if ready {
             break;
         }
@@ -182,7 +191,7 @@ async fn http_engine_sse_is_passed_through_and_logged() {
             .expect("RCP_INSPECT_URL=...");
         (Reaper(child), line)
     };
-    let targets = reqwest::get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
+    let targets = get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
     assert!(!targets.contains("s3cret"), "the token never reaches the page: {targets}");
     assert!(targets.contains("Authorization: Bearer $INSPECT_TEST_TOKEN"), "curl gets the variable: {targets}");
     let rpc = format!("{url}rpc/engine");
@@ -198,8 +207,7 @@ async fn http_engine_sse_is_passed_through_and_logged() {
     let received = entries.iter().filter(|e| e["dir"] == "received").count();
     assert_eq!(received, frames.len());
 
-    let health: Value =
-        reqwest::get(format!("{url}api/health/engine")).await.expect("health").json().await.expect("json");
+    let health: Value = get(format!("{url}api/health/engine")).await.expect("health").json().await.expect("json");
     assert_eq!(health["healthz"]["status"], 200);
     assert_eq!(health["readyz"]["status"], 200);
 
@@ -211,7 +219,7 @@ async fn http_engine_sse_is_passed_through_and_logged() {
 #[tokio::test]
 async fn an_engine_that_cannot_start_is_reported_not_fatal() {
     let (_inspector, url) = start(inspector(), &["--stdio", "/nonexistent/rcp-engine serve"]);
-    let targets: Value = reqwest::get(format!("{url}api/targets")).await.expect("targets").json().await.expect("json");
+    let targets: Value = get(format!("{url}api/targets")).await.expect("targets").json().await.expect("json");
     let message = targets["engines"][0]["error"]["message"].as_str().unwrap_or_default().to_owned();
     assert!(message.contains("cannot start /nonexistent/rcp-engine"), "{message}");
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}});
@@ -239,10 +247,10 @@ async fn rcp_inspect_subcommand_runs_the_inspector() {
     link_or_copy(inspector(), &dir.path().join("rcp-inspect"));
     let command = format!("{} serve", bm25.display());
     let (_inspector, url) = start(&local_rcp, &["inspect", "--stdio", &command, "--port", "0"]);
-    let page = reqwest::get(&url).await.expect("GET /").text().await.expect("html");
+    let page = get(&url).await.expect("GET /").text().await.expect("html");
     assert!(page.contains("<title>RCP Inspector</title>"));
     for asset in ["app.js", "app.css"] {
-        let r = reqwest::get(format!("{url}{asset}")).await.expect("asset");
+        let r = get(format!("{url}{asset}")).await.expect("asset");
         assert_eq!(r.status(), 200, "{asset}");
     }
 }
@@ -270,7 +278,7 @@ async fn method_paths_outside_the_method_table_are_refused_and_secrets_are_not_s
         .find_map(|l| l.strip_prefix("RCP_INSPECT_URL=").map(str::to_owned))
         .expect("RCP_INSPECT_URL=...");
 
-    let targets = reqwest::get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
+    let targets = get(format!("{url}api/targets")).await.expect("targets").text().await.expect("text");
     assert!(!targets.contains("k3y-s3cret-value") && !targets.contains("s3cret-token"), "{targets}");
     assert!(targets.contains("X-Api-Key: $RCP_X_API_KEY"), "curl gets a variable: {targets}");
     assert!(targets.contains("X-Team: retrieval"), "other headers are shown: {targets}");

@@ -39,6 +39,7 @@ use crate::gate;
 use crate::limits::Limits;
 use crate::transport::http::HttpTransport;
 use crate::transport::stream::StreamTransport;
+use crate::transport::tls::TlsOptions;
 use crate::transport::{LogSink, Request, Router, Transport};
 
 /// Options of a client connection.
@@ -58,6 +59,9 @@ pub struct ClientOptions {
     pub receive_logs: bool,
     /// Extra HTTP headers (e.g. `Authorization: Bearer ...`).
     pub http_headers: Vec<(String, String)>,
+    /// Which `https://` servers to trust beside the system's roots, and the client certificate
+    /// to present (§15; feature `tls`).
+    pub tls: TlsOptions,
     /// A label for diagnostics (the registry id in a federation).
     pub label: String,
     /// What the server may make this connection hold: frame size and time, the outbound
@@ -82,6 +86,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(15),
             receive_logs: false,
             http_headers: Vec::new(),
+            tls: TlsOptions::default(),
             label: String::new(),
             limits: Limits::default(),
         }
@@ -167,7 +172,8 @@ impl Client {
     pub async fn connect_http(base: &str, options: ClientOptions) -> Result<Self, ClientError> {
         let router =
             Router::new(if options.label.is_empty() { base.to_owned() } else { options.label.clone() }, options.limits);
-        let transport = HttpTransport::new(base, options.http_headers.clone(), options.connect_timeout, &router)?;
+        let transport =
+            HttpTransport::new(base, options.http_headers.clone(), options.connect_timeout, &options.tls, &router)?;
         Self::start(Box::new(transport), router, options).await
     }
 

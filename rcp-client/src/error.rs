@@ -227,6 +227,9 @@ pub enum ConnectError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     HttpClient(#[source] Arc<reqwest::Error>),
+    /// The TLS options could not be applied (a CA or client certificate file, §15).
+    #[error("TLS: {}", causes(.0.as_ref()))]
+    Tls(#[source] Arc<crate::transport::tls::TlsError>),
     /// No `initialize` answer arrived within the connect timeout.
     #[error("no initialize answer within {0:?}")]
     HandshakeTimeout(std::time::Duration),

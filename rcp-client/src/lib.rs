@@ -11,6 +11,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "args")]
+pub mod args;
 pub mod breaker;
 mod client;
 mod error;
@@ -30,4 +32,5 @@ pub use federation::{Federation, FederationOptions};
 pub use limits::Limits;
 pub use registry::{EngineSpec, Registry, Transport};
 pub use selector::Selector;
+pub use transport::tls::{ClientCert, TlsError, TlsOptions};
 pub use transport::{LogSink, read_body};

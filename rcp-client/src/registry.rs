@@ -40,6 +40,11 @@ pub struct EngineSpec {
     /// `rcp.json`), read when connecting and sent as `Authorization: Bearer ...`; the token
     /// itself never appears in the file. Ignored for stdio engines.
     pub token_env: Option<String>,
+    /// TLS for this `https://` engine: `ca_cert` is `caCert` in `rcp.json` (a PEM file,
+    /// relative to the registry file), trusted beside the system's roots. What is set here
+    /// takes the place of the client's own [`crate::ClientOptions::tls`] for this engine.
+    /// Ignored for stdio engines.
+    pub tls: crate::TlsOptions,
 }
 
 impl EngineSpec {
@@ -53,6 +58,16 @@ impl EngineSpec {
             required: false,
             headers: Vec::new(),
             token_env: None,
+            tls: crate::TlsOptions::default(),
+        }
+    }
+
+    /// The TLS settings to reach this engine with: its own ([`EngineSpec::tls`]), each unset
+    /// one taken from `client` (the client's options, its command line).
+    pub fn tls_or(&self, client: &crate::TlsOptions) -> crate::TlsOptions {
+        crate::TlsOptions {
+            ca_cert: self.tls.ca_cert.clone().or_else(|| client.ca_cert.clone()),
+            client_cert: self.tls.client_cert.clone().or_else(|| client.client_cert.clone()),
         }
     }
 
@@ -389,12 +404,40 @@ fn engine_spec(raw: &RawEntry, base: Option<&Path>) -> Result<EngineSpec, String
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
         Some(other) => return Err(format!("'tokenEnv' must be a variable name, got {other}")),
     };
-    Ok(EngineSpec { id, transport, priority, weight, required, headers, token_env })
+    let ca_cert = match present("caCert") {
+        None => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            let path = Path::new(s);
+            Some(match base {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => path.to_path_buf(),
+            })
+        }
+        Some(other) => return Err(format!("'caCert' must be a file path, got {other}")),
+    };
+    let tls = crate::TlsOptions { ca_cert, client_cert: None };
+    Ok(EngineSpec { id, transport, priority, weight, required, headers, token_env, tls })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ca_cert_resolves_against_the_file_and_wins_over_the_clients() {
+        let r = Registry::parse(
+            r#"{"engines":[{"id":"a","url":"https://h/rcp","caCert":"ca/a.pem"},{"id":"b","url":"https://h/rcp"}]}"#,
+            Some(Path::new("/etc/rcp")),
+        )
+        .expect("registry");
+        assert_eq!(r.engines[0].tls.ca_cert.as_deref(), Some(Path::new("/etc/rcp/ca/a.pem")));
+        let client = crate::TlsOptions { ca_cert: Some("cli.pem".into()), client_cert: None };
+        assert_eq!(r.engines[0].tls_or(&client).ca_cert.as_deref(), Some(Path::new("/etc/rcp/ca/a.pem")));
+        assert_eq!(r.engines[1].tls_or(&client).ca_cert.as_deref(), Some(Path::new("cli.pem")));
+        let err = Registry::parse(r#"{"engines":[{"id":"a","url":"https://h/rcp","caCert":3}]}"#, None)
+            .expect_err("a number is no path");
+        assert!(err.to_string().contains("caCert"), "{err}");
+    }
 
     #[test]
     fn parses_and_defaults_and_ignores_unknown_fields() {

@@ -113,7 +113,7 @@ impl Selector {
 
 /// Connects to a registry entry. An HTTP engine gets the options' `http_headers`, then its own
 /// `headers` and the bearer token of its `tokenEnv` (an unset variable fails the connection,
-/// naming it).
+/// naming it), and its own TLS settings ([`EngineSpec::tls`]) in place of the options'.
 pub async fn connect(spec: &EngineSpec, options: &ClientOptions) -> Result<Client, ClientError> {
     let mut options = ClientOptions { label: spec.id.clone(), ..options.clone() };
     match &spec.transport {
@@ -121,6 +121,7 @@ pub async fn connect(spec: &EngineSpec, options: &ClientOptions) -> Result<Clien
         Transport::Http { url } => {
             let own = spec.http_headers().map_err(|source| ConnectError::Token { engine: spec.id.clone(), source })?;
             options.http_headers.extend(own);
+            options.tls = spec.tls_or(&options.tls);
             Client::connect_http(url, options).await
         }
     }

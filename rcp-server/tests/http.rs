@@ -68,7 +68,7 @@ async fn start(opts: HttpOptions) -> Running {
         })
         .await;
     });
-    Running { base: format!("http://{addr}/rcp"), client: reqwest::Client::new(), slow, _stop: stop }
+    Running { base: format!("http://{addr}/rcp"), client: rcp_testkit::http_client(), slow, _stop: stop }
 }
 
 impl Running {

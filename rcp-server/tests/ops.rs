@@ -73,7 +73,14 @@ async fn start_with(name: &str, opts: HttpOptions, more: impl FnOnce(ServerBuild
         })
         .await;
     });
-    Running { root: format!("http://{addr}"), client: reqwest::Client::new(), server, engine, stop: Some(stop), done }
+    Running {
+        root: format!("http://{addr}"),
+        client: rcp_testkit::http_client(),
+        server,
+        engine,
+        stop: Some(stop),
+        done,
+    }
 }
 
 impl Running {

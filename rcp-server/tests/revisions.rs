@@ -125,7 +125,7 @@ async fn post(client: &reqwest::Client, base: &str, id: u32, method: &str, param
 async fn across_two_nodes(two: Revision, version: u32) -> (Value, Value) {
     let (a, _stop_a) = node(server(two)).await;
     let (b, _stop_b) = node(server(two)).await;
-    let client = reqwest::Client::new();
+    let client = rcp_testkit::http_client();
     let init = post(&client, &a, 1, "initialize", json!({"protocolVersion": version})).await;
     let answer = post(&client, &b, 2, "retrieve", RETRIEVE()).await;
     (init, answer)

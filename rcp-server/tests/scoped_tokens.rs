@@ -86,7 +86,7 @@ async fn start(tokens: AccessTokens, sessions: SessionMode) -> Running {
     Running {
         base: format!("http://{addr}/rcp"),
         ops: format!("http://{addr}"),
-        client: reqwest::Client::new(),
+        client: rcp_testkit::http_client(),
         store,
         _stop: stop,
     }

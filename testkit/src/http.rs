@@ -4,11 +4,24 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+/// A reqwest client builder for tests: rcp-client's ([`rcp_client::TlsOptions::http_client_builder`]),
+/// since reqwest's rustls backend, compiled in by rcp-client's `tls` feature, has no crypto
+/// provider of its own and panics in a client built without a TLS configuration.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    rcp_client::TlsOptions::default().http_client_builder().expect("a TLS configuration without files")
+}
+
+/// A reqwest client for tests ([`http_client_builder`]).
+pub fn http_client() -> reqwest::Client {
+    http_client_builder().build().expect("reqwest client")
+}
+
 /// A server child serving HTTP; killed (and reaped) when dropped.
 #[derive(Debug)]
 pub struct HttpServer {
     child: Child,
-    /// The server's RCP endpoint, `http://ADDR/rcp`.
+    /// The server's RCP endpoint, `http://ADDR/rcp` (`https://` when it logs that it serves
+    /// HTTPS).
     pub url: String,
 }
 
@@ -37,11 +50,13 @@ impl HttpServer {
                 _ => panic!("{described} exited before serving"),
             };
             if let Some(at) = line.find("addr=") {
-                break line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned();
+                let scheme = if line.contains("https") { "https" } else { "http" };
+                break (scheme, line[at + 5..].split_whitespace().next().unwrap_or("").trim_matches('"').to_owned());
             }
         };
         std::thread::spawn(move || lines.for_each(drop));
-        server.url = format!("http://{addr}/rcp");
+        let (scheme, addr) = addr;
+        server.url = format!("{scheme}://{addr}/rcp");
         server
     }
 

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 mod http;
 pub mod pg;
+#[cfg(feature = "tls")]
+pub mod pki;
 mod sample;
 
-pub use http::HttpServer;
+pub use http::{HttpServer, http_client, http_client_builder};
 pub use sample::{MemField, PeakSampler, status_kb};
 
 use rcp_client::ndjson::MAX_READ_LINE_BYTES;

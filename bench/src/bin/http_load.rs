@@ -93,7 +93,12 @@ async fn level(url: &str, clients: usize, seconds: f64) -> (usize, usize, Vec<f6
     for c in 0..clients {
         let endpoint = Arc::clone(&endpoint);
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap_or_default();
+            let client = rcp_client::TlsOptions::default()
+                .http_client_builder()
+                .expect("a TLS configuration without files")
+                .pool_max_idle_per_host(1)
+                .build()
+                .expect("HTTP client");
             let mut lat = Vec::new();
             let mut errors = 0usize;
             let mut i = 0u64;

@@ -563,7 +563,12 @@ fn drive_http_child(child: &mut Child, port: u16, window: usize, args: &Args, mi
                 let url = url.clone();
                 let mut mix = mix.reseeded(c + 1);
                 tokio::spawn(async move {
-                    let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap_or_default();
+                    let client = rcp_client::TlsOptions::default()
+                        .http_client_builder()
+                        .expect("a TLS configuration without files")
+                        .pool_max_idle_per_host(1)
+                        .build()
+                        .expect("HTTP client");
                     let mut kinds: HashMap<Kind, PerKind> = HashMap::new();
                     let mut n = 0u64;
                     while Instant::now() < stop {
@@ -619,7 +624,11 @@ fn http_probe(url: &str, every: Duration, from: Instant, stop: Instant, start: &
     let mut k = PerKind::default();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return k };
     runtime.block_on(async {
-        let client = reqwest::Client::new();
+        let client = rcp_client::TlsOptions::default()
+            .http_client_builder()
+            .expect("a TLS configuration without files")
+            .build()
+            .expect("HTTP client");
         let mut id = PROBE_IDS;
         while Instant::now() < stop {
             id += 1;

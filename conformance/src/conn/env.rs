@@ -58,6 +58,8 @@ pub(crate) type Sink = Arc<Mutex<Vec<Violation>>>;
 #[derive(Clone)]
 pub(crate) struct Env {
     pub target: Target,
+    /// How HTTP clients are built (TLS trust and client certificate).
+    pub http: crate::tls::HttpSetup,
     pub timeout: Duration,
     pub schemas: Option<Arc<Schemas>>,
     pub sink: Sink,

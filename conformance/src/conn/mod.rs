@@ -58,7 +58,9 @@ impl Conn {
             Target::Stdio { program, args } => Transport::Stdio(
                 StdioTransport::spawn(program, args).map_err(|e| format!("cannot start `{program}`: {e}"))?,
             ),
-            Target::Http { base, headers } => Transport::Http(HttpTransport::new(base, headers, env.timeout)?),
+            Target::Http { base, headers } => {
+                Transport::Http(HttpTransport::new(base, headers, env.timeout, &env.http)?)
+            }
         };
         Ok(Conn {
             t,

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use rcp_wire::RequestId;
 use serde_json::Value;
 
+use super::tls::TlsOptions;
 use super::{Request, Router, Transport, response_outcome};
 use crate::error::{ClientError, ConnectError, Disconnect, LimitExceeded};
 use crate::limits::Limits;
@@ -33,20 +34,25 @@ struct State {
 }
 
 impl HttpTransport {
-    /// A transport to `base` (e.g. `http://127.0.0.1:8080/rcp`) sending `headers` on every
-    /// request.
+    /// A transport to `base` (e.g. `http://127.0.0.1:8080/rcp`, or `https://...`, trusted as
+    /// `tls` says) sending `headers` on every request.
     pub(crate) fn new(
         base: &str,
         headers: Vec<(String, String)>,
         connect_timeout: Duration,
+        tls: &TlsOptions,
         router: &Arc<Router>,
     ) -> Result<Self, ConnectError> {
         let url = parse_base(base)?;
         let addr = format!("{}:{}", url.host_str().unwrap_or(""), url.port_or_known_default().unwrap_or(80));
-        let http = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .build()
-            .map_err(|e| ConnectError::HttpClient(Arc::new(e)))?;
+        let https = url.scheme() == "https";
+        if https && cfg!(not(feature = "tls")) {
+            return Err(ConnectError::Tls(Arc::new(super::tls::TlsError::Unsupported(base.to_owned()))));
+        }
+        // A plain `http://` server needs no system roots (reqwest still needs a configuration).
+        let builder = super::tls::http_client_builder(tls, https).map_err(|e| ConnectError::Tls(Arc::new(e)))?;
+        let http =
+            builder.connect_timeout(connect_timeout).build().map_err(|e| ConnectError::HttpClient(Arc::new(e)))?;
         let state = State {
             http,
             base: base.trim_end_matches('/').to_owned(),

@@ -11,6 +11,7 @@
 //!   of a stateful server (§11).
 
 pub(crate) mod http;
+pub(crate) mod tls;
 
 pub use http::read_body;
 pub(crate) mod stream;

@@ -1,5 +1,5 @@
 //! Which engine a command talks to (`--stdio`, `--http` or `--registry`) and how it
-//! authenticates (`--header`, `--token-env`).
+//! authenticates (`--header`, `--token-env`, and for HTTPS `--ca-cert`, `--client-cert`).
 
 use std::path::PathBuf;
 
@@ -40,6 +40,9 @@ pub(crate) struct Auth {
     /// `eval` against an engine that reranks 100 candidates per query on a slow machine.
     #[arg(long, value_name = "MS", global = true, default_value_t = 30_000)]
     pub timeout_ms: u64,
+    /// TLS trust and client certificate for `https://` engines.
+    #[command(flatten)]
+    pub tls: rcp_client::args::TlsArgs,
 }
 
 impl Auth {
@@ -55,6 +58,7 @@ impl Auth {
         Ok(ClientOptions {
             http_headers,
             request_timeout: Some(std::time::Duration::from_millis(self.timeout_ms.max(1))),
+            tls: self.tls.options(),
             ..ClientOptions::default()
         })
     }
@@ -116,12 +120,18 @@ mod tests {
             headers: vec!["X-Team: ir".into(), "Accept-Language:en".into()],
             token_env: None,
             timeout_ms: 30_000,
+            tls: Default::default(),
         };
         let o = auth.options().unwrap();
         assert_eq!(o.http_headers, vec![("X-Team".into(), "ir".into()), ("Accept-Language".into(), "en".into())]);
-        let bad = Auth { headers: vec!["Bearer abc".into()], token_env: None, timeout_ms: 1 };
+        let bad = Auth { headers: vec!["Bearer abc".into()], token_env: None, timeout_ms: 1, tls: Default::default() };
         assert!(bad.options().unwrap_err().contains("expected 'Name: value'"));
-        let unset = Auth { headers: vec![], token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()), timeout_ms: 1 };
+        let unset = Auth {
+            headers: vec![],
+            token_env: Some("RCP_CLI_TEST_NO_SUCH_VAR".into()),
+            timeout_ms: 1,
+            tls: Default::default(),
+        };
         assert!(unset.options().unwrap_err().contains("RCP_CLI_TEST_NO_SUCH_VAR is not set"));
     }
 

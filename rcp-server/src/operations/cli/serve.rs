@@ -73,6 +73,24 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "http")]
     pub tokens_file: Option<PathBuf>,
 
+    /// HTTP: serve HTTPS only, with this certificate (PEM; a chain, leaf first). Needs
+    /// --tls-key. A plaintext request to the port fails the TLS handshake. Re-read with the key
+    /// on SIGHUP; a reload that fails keeps the certificate in force (see docs/operations.md).
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// HTTP: the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// HTTPS: require a client certificate signed by a CA of this PEM file (mutual TLS); a
+    /// client without one fails the handshake. Re-read on SIGHUP with the certificate.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+
     /// HTTP: largest request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit: usize,
@@ -293,19 +311,41 @@ impl ServeArgs {
             ops,
             metrics_public: self.metrics_public,
             drain_grace: Duration::from_secs(self.drain_grace),
+            #[cfg(feature = "tls")]
+            tls: self.server_tls()?,
             ..defaults
         })
     }
 
+    /// The TLS configuration of `--tls-cert`/`--tls-key`/`--tls-client-ca`, read now; `None`
+    /// without `--tls-cert`.
+    #[cfg(feature = "tls")]
+    fn server_tls(&self) -> std::io::Result<Option<crate::transport::http::ServerTls>> {
+        use crate::transport::http::{ServerTls, TlsFiles};
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let files = TlsFiles { cert: cert.clone(), key: key.clone(), client_ca: self.tls_client_ca.clone() };
+        ServerTls::load(files)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--tls-cert: {e}")))
+    }
+
     /// Serves `server` as the arguments say, until EOF/`shutdown` (stdio) or SIGINT/SIGTERM
-    /// (HTTP, after draining in-flight requests). With `--tokens-file`, SIGHUP re-reads the file
-    /// ([`AccessTokens::reload`]); this is the only place the framework listens for it.
+    /// (HTTP, after draining in-flight requests). SIGHUP re-reads the files the server was
+    /// started with: `--tokens-file` ([`AccessTokens::reload`]) and, with TLS, the certificate
+    /// and key (`ServerTls::reload`); this is the only place the framework listens for it.
     pub async fn serve(&self, server: Server) -> std::io::Result<()> {
         match self.http {
             Some(addr) => {
                 let opts = self.http_options()?;
-                if let Some(tokens) = &opts.tokens {
-                    reload_on_sighup(tokens.clone())?;
+                let reloads = Reloads {
+                    tokens: opts.tokens.clone(),
+                    #[cfg(feature = "tls")]
+                    tls: opts.tls.clone(),
+                };
+                if !reloads.is_empty() {
+                    reload_on_sighup(reloads)?;
                 }
                 crate::transport::http::serve(&server, addr, opts).await
             }
@@ -314,15 +354,29 @@ impl ServeArgs {
     }
 }
 
-/// Re-reads `tokens`' file on every SIGHUP for as long as the runtime runs. A file that
-/// cannot be read or has a bad line leaves the tokens in force as they were; the log says why,
-/// naming the line, never a token.
-#[cfg(unix)]
-fn reload_on_sighup(tokens: AccessTokens) -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hangups = signal(SignalKind::hangup())?;
-    tokio::spawn(async move {
-        while hangups.recv().await.is_some() {
+/// The files a running HTTP server re-reads on SIGHUP.
+struct Reloads {
+    /// `--tokens-file`.
+    tokens: Option<AccessTokens>,
+    /// `--tls-cert`, `--tls-key` and `--tls-client-ca`.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::transport::http::ServerTls>,
+}
+
+impl Reloads {
+    /// Whether there is nothing to re-read.
+    fn is_empty(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return false;
+        }
+        self.tokens.is_none()
+    }
+
+    /// Re-reads every file. One that cannot be read or is invalid leaves what it configures
+    /// in force as it was; the log says why, naming a tokens file's line, never a token.
+    fn reload(&self) {
+        if let Some(tokens) = &self.tokens {
             match tokens.reload() {
                 Ok(0) => {
                     tracing::warn!(path = ?tokens.path(), "tokens file re-read on SIGHUP: it holds no token; every request is refused")
@@ -333,13 +387,35 @@ fn reload_on_sighup(tokens: AccessTokens) -> std::io::Result<()> {
                 }
             }
         }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            match tls.reload() {
+                Ok(()) => tracing::info!(cert = ?tls.files().cert, "TLS certificate and key re-read on SIGHUP"),
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "TLS certificate not re-read on SIGHUP; the previous certificate stays in force"
+                ),
+            }
+        }
+    }
+}
+
+/// Re-reads the files of `reloads` on every SIGHUP for as long as the runtime runs.
+#[cfg(unix)]
+fn reload_on_sighup(reloads: Reloads) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            reloads.reload();
+        }
     });
     Ok(())
 }
 
-/// Without Unix signals the tokens file is read once, at start-up.
+/// Without Unix signals the files are read once, at start-up.
 #[cfg(not(unix))]
-fn reload_on_sighup(_tokens: AccessTokens) -> std::io::Result<()> {
+fn reload_on_sighup(_reloads: Reloads) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -463,6 +539,25 @@ mod tests {
         use clap::Parser;
         assert!(Cli::try_parse_from(["serve", "--tokens-file", path]).is_err(), "--tokens-file needs --http");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn tls_takes_a_certificate_and_its_key_together_and_names_a_bad_file() {
+        use clap::Parser;
+        let refused =
+            |args: &[&str]| Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).is_err();
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-cert", "c.pem"]), "--tls-cert needs --tls-key");
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-key", "k.pem"]), "--tls-key needs --tls-cert");
+        assert!(refused(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]), "TLS needs --http");
+        assert!(refused(&["--http", "127.0.0.1:0", "--tls-client-ca", "ca.pem"]), "--tls-client-ca needs --tls-cert");
+        assert!(parse(&["--http", "127.0.0.1:0"]).http_options().expect("options").tls.is_none());
+        let err =
+            parse(&["--http", "127.0.0.1:0", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"])
+                .http_options()
+                .expect_err("no such file");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("--tls-cert") && err.to_string().contains("/nonexistent/c.pem"), "{err}");
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //! answered `503` with `Retry-After` and closed at once, before anything is read from it. The
 //! share is checked first, so a client flooding connections is refused on its own share and
 //! leaves the rest of the cap to the others.
+//!
+//! With TLS (feature `tls`) a connection first completes its handshake, within the header
+//! timeout, and is then served like any other; one that fails it (a plaintext request, an
+//! untrusted client certificate) is closed without an answer.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,6 +44,14 @@ pub(super) struct ConnectionLimits {
 const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: text/plain\r\n\
 content-length: 34\r\nconnection: close\r\n\r\ntoo many connections; retry later\n";
 
+/// The TLS configuration a listener may serve with: [`super::ServerTls`] with the `tls`
+/// feature, and a type with no value without it.
+#[cfg(feature = "tls")]
+pub(super) type Tls = super::tls::ServerTls;
+/// Without the `tls` feature there is no TLS configuration to give.
+#[cfg(not(feature = "tls"))]
+pub(super) type Tls = std::convert::Infallible;
+
 /// Pause after a failed `accept` (for instance out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -49,6 +61,7 @@ pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    tls: Option<Tls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -88,9 +101,34 @@ pub(super) async fn serve(
             let mut router = router.clone();
             async move { router.call(req).await }
         });
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        #[cfg(feature = "tls")]
+        let handshake = tls.as_ref().map(Tls::acceptor);
+        #[cfg(not(feature = "tls"))]
+        let handshake = tls;
+        let handshake_timeout = limits.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let served = match handshake {
+                None => watcher.watch(builder.serve_connection(TokioIo::new(stream), service)).await,
+                #[cfg(feature = "tls")]
+                Some(acceptor) => match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => watcher.watch(builder.serve_connection(TokioIo::new(stream), service)).await,
+                    Ok(Err(e)) => {
+                        tracing::debug!(target: "rcp_server::http", %peer, error = %e, "TLS handshake failed");
+                        Ok(())
+                    }
+                    Err(_) => {
+                        tracing::debug!(target: "rcp_server::http", %peer, "TLS handshake timed out");
+                        Ok(())
+                    }
+                },
+                #[cfg(not(feature = "tls"))]
+                Some(never) => match never {},
+            };
+            #[cfg(not(feature = "tls"))]
+            let _ = handshake_timeout;
+            if let Err(e) = served {
                 tracing::debug!(target: "rcp_server::http", %peer, error = %e, "connection ended with an error");
             }
             drop((permit, place));

@@ -34,6 +34,8 @@ mod router;
 mod session;
 mod share;
 mod sse;
+#[cfg(feature = "tls")]
+mod tls;
 mod tokens;
 
 use std::future::Future;
@@ -43,6 +45,8 @@ use axum::Router;
 
 pub use ops::OpsPaths;
 pub use options::{DEFAULT_ADDR, HttpOptions, RateLimit, SESSION_HEADER, SessionMode};
+#[cfg(feature = "tls")]
+pub use tls::{ServerTls, TlsError, TlsFiles};
 pub use tokens::{AccessTokens, TokensError};
 
 use crate::server::Server;
@@ -68,15 +72,20 @@ pub async fn serve(server: &Server, addr: SocketAddr, opts: HttpOptions) -> std:
 /// readiness fails at once ([`Server::begin_drain`]), the listener stays open for
 /// `opts.drain_grace`, then closes while in-flight requests finish. Connections are capped and
 /// timed out as `opts` says (`max_connections`, `max_connections_per_client`,
-/// `header_read_timeout`). Logs the start-up line
-/// first.
+/// `header_read_timeout`). With `opts.tls` (feature `tls`) it serves HTTPS only: the
+/// handshake must complete within `header_read_timeout`, and a plaintext request fails it.
+/// Logs the start-up line first.
 pub async fn serve_on(
     server: &Server,
     listener: tokio::net::TcpListener,
     opts: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    server.log_startup("http", listener.local_addr().ok());
+    #[cfg(feature = "tls")]
+    let tls = opts.tls.clone();
+    #[cfg(not(feature = "tls"))]
+    let tls: Option<connections::Tls> = None;
+    server.log_startup(if tls.is_some() { "https" } else { "http" }, listener.local_addr().ok());
     let limits = connections::ConnectionLimits {
         max_connections: opts.max_connections,
         max_connections_per_client: opts.connections_per_client(),
@@ -89,7 +98,7 @@ pub async fn serve_on(
         draining.begin_drain();
         tokio::time::sleep(grace).await;
     };
-    connections::serve(listener, router(server, opts), limits, shutdown).await
+    connections::serve(listener, router(server, opts), limits, tls, shutdown).await
 }
 
 async fn shutdown_signal() {

@@ -83,12 +83,16 @@ pub struct HttpOptions {
     /// `/readyz` already answers `503`, so load balancers stop routing to it before the
     /// listener closes; then in-flight requests are drained.
     pub drain_grace: Duration,
+    /// Serve HTTPS only, with this certificate (feature `tls`); `None`: plain HTTP. Shared with
+    /// the caller: [`super::ServerTls::reload`] on a clone takes effect for new connections.
+    #[cfg(feature = "tls")]
+    pub tls: Option<super::ServerTls>,
 }
 
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpOptions")
-            .field("base", &self.base)
+        let mut f = f.debug_struct("HttpOptions");
+        f.field("base", &self.base)
             .field("sessions", &self.sessions)
             .field("bearer_tokens", &format_args!("[{} redacted]", self.bearer_tokens.len()))
             .field("tokens", &self.tokens)
@@ -103,8 +107,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("ops", &self.ops)
             .field("metrics_public", &self.metrics_public)
-            .field("drain_grace", &self.drain_grace)
-            .finish()
+            .field("drain_grace", &self.drain_grace);
+        #[cfg(feature = "tls")]
+        f.field("tls", &self.tls);
+        f.finish()
     }
 }
 
@@ -127,6 +133,8 @@ impl Default for HttpOptions {
             ops: OpsPaths::default(),
             metrics_public: false,
             drain_grace: Duration::ZERO,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
