@@ -31,6 +31,10 @@ pub use rcp_embedder::calibration::confidence;
 use rcp_embedder::serve::embed_on_executor;
 use rcp_server::cursor::CursorState as _;
 
+/// The deepest offset a cursor may hold: pages reach at most this far into a ranking (a cursor
+/// is the client's to send, so its position is bounded before anything is sized by it).
+const MAX_CURSOR_OFFSET: usize = 100_000;
+
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineOptions {
@@ -180,67 +184,77 @@ impl Retrieve for DenseEngine {
         // a later page's scores are comparable with the cursor's key.
         let clock_ms = cursor.as_ref().map(|c| c.clock_ms).filter(|&t| t > 0).unwrap_or_else(recency::now_ms);
         // Every page searches the first page's depth (the cursor's), so all pages are cut from
-        // one candidate set; a page past it searches deeper, with as many again of slack for
-        // documents written since that now rank above the cursor's key.
+        // one candidate set. A page past it, or one that comes up short because documents
+        // written since rank above the cursor's key, searches deeper: as many again of slack.
+        // The cursor is the client's to send: its depth is used only within those bounds.
+        if offset > MAX_CURSOR_OFFSET {
+            return Err(RcpError::invalid_params("cursor", "not a position this server mints"));
+        }
         let needed = offset + req.k + 1;
-        let depth = match cursor.as_ref().map(|c| c.depth).filter(|&d| d >= needed) {
-            Some(first) => first,
-            None => req.candidate_k.max(needed) + offset,
-        };
-        let ef = self.options.ef_search.max(depth);
+        let deeper = req.candidate_k.max(needed) + offset;
+        let first = cursor.as_ref().map(|c| c.depth).filter(|&d| d >= needed && d <= deeper);
+        let ef_search = self.options.ef_search;
         let planner = store.options().planner;
         let engine_hits = {
             let req = req.clone();
             let options = self.options.clone();
             ctx.run_cpu(Lane::Read, move || {
                 let table = store.read();
-                let (mut found, route) = table.search(&q, depth, ef, req.filter.as_ref(), &planner);
-                let candidates = found.len();
-                let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
-                if let Some(r) = &req.recency {
-                    let decay = Decay::new(clock_ms, r.half_life_days);
-                    apply_decay(&mut found, &table, &r.field, &decay);
-                }
-                if let Some(min) = req.min_score {
-                    found.retain(|s| f64::from(s.score) >= min);
-                }
-                let id = |s: &Scored| table.doc(s.slot).map_or("", |d| d.id.as_str());
-                // The keyset order: score descending, then id ascending.
-                found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(id(b))));
-                let mut order: Vec<usize> = match req.mmr {
-                    Some(m) => {
-                        let relevance: Vec<f64> = found.iter().map(|s| f64::from(s.score)).collect();
-                        let vectors: Vec<&[f32]> = found.iter().map(|s| table.vector(s.slot)).collect();
-                        mmr(&relevance, &vectors, m.lambda, offset + req.k + 1).into_iter().skip(offset).collect()
+                let mut depth = first.unwrap_or(deeper);
+                loop {
+                    let ef = ef_search.max(depth);
+                    let (mut found, route) = table.search(&q, depth, ef, req.filter.as_ref(), &planner);
+                    let candidates = found.len();
+                    let cosine: HashMap<usize, f32> = found.iter().map(|s| (s.slot, s.score)).collect();
+                    if let Some(r) = &req.recency {
+                        let decay = Decay::new(clock_ms, r.half_life_days);
+                        apply_decay(&mut found, &table, &r.field, &decay);
                     }
-                    None => (0..found.len())
-                        .filter(|&i| cursor.as_ref().is_none_or(|c| c.precedes(found[i].score, id(&found[i]))))
-                        .take(req.k + 1)
-                        .collect(),
-                };
-                let more = order.len() > req.k;
-                order.truncate(req.k);
-                let next_cursor = order.last().filter(|_| more).map(|&i| {
-                    let s = &found[i];
-                    Cursor {
-                        offset: offset + order.len(),
-                        score: s.score,
-                        id: id(s).to_owned(),
-                        clock_ms,
-                        fingerprint: print,
-                        depth,
+                    if let Some(min) = req.min_score {
+                        found.retain(|s| f64::from(s.score) >= min);
                     }
-                    .encode()
-                });
-                let hits: Vec<Hit> = order
-                    .into_iter()
-                    .filter_map(|i| {
+                    let id = |s: &Scored| table.doc(s.slot).map_or("", |d| d.id.as_str());
+                    // The keyset order: score descending, then id ascending.
+                    found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(id(b))));
+                    let mut order: Vec<usize> = match req.mmr {
+                        Some(m) => {
+                            let relevance: Vec<f64> = found.iter().map(|s| f64::from(s.score)).collect();
+                            let vectors: Vec<&[f32]> = found.iter().map(|s| table.vector(s.slot)).collect();
+                            mmr(&relevance, &vectors, m.lambda, offset + req.k + 1).into_iter().skip(offset).collect()
+                        }
+                        None => (0..found.len())
+                            .filter(|&i| cursor.as_ref().is_none_or(|c| c.precedes(found[i].score, id(&found[i]))))
+                            .take(req.k + 1)
+                            .collect(),
+                    };
+                    if order.len() <= req.k && candidates >= depth && depth < deeper {
+                        depth = deeper;
+                        continue;
+                    }
+                    let more = order.len() > req.k;
+                    order.truncate(req.k);
+                    let next_cursor = order.last().filter(|_| more).map(|&i| {
                         let s = &found[i];
-                        let cos = cosine.get(&s.slot).copied().unwrap_or(s.score);
-                        table.doc(s.slot).map(|d| build_hit(&options, s, cos, d, table.vector(s.slot), &req))
-                    })
-                    .collect();
-                (hits, next_cursor, candidates, route)
+                        Cursor {
+                            offset: offset + order.len(),
+                            score: s.score,
+                            id: id(s).to_owned(),
+                            clock_ms,
+                            fingerprint: print,
+                            depth,
+                        }
+                        .encode()
+                    });
+                    let hits: Vec<Hit> = order
+                        .into_iter()
+                        .filter_map(|i| {
+                            let s = &found[i];
+                            let cos = cosine.get(&s.slot).copied().unwrap_or(s.score);
+                            table.doc(s.slot).map(|d| build_hit(&options, s, cos, d, table.vector(s.slot), &req))
+                        })
+                        .collect();
+                    break (hits, next_cursor, candidates, route);
+                }
             })
             .await?
         };

@@ -191,6 +191,13 @@ async fn a_session_memory_lives_and_dies_with_its_session() {
     let global = a.call("memory/build", json!({"documents": docs})).await.expect("global");
     let gid = global["memoryId"].as_str().expect("memoryId");
     b.call("memory/recall", json!({"query": "wing", "memoryId": gid})).await.expect("b recalls a global memory");
+    // A replacement keeps the scope: neither kind of memory can be taken over by the other.
+    let hijack = b.call("memory/build", json!({"documents": docs, "memoryId": gid, "scope": "session"})).await;
+    assert_eq!(hijack.expect_err("a global memory made b's").code(), Some(rcp_wire::ErrorCode::NOT_FOUND));
+    let publish = a.call("memory/build", json!({"documents": docs, "memoryId": id})).await;
+    assert_eq!(publish.expect_err("a session memory made global").code(), Some(rcp_wire::ErrorCode::NOT_FOUND));
+    a.call("memory/recall", json!({"query": "wing", "memoryId": id})).await.expect("still a's");
+    b.call("memory/recall", json!({"query": "wing", "memoryId": gid})).await.expect("still everyone's");
 
     // Token-less requests without a session header are stateless: each its own session.
     let http = |body: Value| stateless_post(&server.url, &body);

@@ -136,27 +136,39 @@ impl MemoryIndex {
     }
 
     /// Keeps a memory over the documents in `store` under `id` (replacing it) or under a new
-    /// id, owned by `owner` when it is a session memory; returns the id and the memory.
+    /// id, owned by `owner` when it is a session memory; returns the id and the memory. A
+    /// replacement keeps the scope: only a global memory replaces a global one, and only its own
+    /// session a session memory (checked here, under the lock); `None` when `id` names no memory
+    /// the caller may replace.
     pub fn keep_inline(
         &self,
         id: Option<String>,
         d: Digest,
         store: Arc<Store>,
         owner: Option<SessionScope>,
-    ) -> (String, Arc<Digest>) {
+    ) -> Option<(String, Arc<Digest>)> {
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
         inline.forget_ended();
-        let id = id.unwrap_or_else(|| {
-            inline.next += 1;
-            let kind = if owner.is_some() { "session" } else { "inline" };
-            format!("{kind}-{}", inline.next)
-        });
+        let same_owner = |h: &Held| match (&h.owner, &owner) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.key() == b.key(),
+            _ => false,
+        };
+        let id = match id {
+            Some(id) if inline.held.iter().any(|h| h.id == id && same_owner(h)) => id,
+            Some(_) => return None,
+            None => {
+                inline.next += 1;
+                let kind = if owner.is_some() { "session" } else { "inline" };
+                format!("{kind}-{}", inline.next)
+            }
+        };
         inline.held.retain(|h| h.id != id);
         let digest = Arc::new(d);
         inline.held.push_back(Held { id: id.clone(), digest: Arc::clone(&digest), store, owner });
         while inline.held.len() > MAX_INLINE_MEMORIES {
             inline.held.pop_front();
         }
-        (id, digest)
+        Some((id, digest))
     }
 }

@@ -113,10 +113,11 @@ impl DenseMemory {
     /// that ends with it. Updating one names its `memoryId` (one of this session's).
     async fn build_session(&self, params: MemoryBuildParams, ctx: &RequestContext) -> HandlerResult<MemoryBuildResult> {
         let session = ctx.session().clone();
+        let not_found = |id: &str| RcpError::not_found(format!("memoryId '{id}' (not a memory of this session)"));
         if let Some(id) = params.memory_id.as_deref()
             && self.memories.inline(id, &session).is_none()
         {
-            return Err(RcpError::not_found(format!("memoryId '{id}' (not a memory of this session)")));
+            return Err(not_found(id));
         }
         let (digest, store) = match params.documents.as_deref() {
             Some(docs) => {
@@ -128,7 +129,11 @@ impl DenseMemory {
                 (Digest::clone(&digest), Arc::clone(self.memories.graph().store()))
             }
         };
-        let (id, digest) = self.memories.keep_inline(params.memory_id, digest, store, Some(session));
+        let asked = params.memory_id.clone().unwrap_or_default();
+        let (id, digest) = self
+            .memories
+            .keep_inline(params.memory_id, digest, store, Some(session))
+            .ok_or_else(|| not_found(&asked))?;
         Ok(MemoryBuildResult { memory_id: id, tokens: Some(digest.tokens()), ..Default::default() })
     }
 }
@@ -166,7 +171,10 @@ impl Memory for DenseMemory {
             (Some(docs), id) => {
                 let docs = inline_documents(docs)?;
                 let (digest, store) = self.inline_memory(docs, &ctx).await?;
-                self.memories.keep_inline(id.map(str::to_owned), digest, store, None)
+                let asked = id.unwrap_or_default().to_owned();
+                self.memories
+                    .keep_inline(id.map(str::to_owned), digest, store, None)
+                    .ok_or_else(|| RcpError::not_found(format!("memoryId '{asked}'")))?
             }
         };
         Ok(MemoryBuildResult { memory_id: id, tokens: Some(digest.tokens()), ..Default::default() })
