@@ -43,10 +43,8 @@ fn status(report: &Report, id: &str) -> Option<Status> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_keeps_every_federation_duty() {
-    let Some(gateway) = common::workspace_bin("rcp-gateway", "rcp-gateway") else {
-        eprintln!("rcp-gateway could not be built; skipped");
-        return;
-    };
+    // Built on demand; a gateway that does not build fails the test rather than skipping it.
+    let gateway = common::workspace_bin("rcp-gateway", "rcp-gateway").expect("rcp-gateway builds");
     let command =
         vec![gateway.to_string_lossy().into_owned(), "serve".into(), "--registry".into(), "{registry}".into()];
     let report = certify(command).await;

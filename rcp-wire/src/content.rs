@@ -85,7 +85,10 @@ impl Content {
             return Err(BlockError::UriNotFetched);
         }
         match (&self.data, self.mime_type.as_deref()) {
-            (Some(data), Some(mime)) if is_text_mime(mime) => Ok(Self::text(decode_text(data, mime)?)),
+            (Some(data), Some(mime)) if is_text_mime(mime) => match decode_text(data, mime)? {
+                text if text.trim().is_empty() => Err(BlockError::Empty),
+                text => Ok(Self::text(text)),
+            },
             _ => Ok(self),
         }
     }
@@ -136,7 +139,7 @@ pub enum BlockError {
         /// The block type.
         kind: String,
     },
-    /// An empty query: a blank string or no blocks.
+    /// An empty query: a blank string, no blocks, or text `data` that decodes to nothing.
     #[error("query must not be empty")]
     Empty,
     /// A block by `uri`, which this server does not fetch (§4.8: `-32602`, never ignored).

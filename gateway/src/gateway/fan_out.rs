@@ -40,7 +40,7 @@ impl Gateway {
         // With a rerank stage, recall and fusion keep `candidateK` hits for the reranker; with
         // `mmr` (and no rerank stage, which diversifies its own output), the pool MMR picks from.
         let funnel = self.funnel(&params, k, req.candidate_k.max(k));
-        let pool = if params.mmr.is_some() { mmr_pool(&params, want) } else { want };
+        let pool = if params.mmr.is_some() { mmr_pool(&params) } else { want };
         let recall = funnel.as_ref().map_or(pool, |f| f.candidates);
         limits::check(&params)?;
         let wanted = limits::collections(&params)?;
@@ -111,7 +111,8 @@ impl Gateway {
         let Some(funnel) = funnel else {
             notes.extend(unreranked(&params, &gathered));
             let mut fused = self.fuse(gathered, notes, started, &params, pool)?;
-            let (hits, mmr_note) = diversify_fused(std::mem::take(&mut fused.hits), &params, want);
+            // Pages of a diversified ranking end with its pool (`mmr_pool`).
+            let (hits, mmr_note) = diversify_fused(std::mem::take(&mut fused.hits), &params, want.min(pool));
             fused.hits = hits;
             if let Some(n) = mmr_note {
                 fused.note(n);

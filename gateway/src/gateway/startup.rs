@@ -287,7 +287,8 @@ impl Gateway {
         if union.graph.is_some() {
             b = b.graph(Arc::clone(self));
         }
-        if union.memory.is_some() {
+        // Only session memory among the engines: nothing the gateway can offer (see `Memory`).
+        if union.memory.as_ref().is_some_and(|m| m.scopes.iter().any(|s| s != "session")) {
             b = b.memory(Arc::clone(self));
         }
         if union.feedback.is_some() {

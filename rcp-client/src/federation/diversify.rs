@@ -7,11 +7,17 @@
 use rcp_wire::mmr::{self, Likeness};
 use rcp_wire::{Hit, RetrieveParams};
 
+/// The most fused candidates MMR chooses from: its cost grows with the square of the pool.
+pub const MAX_MMR_POOL: usize = 300;
+
 /// How many fused candidates MMR chooses from: `candidateK` when the request sets it, else
-/// 100 (the §7.7 funnel's default), never fewer than the `want` hits it must return.
-pub fn mmr_pool(params: &RetrieveParams, want: usize) -> usize {
+/// 100 (the §7.7 funnel's default), at least `k + 1`, at most [`MAX_MMR_POOL`]. It does not
+/// depend on the page: every page of a diversified ranking is cut from one pool, and pages end
+/// with it.
+pub fn mmr_pool(params: &RetrieveParams) -> usize {
     let candidate_k = params.candidate_k.map_or(100, |c| usize::try_from(c).unwrap_or(usize::MAX));
-    candidate_k.max(want)
+    let k = usize::try_from(params.k).unwrap_or(usize::MAX);
+    candidate_k.max(k.saturating_add(1)).min(MAX_MMR_POOL.max(k.saturating_add(1)))
 }
 
 /// The first `want` hits of `fused` in MMR order when the request asks for `mmr` (the fused
@@ -57,6 +63,8 @@ mod tests {
         assert!(note.is_none() && out.iter().all(|h| h.vector.is_none()));
         params.include_vectors = Some(true);
         assert!(diversify_fused(hits, &params, 2).0.iter().all(|h| h.vector.is_some()));
-        assert_eq!(mmr_pool(&params, 10), 100);
+        assert_eq!(mmr_pool(&params), 100);
+        params.candidate_k = Some(5_000);
+        assert_eq!(mmr_pool(&params), MAX_MMR_POOL, "bounded: MMR is quadratic in its pool");
     }
 }

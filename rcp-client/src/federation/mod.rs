@@ -46,7 +46,7 @@ pub mod origin;
 mod params;
 pub mod route;
 
-pub use diversify::{diversify_fused, mmr_pool};
+pub use diversify::{MAX_MMR_POOL, diversify_fused, mmr_pool};
 pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
 pub use params::{engine_params, fusion_method, preferred_fusion, unsuited};
@@ -315,7 +315,7 @@ impl Federation {
         let k = params.k.max(1);
         let want = usize::try_from(k).unwrap_or(usize::MAX);
         // With `mmr`, the engines are asked for the pool MMR chooses from, fused that deep.
-        let pool = if params.mmr.is_some() { mmr_pool(&params, want) } else { want };
+        let pool = if params.mmr.is_some() { mmr_pool(&params) } else { want };
         let asked_k = u64::try_from(pool).unwrap_or(u64::MAX);
         let targets = self
             .connected()
@@ -394,7 +394,7 @@ impl Federation {
         let method = fusion_method(&self.options.fusion, &params);
         let fused = fusion::fuse_or_fallback(&lists, &method, pool).map_err(|e| ClientError::Rpc(e.into()))?;
         notes.extend(fused.note.clone());
-        let (hits, mmr_note) = diversify_fused(fused.hits, &params, want);
+        let (hits, mmr_note) = diversify_fused(fused.hits, &params, want.min(pool));
         notes.extend(mmr_note);
         let degraded: Vec<&str> = outcomes
             .iter()

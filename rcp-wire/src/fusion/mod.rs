@@ -426,7 +426,9 @@ fn build_hit(r: Ranked<'_>, order: &[&EngineList]) -> Hit {
     hit.score = r.fused;
     // Each engine's confidence is its own calibrated probability of relevance: the fused hit
     // keeps the strongest (§7.7.2), whichever engine's body it carries.
-    hit.confidence = contributions.iter().filter_map(|c| c.hit.confidence).reduce(f64::max);
+    // A value outside [0, 1] is no calibrated probability, and is not kept.
+    hit.confidence =
+        contributions.iter().filter_map(|c| c.hit.confidence).filter(|c| (0.0..=1.0).contains(c)).reduce(f64::max);
     merged.insert("engine".into(), Value::from(body_engine));
     merged.insert("engineRank".into(), Value::from(body.rank as u64));
     merged.insert("engineScore".into(), Value::from(body.hit.score));

@@ -24,7 +24,9 @@ pub(crate) fn trace_id(meta: Option<&Meta>) -> String {
         Some(serde_json::Value::String(s)) if usable(s) => s.clone(),
         Some(other) => {
             let fresh = fresh();
-            tracing::debug!(sent = %other, assigned = %fresh, "_meta.traceId is not a short visible-ASCII string; assigned one");
+            let sent = other.to_string();
+            let sent = sent.get(..MAX_TRACE_ID_BYTES).unwrap_or(&sent);
+            tracing::debug!(%sent, assigned = %fresh, "_meta.traceId is not a short visible-ASCII string; assigned one");
             fresh
         }
         None => fresh(),
