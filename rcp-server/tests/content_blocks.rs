@@ -105,8 +105,15 @@ async fn text_data_that_is_not_text_is_refused_naming_it() {
         let a = call(&c, "retrieve", json!({"query": {"type": "blob", "mimeType": mime, "data": data}, "k": 1})).await;
         assert_invalid_at(&a, "query.data");
     }
-    // A non-text blob on a text-only engine stays -32005 (the modality rule).
+    // A non-text blob on a text-only engine stays -32005 (the modality rule), inline or by uri.
     let png = json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="});
     let a = call(&c, "retrieve", json!({"query": png, "k": 1})).await;
     assert_eq!(a["error"]["code"], -32005, "{a}");
+    let by_uri = json!({"type": "image", "mimeType": "image/png", "uri": "https://example.org/p.png"});
+    let a = call(&c, "retrieve", json!({"query": by_uri, "k": 1})).await;
+    assert_eq!(a["error"]["code"], -32005, "the modality first: {a}");
+    // Under strict:false the query falls back to its text part; the image is not read at all.
+    let mixed = json!([{"type": "text", "text": "wing"}, by_uri]);
+    let a = call(&c, "retrieve", json!({"query": mixed, "k": 1, "strict": false})).await;
+    assert_eq!(first_id(&a), "wing", "{a}");
 }

@@ -64,14 +64,31 @@ pub(crate) fn settle(finding: Option<Finding>, strict: bool, notes: &mut Vec<Str
     Ok(true)
 }
 
-/// A query as the engine reads it (§4.8): not empty, every content block well formed, a text
-/// `data` block decoded to its text, and a `uri` refused with `-32602` naming it (the framework
-/// fetches nothing), so no part of a query is silently read as nothing.
-pub(crate) fn query(query: &mut QueryInput, field: &str) -> Result<(), RcpError> {
-    if let QueryInput::Text(t) = query
-        && !t.trim().is_empty()
-    {
+/// The shape of a query (§4.8): not empty, and every content block well formed (`-32602`
+/// naming the block). Runs before the modality rule, which judges well-formed blocks only.
+pub(crate) fn query_shape(query: &QueryInput, field: &str) -> Result<(), RcpError> {
+    let bad = |path: String, e: rcp_wire::content::BlockError| RcpError::invalid_params(path, e.to_string());
+    match query {
+        QueryInput::Text(t) if t.trim().is_empty() => Err(RcpError::invalid_params(field, "query must not be empty")),
+        QueryInput::Text(_) => Ok(()),
+        QueryInput::Block(b) => b.check().map_err(|e| bad(field.to_owned(), e)),
+        QueryInput::Blocks(bs) if bs.is_empty() => Err(RcpError::invalid_params(field, "query must not be empty")),
+        QueryInput::Blocks(bs) => {
+            bs.iter().enumerate().try_for_each(|(i, b)| b.check().map_err(|e| bad(format!("{field}[{i}]"), e)))
+        }
+    }
+}
+
+/// A query as the engine reads it (§4.8), once its modality was judged: a text `data` block
+/// decoded to its text, and a `uri` refused with `-32602` naming it (the framework fetches
+/// nothing), so no part of a query is silently read as nothing. `fell_back` (a `strict:false`
+/// fallback to the query's text part) first leaves out the blocks of other modalities.
+pub(crate) fn query(query: &mut QueryInput, field: &str, fell_back: bool) -> Result<(), RcpError> {
+    if let QueryInput::Text(_) = query {
         return Ok(());
+    }
+    if fell_back && let QueryInput::Blocks(bs) = query {
+        bs.retain(|b| b.modality() == "text");
     }
     let taken = std::mem::replace(query, QueryInput::Text(String::new()));
     *query = taken.inline(field).map_err(|(path, e)| RcpError::invalid_params(path, e.to_string()))?;
@@ -93,12 +110,17 @@ pub(crate) fn inputs(
         return Err(RcpError::invalid_params(field, format!("{} inputs exceed batchLimit {limit}", items.len())));
     }
     for (i, item) in items.iter_mut().enumerate() {
+        if let InputItem::Block(b) = item {
+            b.check().map_err(|d| RcpError::invalid_params(format!("{field}[{i}]"), d.to_string()))?;
+        }
+        // The modality rule first (`-32005` for an unadvertised one, even by `uri`), then the
+        // block as it is read (text `data` decoded, `uri` refused).
+        if let Some(f) = gating::input_modality(item, field, i, modalities) {
+            return Err(f.error());
+        }
         if let InputItem::Block(_) = item {
             let taken = std::mem::replace(item, InputItem::Text(String::new()));
             *item = taken.inline(field, i).map_err(|(path, e)| RcpError::invalid_params(path, e.to_string()))?;
-        }
-        if let Some(f) = gating::input_modality(item, field, i, modalities) {
-            return Err(f.error());
         }
     }
     Ok(())
@@ -145,9 +167,10 @@ pub(crate) fn rerank(
 ) -> Result<(RerankRequest, Option<usize>), RcpError> {
     let rc = caps.rerank.clone().unwrap_or_default();
     let strict = p.strict.unwrap_or(true);
-    query(&mut p.query, "query")?;
+    query_shape(&p.query, "query")?;
     // The query of `rerank` is text (§7.6): refused whatever `strict` says.
     settle(gating::query_modality(Gate::RerankQueryModality, &p.query, default_modalities()), true, notes)?;
+    query(&mut p.query, "query", false)?;
     if let Some(max) = rc.max_candidates
         && p.passages.len() > max as usize
     {

@@ -46,9 +46,10 @@ impl Check<'_> {
         if self.settle(gating::modality(self.rc, p))? {
             p.modality = None;
         }
-        super::query(&mut p.query, "query")?;
-        self.settle(gating::query_modality(Gate::RetrieveQueryModality, &p.query, self.rc.modalities()))?;
-        Ok(())
+        super::query_shape(&p.query, "query")?;
+        let fell_back =
+            self.settle(gating::query_modality(Gate::RetrieveQueryModality, &p.query, self.rc.modalities()))?;
+        super::query(&mut p.query, "query", fell_back)
     }
 
     /// `mode` (§6.1): absent or refused-with-fallback means the default mode.
