@@ -25,6 +25,9 @@ use crate::error::ClientError;
 use crate::registry::{EngineSpec, Registry, Transport};
 use crate::selector::connect;
 
+/// The most engines one discovery gathers: a peer's `catalog/list` is not trusted to be small.
+pub const MAX_DISCOVERED: usize = 256;
+
 /// A registry found by [`discover`], with what the discovery decided and why.
 #[derive(Debug, Clone)]
 pub struct Discovered {
@@ -82,15 +85,37 @@ fn walk<'a>(
             return Ok(());
         }
         for (entry, next) in list.engines.iter().zip(followed.into_iter().flatten()) {
-            let next = EngineSpec { id: format!("{}/{}", spec.id, entry.id), ..next };
-            if entry.capabilities.catalog.is_some() {
-                walk(next, options, depth - 1, found, seen).await?;
-            } else if seen.insert(place(&next.transport)) {
-                found.registry.engines.push(next);
+            if found.registry.engines.len() >= MAX_DISCOVERED {
+                found.notes.push(format!("'{}': stopped at {MAX_DISCOVERED} engines", spec.id));
+                break;
+            }
+            let id = unique_id(&found.registry, format!("{}/{}", spec.id, entry.id));
+            let next = EngineSpec { id, ..next };
+            if entry.capabilities.catalog.is_none() {
+                if seen.insert(place(&next.transport)) {
+                    found.registry.engines.push(next);
+                }
+                continue;
+            }
+            // A nested aggregator that cannot be listed is asked as one engine.
+            let fallback = next.clone();
+            if let Err(e) = walk(next, options, depth - 1, found, seen).await {
+                found.notes.push(format!("'{}': not listed ({e}); queried as one engine", fallback.id));
+                found.registry.engines.push(fallback);
             }
         }
         Ok(())
     })
+}
+
+/// `id`, or `id#2`, `id#3`, ... when the registry already names an engine `id` (a peer's list
+/// may repeat an id, and `a` listing `b/c` meets `a/b` listing `c`).
+fn unique_id(registry: &Registry, id: String) -> String {
+    let taken = |candidate: &str| registry.engines.iter().any(|e| e.id == candidate);
+    if !taken(&id) {
+        return id;
+    }
+    (2..).map(|n| format!("{id}#{n}")).find(|c| !taken(c)).unwrap_or(id)
 }
 
 /// Where an engine is, to reach each place once.
@@ -110,4 +135,32 @@ fn followable(entry: &CatalogEntry, local: bool) -> Option<EngineSpec> {
         _ => return None,
     };
     Some(EngineSpec::new(entry.id.clone(), transport))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_stay_unique_and_remote_programs_are_not_run() {
+        let mut registry = Registry::default();
+        let spec = |id: &str| EngineSpec::new(id, Transport::Http { url: format!("http://h/{id}") });
+        registry.engines.push(spec("a/b/c"));
+        assert_eq!(unique_id(&registry, "a/b/c".into()), "a/b/c#2");
+        registry.engines.push(spec("a/b/c#2"));
+        assert_eq!(unique_id(&registry, "a/b/c".into()), "a/b/c#3");
+        assert_eq!(unique_id(&registry, "x".into()), "x");
+
+        let entry = |endpoint: Endpoint| CatalogEntry {
+            id: "e".into(),
+            server: serde_json::from_value(serde_json::json!({"name": "e", "version": "0"})).expect("peer"),
+            capabilities: Default::default(),
+            endpoint: Some(endpoint),
+        };
+        let stdio = entry(Endpoint { transport: "stdio".into(), url: None, command: Some(vec!["rm".into()]) });
+        assert!(followable(&stdio, false).is_none(), "a remote aggregator never makes us run a program");
+        assert!(followable(&stdio, true).is_some(), "a local one, started from our own configuration, may");
+        let http = entry(Endpoint { transport: "http".into(), url: Some("http://h/rcp".into()), command: None });
+        assert!(followable(&http, false).is_some());
+    }
 }
