@@ -129,6 +129,9 @@ async fn federate(args: Args) {
     println!("query: {:?}\n", args.query);
     let mut params = RetrieveParams::new(args.query.clone(), args.k);
     params.include_text = Some(true);
+    // RRF asked for by name: the federation's default is convex, since both engines advertise
+    // `scoreFloor` (§16.3).
+    params.fusion = Some(FusionParams { method: Some("rrf".into()), ..Default::default() });
     let rrf = fed.retrieve(params.clone()).await.unwrap_or_else(|e| fail(e));
     for (id, outcome) in &rrf.engines {
         match outcome {
