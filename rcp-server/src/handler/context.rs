@@ -105,7 +105,7 @@ impl RequestContext {
             capabilities: Arc::new(capabilities),
             session_id: None,
             session: SessionScope::new(),
-            trace_id: crate::service::dispatch::trace_id(None),
+            trace_id: crate::service::dispatch::rules::trace::trace_id(None),
             meta: None,
             executor: Executor::shared_default(),
         })

@@ -18,7 +18,7 @@ mod idempotency;
 pub(crate) mod methods;
 mod request;
 mod routes;
-mod rules;
+pub(crate) mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -37,7 +37,6 @@ pub(crate) use routes::Routes;
 pub(crate) use rules::lifecycle::Identity;
 #[cfg(feature = "http")]
 pub(crate) use rules::lifecycle::answered_at_once;
-pub(crate) use rules::trace::trace_id;
 
 use crate::handler::BoxFuture;
 use crate::operations::observe::{self, Observed, Outcome, Rejection};
