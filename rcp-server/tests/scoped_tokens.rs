@@ -200,3 +200,33 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("dir");
     dir
 }
+
+/// A server that applies no collection grants never widens one: a tokens file limiting a token
+/// to a collection refuses to start it, and one that limits a token after a reload makes that
+/// token's requests `-32012` while the others go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_grant_is_refused_by_a_server_without_collections() {
+    let server = Server::builder("plain", "0").retrieve(Arc::new(Store::default())).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let tokens = AccessTokens::parse("read@fruit fruit-secret\nread reader-secret\n").expect("tokens");
+    let opts = HttpOptions { tokens: Some(tokens), ..HttpOptions::default() };
+    let err = rcp_server::http::serve_on(&server, listener, opts, std::future::pending())
+        .await
+        .expect_err("a collection grant on a server without collections must not start");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("collection"), "{err}");
+
+    let dir = tempfile_dir().join("collections");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("tokens");
+    std::fs::write(&path, TOKENS).expect("write");
+    let tokens = AccessTokens::load(&path).expect("load");
+    let s = start(tokens.clone(), SessionMode::Stateless).await;
+    std::fs::write(&path, format!("{TOKENS}read@fruit fruit-secret\n")).expect("write");
+    assert_eq!(tokens.reload().expect("reload"), 4);
+    let refused = s.rpc("fruit-secret", "retrieve", json!({"query": "q", "k": 5})).await;
+    assert_eq!(code(&refused), -32012, "{refused}");
+    assert!(refused["error"]["data"]["detail"].as_str().is_some_and(|d| d.contains("collection")), "{refused}");
+    assert_eq!(code(&s.rpc("reader-secret", "retrieve", json!({"query": "q", "k": 5})).await), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,9 +1,11 @@
 //! `catalog/list` (§7.13): each engine's own identity and capabilities, the endpoints the
 //! registry exposes, the engines that are unavailable, each engine's health (its circuit
-//! breaker: `_meta.health`) and the collections' shards.
+//! breaker: `_meta.health`) and the collections' shards; of a caller limited to some
+//! collections, only what it reaches (`grants`).
 
 use rcp_client::breaker::BreakerHealth;
 use rcp_client::registry::Transport;
+use rcp_server::access::Scope;
 use rcp_server::{Catalog, HandlerResult, RequestContext};
 use rcp_wire::Meta;
 use rcp_wire::capabilities::CatalogCapability;
@@ -17,11 +19,14 @@ impl Catalog for Gateway {
         CatalogCapability { engines: Some(self.pool.entries().len() as u64), ..Default::default() }
     }
 
-    async fn list(&self, _ctx: RequestContext) -> HandlerResult<CatalogListResult> {
+    async fn list(&self, ctx: RequestContext) -> HandlerResult<CatalogListResult> {
+        let grant = ctx.grant();
+        let reached = |index: usize| self.reaches_entry(grant, Scope::Read, index);
         let clients = self.pool.connect_all().await;
         let mut engines = Vec::new();
         let mut unavailable = Vec::new();
-        for (entry, client) in self.pool.entries().iter().zip(clients) {
+        let entries = self.pool.entries().iter().zip(clients).enumerate().filter(|(i, _)| reached(*i));
+        for (_, (entry, client)) in entries {
             match client.ok().and_then(|c| c.server_info().cloned()) {
                 Some(info) => engines.push(CatalogEntry {
                     id: entry.spec.id.clone(),
@@ -39,12 +44,13 @@ impl Catalog for Gateway {
             .entries()
             .iter()
             .zip(self.pool.health())
-            .map(|(entry, h)| (entry.spec.id.clone(), health_json(&h)))
+            .enumerate()
+            .filter(|(i, _)| reached(*i))
+            .map(|(_, (entry, h))| (entry.spec.id.clone(), health_json(&h)))
             .collect();
         meta.insert("health".into(), Value::Object(health));
         let collections: Meta = self
-            .collections
-            .iter()
+            .granted_collections(grant, Scope::Read)
             .map(|c| {
                 let ids: Vec<&str> = c.shards.iter().map(|i| self.pool.entries()[*i].spec.id.as_str()).collect();
                 (c.name.clone(), json!(ids))

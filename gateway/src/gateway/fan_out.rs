@@ -9,6 +9,7 @@ use rcp_client::Client;
 use rcp_client::federation::{
     FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target, diversify_fused, mmr_pool,
 };
+use rcp_server::access::Scope;
 use rcp_server::{HandlerResult, Honours, RequestContext, Retrieve, RetrieveRequest};
 use rcp_wire::capabilities::RetrieveCapability;
 use rcp_wire::filter::FilterCapability;
@@ -52,7 +53,11 @@ impl Gateway {
                 return Ok(empty_result(notes, &[], started));
             }
         };
+        // A caller limited to some collections is never told which others exist: a name it may
+        // not read, known or not, is one with no hits (§15.6).
+        let grant = ctx.grant();
         if let Some(w) = &wanted
+            && grant.collections(Scope::Read).is_none()
             && let Some(unknown) = w.iter().find(|n| !self.collections.iter().any(|c| c.name == **n))
         {
             return Err(RcpError::invalid_params(
@@ -63,8 +68,7 @@ impl Gateway {
         let budget = self.engine_budget(ctx);
 
         let targets: Vec<usize> = self
-            .collections
-            .iter()
+            .granted_collections(grant, Scope::Read)
             .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.name.as_str())))
             .flat_map(|c| c.shards.iter().copied())
             .collect();

@@ -16,6 +16,7 @@ use rcp_wire::notifications::{LogLevel, LogParams};
 use rcp_wire::{Meta, RcpError};
 use serde_json::{Value, json};
 
+use super::grants;
 use super::limits::GATEWAY_META_KEYS;
 use super::startup::Gateway;
 use crate::hop::Hop;
@@ -83,10 +84,13 @@ impl Gateway {
         out
     }
 
-    /// The engines as one request reaches them: their log frames of its calls relayed to its
-    /// caller ([`Relay`]).
+    /// The engines as one request reaches them: only those its caller's grant reaches
+    /// ([`Gateway::reaches_entry`]), their log frames of its calls relayed to its caller
+    /// ([`Relay`]).
     pub(super) fn relay(&self, ctx: &RequestContext) -> Relay<'_> {
-        Relay { gateway: self, logs: log_sink(ctx) }
+        let scope = grants::scope_of(ctx);
+        let reached = (0..self.pool.entries().len()).map(|i| self.reaches_entry(ctx.grant(), scope, i)).collect();
+        Relay { gateway: self, logs: log_sink(ctx), reached }
     }
 
     /// Where the request of `ctx` goes on: the engines as it reaches them ([`Self::relay`]), the
@@ -146,11 +150,14 @@ pub(super) async fn unless_cancelled<T>(
 }
 
 /// The gateway's engines as one request reaches them: the same engines, routing and
-/// connections, with each connection's calls relaying their log frames to the request's
-/// caller when it receives logs ([`Client::relaying_logs`]).
+/// connections, but those outside the caller's grant, which the routing rules see as never
+/// having answered (no capabilities, no connection); each connection's calls relay their log
+/// frames to the request's caller when it receives logs ([`Client::relaying_logs`]).
 pub(super) struct Relay<'g> {
     gateway: &'g Gateway,
     logs: Option<LogSink>,
+    /// By registry index: whether the caller's grant reaches the entry.
+    reached: Vec<bool>,
 }
 
 impl Relay<'_> {
@@ -173,7 +180,7 @@ impl Engines for Relay<'_> {
     }
 
     fn capabilities(&self, index: usize) -> Option<&Capabilities> {
-        self.gateway.capabilities(index)
+        self.reached.get(index).copied().unwrap_or(false).then(|| self.gateway.capabilities(index)).flatten()
     }
 
     fn namespace(&self, index: usize) -> Option<usize> {
@@ -181,7 +188,13 @@ impl Engines for Relay<'_> {
     }
 
     fn client(&self, index: usize) -> impl Future<Output = Result<Client, ClientError>> + Send {
+        let reached = self.reached.get(index).copied().unwrap_or(false);
         let pending = self.gateway.client(index);
-        async move { pending.await.map(|c| self.wrap(c)) }
+        async move {
+            if !reached {
+                return Err(ClientError::Rpc(RcpError::unauthorized()));
+            }
+            pending.await.map(|c| self.wrap(c))
+        }
     }
 }

@@ -21,6 +21,7 @@ mod fan_out;
 mod feedback;
 mod forward;
 mod fusion;
+mod grants;
 mod graph;
 pub mod limits;
 mod memory;

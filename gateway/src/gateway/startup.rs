@@ -262,6 +262,8 @@ impl Gateway {
             .streaming()
             .log()
             .extension("x-federation", serde_json::json!({"provenance": self.federated.provenance}))
+            // Its handlers limit each call to the caller's collections (`grants`).
+            .collection_grants()
             .conformance(ConformanceLevel::L1);
         if self.retrieval.is_some() {
             b = b.retrieve(Arc::clone(self)).session(SessionOptions::default()).token_counter(Words);

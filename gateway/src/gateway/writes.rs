@@ -3,6 +3,7 @@
 //! the collection named by `_meta.collection` or the first indexable one.
 
 use rcp_client::Client;
+use rcp_server::access::{Grant, Scope};
 use rcp_server::{HandlerResult, Index, RequestContext};
 use rcp_wire::capabilities::IndexCapability;
 use rcp_wire::index::{IndexAddParams, IndexAddResult, IndexDeleteParams, IndexDeleteResult};
@@ -15,25 +16,30 @@ use crate::shard;
 
 impl Gateway {
     /// The collection an `index/*` call writes to: `_meta.collection`, or the first indexable
-    /// collection in registry order.
-    fn write_target(&self, meta: Option<&Meta>) -> HandlerResult<&Collection> {
+    /// collection in registry order that `grant` may write to. A collection outside the grant
+    /// is `-32012`, whether it exists or not.
+    fn write_target(&self, meta: Option<&Meta>, grant: &Grant) -> HandlerResult<&Collection> {
         let field = format!("_meta.{META_COLLECTION}");
         let name = match meta.and_then(|m| m.get(META_COLLECTION)) {
             Some(Value::String(s)) => s.clone(),
             Some(other) => {
                 return Err(RcpError::invalid_params(field, format!("must be a collection name, got {other}")));
             }
-            None => {
-                self.indexable.first().cloned().ok_or_else(|| RcpError::capability_missing("index/add", "index"))?
-            }
+            None => match self.indexable.iter().find(|c| grant.reaches(Scope::Write, c)) {
+                Some(c) => c.clone(),
+                None if grant.collections(Scope::Write).is_some() => return Err(may_not_write(None)),
+                None => return Err(RcpError::capability_missing("index/add", "index")),
+            },
         };
+        if !grant.reaches(Scope::Write, &name) {
+            return Err(may_not_write(Some(&name)));
+        }
         if !self.indexable.contains(&name) {
+            let writable: Vec<&str> =
+                self.indexable.iter().filter(|c| grant.reaches(Scope::Write, c)).map(String::as_str).collect();
             return Err(RcpError::invalid_params(
                 field,
-                format!(
-                    "collection '{name}' is not indexable on every shard; indexable: {}",
-                    self.indexable.join(", ")
-                ),
+                format!("collection '{name}' is not indexable on every shard; indexable: {}", writable.join(", ")),
             ));
         }
         self.collections.iter().find(|c| c.name == name).ok_or_else(|| {
@@ -56,8 +62,8 @@ impl Index for Gateway {
 
     /// Routes each document to the shard owning its id (a gateway-minted id when it has
     /// none), one `index/add` per shard, concurrently; ids come back in request order.
-    async fn add(&self, mut params: IndexAddParams, _ctx: RequestContext) -> HandlerResult<IndexAddResult> {
-        let target = self.write_target(params.meta.as_ref())?;
+    async fn add(&self, mut params: IndexAddParams, ctx: RequestContext) -> HandlerResult<IndexAddResult> {
+        let target = self.write_target(params.meta.as_ref(), ctx.grant())?;
         let n = target.shards.len();
         let owner = self.collections.iter().position(|c| c.name == target.name).unwrap_or_default();
         // The documents move to their shards; the per-shard params copy everything else. With
@@ -135,25 +141,32 @@ impl Index for Gateway {
     /// Deletes each id on the shard that owns it: in the collection `_meta.collection` names
     /// (or the first indexable one), or, with namespaced ids, in the collection its namespace
     /// names.
-    async fn delete(&self, params: IndexDeleteParams, _ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+    async fn delete(&self, params: IndexDeleteParams, ctx: RequestContext) -> HandlerResult<IndexDeleteResult> {
+        let grant = ctx.grant();
         let mut per_engine: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
         if self.namespaces.enabled() {
             for (i, id) in params.ids.iter().enumerate() {
                 let bad = |why: String| RcpError::invalid_params(format!("ids[{i}]"), why);
-                let (owner, local) = self.namespaces.split(id).ok_or_else(|| {
-                    bad(format!(
+                let Some((owner, local)) = self.namespaces.split(id) else {
+                    if grant.collections(Scope::Write).is_some() {
+                        return Err(may_not_write(None));
+                    }
+                    return Err(bad(format!(
                         "'{id}' is not '<collection>:<id>' with a collection among: {}",
                         self.collections().join(", ")
-                    ))
-                })?;
+                    )));
+                };
                 let c = &self.collections[owner];
+                if !grant.reaches(Scope::Write, &c.name) {
+                    return Err(may_not_write(Some(&c.name)));
+                }
                 if !self.indexable.contains(&c.name) {
                     return Err(bad(format!("collection '{}' is not indexable on every shard", c.name)));
                 }
                 per_engine.entry(c.shards[shard::owner(local, c.shards.len())]).or_default().push(local.to_owned());
             }
         } else {
-            let target = self.write_target(params.meta.as_ref())?;
+            let target = self.write_target(params.meta.as_ref(), grant)?;
             let n = target.shards.len();
             for id in params.ids {
                 per_engine.entry(target.shards[shard::owner(&id, n)]).or_default().push(id);
@@ -169,4 +182,14 @@ impl Index for Gateway {
         }
         Ok(IndexDeleteResult { deleted, meta: None })
     }
+}
+
+/// `-32012` for a write outside the caller's grant: `collection` is the name the caller gave
+/// (whether it exists is not said), `None` when it named none and the grant reaches no
+/// collection the call could write to.
+fn may_not_write(collection: Option<&str>) -> RcpError {
+    RcpError::unauthorized().with_detail(match collection {
+        Some(c) => format!("these credentials may not write to collection '{c}'"),
+        None => "these credentials reach no collection this call could write to".to_owned(),
+    })
 }

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::exec::{Executor, Lane};
+use crate::service::access::Grant;
 use crate::service::outbound::Outbound;
 use crate::service::profile::Profile;
 
@@ -36,6 +37,7 @@ struct Inner {
     session_id: Option<String>,
     session: SessionScope,
     trace_id: String,
+    grant: Grant,
     meta: Option<Meta>,
     executor: Executor,
     notes: Mutex<Vec<String>>,
@@ -62,6 +64,7 @@ pub(crate) struct ContextParts {
     pub session_id: Option<String>,
     pub session: SessionScope,
     pub trace_id: String,
+    pub grant: Grant,
     pub meta: Option<Meta>,
     pub executor: Executor,
 }
@@ -81,6 +84,7 @@ impl RequestContext {
                 session_id: p.session_id,
                 session: p.session,
                 trace_id: p.trace_id,
+                grant: p.grant,
                 meta: p.meta,
                 executor: p.executor,
                 notes: Mutex::new(Vec::new()),
@@ -106,6 +110,7 @@ impl RequestContext {
             session_id: None,
             session: SessionScope::new(),
             trace_id: crate::service::dispatch::rules::trace::trace_id(None),
+            grant: Grant::all(),
             meta: None,
             executor: Executor::shared_default(),
         })
@@ -270,6 +275,15 @@ impl RequestContext {
     /// assigned. A handler that calls other servers passes it on as their `_meta.traceId`.
     pub fn trace_id(&self) -> &str {
         &self.inner.trace_id
+    }
+
+    /// What the caller is granted (§15.6): its scopes, already checked against the method, and
+    /// the collections each reaches. A server with collections that declared
+    /// [`crate::ServerBuilder::collection_grants`] limits each call to
+    /// [`Grant::reaches`]; every other server only ever sees grants that reach every
+    /// collection. [`Grant::all`] over stdio and without tokens.
+    pub fn grant(&self) -> &Grant {
+        &self.inner.grant
     }
 
     /// The request's `_meta` object.

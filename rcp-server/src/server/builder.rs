@@ -54,6 +54,8 @@ pub struct ServerBuilder {
     inline_reranker: Option<Reranker>,
     /// The `retrieve` route's reranker, set at [`ServerBuilder::build`] when both are registered.
     reranker: Arc<OnceLock<Reranker>>,
+    /// Whether the handlers apply collection grants ([`ServerBuilder::collection_grants`]).
+    collection_grants: bool,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -80,6 +82,7 @@ impl ServerBuilder {
             counter: Arc::new(OnceLock::new()),
             inline_reranker: None,
             reranker: Arc::new(OnceLock::new()),
+            collection_grants: false,
         }
     }
 
@@ -277,6 +280,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Declares that this server's handlers apply collection grants (`read@fruit`, §15.6):
+    /// each reads [`crate::RequestContext::grant`] and limits what a call reaches to the
+    /// collections granted. Without it a server serves no request of a token whose grant names
+    /// collections (`-32012`), so a limit is never silently widened to everything. The gateway
+    /// declares it; an engine with a single collection has nothing to limit.
+    pub fn collection_grants(mut self) -> Self {
+        self.collection_grants = true;
+        self
+    }
+
     /// Declares the conformance level reported in `_meta.conformance` (§14). Default `L0`.
     pub fn conformance(mut self, level: ConformanceLevel) -> Self {
         self.conformance = level;
@@ -366,8 +379,10 @@ impl ServerBuilder {
         if let Some(rc) = caps.retrieve.as_mut() {
             rc.token_budget = self.counter.get().is_some().then_some(true);
         }
+        let mut identity = Identity::new(self.info, self.conformance, caps, self.revisions);
+        identity.collection_grants = self.collection_grants;
         let dispatcher = Dispatcher {
-            identity: Identity::new(self.info, self.conformance, caps, self.revisions),
+            identity,
             routes: self.routes,
             executor: Executor::new(self.options.cpu),
             options: self.options,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::handler::context::SessionScope;
 use crate::server::exec::Executor;
-use crate::service::access::Scopes;
+use crate::service::access::{Grant, Scopes};
 use crate::service::profile::Profile;
 
 /// What a successful `initialize` fixed for the rest of the session (§13.2).
@@ -40,8 +40,8 @@ pub(crate) struct Session {
     /// transport stop reading, instead of refusing them.
     paced: Option<Executor>,
     /// What the caller may do, when a transport authenticated it with scoped credentials;
-    /// `None`: everything ([`Scopes::ALL`]).
-    restricted: Option<Scopes>,
+    /// `None`: everything ([`Grant::all`]).
+    restricted: Option<Grant>,
     /// The session as handlers see it; ended when the session is dropped.
     scope: EndsOnDrop,
 }
@@ -70,16 +70,22 @@ impl Session {
         Self { paced: Some(paced), ..Self::default() }
     }
 
-    /// This session, limited to what `scopes` allow (§15.6): the caller's credentials decide
-    /// what its `initialize` advertises and which methods it may call.
+    /// This session, limited to what `grant` allows (§15.6): the caller's credentials decide
+    /// what its `initialize` advertises, which methods it may call and, for a server with
+    /// collections, which of them each call reaches.
     #[cfg(any(test, feature = "http"))]
-    pub(crate) fn with_scopes(self, scopes: Scopes) -> Self {
-        Self { restricted: (scopes != Scopes::ALL).then_some(scopes), ..self }
+    pub(crate) fn with_grant(self, grant: Grant) -> Self {
+        Self { restricted: (grant != Grant::all()).then_some(grant), ..self }
     }
 
-    /// What the caller may do ([`Scopes::ALL`] unless a transport said otherwise).
+    /// The scopes the caller holds ([`Scopes::ALL`] unless a transport said otherwise).
     pub(crate) fn scopes(&self) -> Scopes {
-        self.restricted.unwrap_or(Scopes::ALL)
+        self.restricted.as_ref().map_or(Scopes::ALL, Grant::scopes)
+    }
+
+    /// What the caller is granted ([`Grant::all`] unless a transport said otherwise).
+    pub(crate) fn grant(&self) -> Grant {
+        self.restricted.clone().unwrap_or_else(Grant::all)
     }
 
     /// The executor handle of a pipe's session ([`Session::piped`]): its own jobs wait for

@@ -130,6 +130,7 @@ fn call(
         session_id: session.id().map(str::to_owned),
         session: session.scope().clone(),
         trace_id,
+        grant: session.grant(),
         meta,
         // A pipe's only peer is paced by its pipe, not refused (see `crate::transport`).
         executor: session.paced().cloned().unwrap_or_else(|| dispatcher.executor.clone()),

@@ -1,11 +1,11 @@
 //! Bearer authentication (§15.6): checked before anything else, in constant time, and turned
-//! into the scopes the caller holds ([`crate::access`]).
+//! into what the caller is granted ([`crate::access::Grant`]).
 
 use axum::http::{HeaderMap, header};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::tokens::{AccessTokens, Sha256Digest, digest};
-use crate::service::access::Scopes;
+use crate::service::access::Grant;
 
 /// Who may call: full-access tokens (`--tokens-env`) and scoped ones (`--tokens-file`), both
 /// kept as SHA-256 digests. With neither configured nobody is asked for a token.
@@ -26,15 +26,16 @@ impl Credentials {
         !self.full.is_empty() || self.scoped.is_some()
     }
 
-    /// The scopes of the caller presenting `headers`: every scope when no token is asked for,
-    /// those of its `Authorization: Bearer <token>` when it matches one, else `None`.
+    /// What the caller presenting `headers` is granted: everything when no token is asked
+    /// for, the grant of its `Authorization: Bearer <token>` when it matches one, else `None`.
+    /// A full-access token (`--tokens-env`) outranks a tokens-file line for the same token.
     ///
     /// The presented token is hashed once and its digest compared with every configured one,
     /// each in constant time and without stopping early, so timing tells nothing about which
     /// token or how much of one matched.
-    pub(super) fn scopes(&self, headers: &HeaderMap) -> Option<Scopes> {
+    pub(super) fn grant(&self, headers: &HeaderMap) -> Option<Grant> {
         if !self.required() {
-            return Some(Scopes::ALL);
+            return Some(Grant::all());
         }
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -42,15 +43,12 @@ impl Credentials {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .unwrap_or("");
         let presented = digest(presented.as_bytes());
-        let mut bits = 0u8;
+        let mut full = 0u8;
         for d in &self.full {
-            bits |= u8::conditional_select(&0, &Scopes::ALL.bits(), d.ct_eq(&presented));
+            full |= u8::conditional_select(&0, &1, d.ct_eq(&presented));
         }
-        if let Some(scoped) = &self.scoped {
-            bits |= scoped.scope_bits(&presented);
-        }
-        // Every line of a tokens file grants at least one scope: no bits, no match.
-        (bits != 0).then(|| Scopes::from_bits(bits))
+        let scoped = self.scoped.as_ref().and_then(|t| t.grant_of(&presented));
+        if full == 1 { Some(Grant::all()) } else { scoped }
     }
 }
 
@@ -59,7 +57,13 @@ mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
-    use crate::service::access::Scope;
+    use crate::service::access::{Scope, Scopes};
+
+    impl Credentials {
+        fn scopes_of(&self, headers: &HeaderMap) -> Option<Scopes> {
+            self.grant(headers).map(|g| g.scopes())
+        }
+    }
 
     fn with_auth(value: &'static str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -69,28 +73,31 @@ mod tests {
 
     #[test]
     fn no_tokens_means_no_authentication() {
-        assert_eq!(Credentials::new(&[], None).scopes(&HeaderMap::new()), Some(Scopes::ALL));
+        assert_eq!(Credentials::new(&[], None).scopes_of(&HeaderMap::new()), Some(Scopes::ALL));
     }
 
     #[test]
     fn only_a_configured_bearer_token_passes() {
         let creds = Credentials::new(&["alpha".to_owned(), "beta".to_owned()], None);
-        assert_eq!(creds.scopes(&with_auth("Bearer beta")), Some(Scopes::ALL));
-        assert_eq!(creds.scopes(&with_auth("bearer alpha")), Some(Scopes::ALL));
-        assert_eq!(creds.scopes(&with_auth("Bearer alph")), None);
-        assert_eq!(creds.scopes(&with_auth("Basic alpha")), None);
-        assert_eq!(creds.scopes(&HeaderMap::new()), None);
+        assert_eq!(creds.scopes_of(&with_auth("Bearer beta")), Some(Scopes::ALL));
+        assert_eq!(creds.scopes_of(&with_auth("bearer alpha")), Some(Scopes::ALL));
+        assert_eq!(creds.scopes_of(&with_auth("Bearer alph")), None);
+        assert_eq!(creds.scopes_of(&with_auth("Basic alpha")), None);
+        assert_eq!(creds.scopes_of(&HeaderMap::new()), None);
     }
 
     #[test]
     fn scoped_tokens_grant_their_scopes_and_an_empty_file_refuses_everyone() {
         let tokens = AccessTokens::parse("read reader\nread,write writer").expect("tokens");
         let creds = Credentials::new(&["full".to_owned()], Some(tokens));
-        assert_eq!(creds.scopes(&with_auth("Bearer reader")), Some(Scopes::NONE.with(Scope::Read)));
-        assert_eq!(creds.scopes(&with_auth("Bearer writer")), Some(Scopes::NONE.with(Scope::Read).with(Scope::Write)));
-        assert_eq!(creds.scopes(&with_auth("Bearer full")), Some(Scopes::ALL));
+        assert_eq!(creds.scopes_of(&with_auth("Bearer reader")), Some(Scopes::NONE.with(Scope::Read)));
+        assert_eq!(
+            creds.scopes_of(&with_auth("Bearer writer")),
+            Some(Scopes::NONE.with(Scope::Read).with(Scope::Write))
+        );
+        assert_eq!(creds.scopes_of(&with_auth("Bearer full")), Some(Scopes::ALL));
         let none = Credentials::new(&[], Some(AccessTokens::parse("# revoked").expect("tokens")));
-        assert_eq!(none.scopes(&with_auth("Bearer reader")), None);
-        assert_eq!(none.scopes(&HeaderMap::new()), None);
+        assert_eq!(none.scopes_of(&with_auth("Bearer reader")), None);
+        assert_eq!(none.scopes_of(&HeaderMap::new()), None);
     }
 }

@@ -74,13 +74,24 @@ pub async fn serve(server: &Server, addr: SocketAddr, opts: HttpOptions) -> std:
 /// timed out as `opts` says (`max_connections`, `max_connections_per_client`,
 /// `header_read_timeout`). With `opts.tls` (feature `tls`) it serves HTTPS only: the
 /// handshake must complete within `header_read_timeout`, and a plaintext request fails it.
-/// Logs the start-up line first.
+/// Logs the start-up line first. Refuses to start when `opts.tokens` limits a token to
+/// collections and `server`'s handlers apply no collection grants
+/// ([`crate::ServerBuilder::collection_grants`]).
 pub async fn serve_on(
     server: &Server,
     listener: tokio::net::TcpListener,
     opts: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if opts.tokens.as_ref().is_some_and(AccessTokens::has_collection_grants)
+        && !server.dispatcher().identity.collection_grants
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the tokens file limits a token to collections (read@NAME, write@NAME), and this server applies no \
+             collection grants: only a server with collections (rcp-gateway) does; grant plain scopes here",
+        ));
+    }
     #[cfg(feature = "tls")]
     let tls = opts.tls.clone();
     #[cfg(not(feature = "tls"))]

@@ -111,8 +111,8 @@ async fn readyz(State(state): State<Arc<OpsState>>) -> Response {
 
 async fn metrics(State(state): State<Arc<OpsState>>, headers: HeaderMap) -> Response {
     if !state.metrics_public {
-        match state.credentials.scopes(&headers) {
-            Some(scopes) if scopes.contains(Scope::Admin) => {}
+        match state.credentials.grant(&headers) {
+            Some(grant) if grant.scopes().contains(Scope::Admin) => {}
             Some(_) => {
                 observe::reject(Rejection::Auth);
                 return text(StatusCode::FORBIDDEN, "the metrics need a token with the 'admin' scope\n".into());

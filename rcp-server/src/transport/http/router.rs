@@ -22,7 +22,7 @@ use super::session::{LocalSessions, NoSessions, SessionManager, resolve};
 use super::sse;
 use crate::operations::observe::{self, Rejection};
 use crate::server::Server;
-use crate::service::access::Scopes;
+use crate::service::access::Grant;
 use crate::service::dispatch::{self, Processed, Shape, answered_at_once, error_frame, shape};
 use crate::service::outbound::Outbound;
 
@@ -158,7 +158,7 @@ async fn serve_one(
 ) -> Response {
     let opts = &state.opts;
     // Authentication comes before anything else, including initialize and gating (§15.6).
-    let Some(scopes) = state.credentials.scopes(headers) else {
+    let Some(grant) = state.credentials.grant(headers) else {
         observe::reject(Rejection::Auth);
         return refuse_unauthenticated(headers, body, opts.body_read_timeout).await;
     };
@@ -193,7 +193,19 @@ async fn serve_one(
         };
         Some(slot)
     };
-    dispatch(state, path_method, headers, &bytes, shape, slot, scopes).await
+    dispatch(state, path_method, headers, &bytes, shape, slot, &grant).await
+}
+
+/// A grant limited to collections is served only by a server whose handlers apply it
+/// ([`crate::ServerBuilder::collection_grants`]); anywhere else it is `-32012`, never widened to
+/// every collection.
+fn grant_applies(server: &Server, grant: &Grant) -> Result<(), RcpError> {
+    if grant.is_collection_limited() && !server.dispatcher().identity.collection_grants {
+        return Err(RcpError::unauthorized().with_detail(
+            "these credentials are limited to named collections, and this server applies no collection grants",
+        ));
+    }
+    Ok(())
 }
 
 enum BodyError {
@@ -238,7 +250,7 @@ async fn read_request_body(opts: &HttpOptions, headers: &HeaderMap, body: Body) 
 }
 
 /// Checks and dispatches one admitted request whose body is read and peeked at (`shape`), for a
-/// caller holding `scopes`. `slot` is the client's in-flight slot (none for methods answered at
+/// caller holding `grant`. `slot` is the client's in-flight slot (none for methods answered at
 /// once); it is released when the answer is complete (for SSE, when the stream ends).
 async fn dispatch(
     state: &Arc<HttpState>,
@@ -247,7 +259,7 @@ async fn dispatch(
     bytes: &[u8],
     shape: Shape,
     slot: Option<Slot>,
-    scopes: Scopes,
+    grant: &Grant,
 ) -> Response {
     let opts = &state.opts;
     if let Some(pm) = path_method {
@@ -265,8 +277,11 @@ async fn dispatch(
     }
 
     let server = &state.server;
+    if let Err(e) = grant_applies(server, grant) {
+        return error_response(StatusCode::OK, shape.id.as_deref(), &e);
+    }
     let (session, new_session) =
-        match resolve(server, &opts.sessions, opts.require_session, state.sessions.as_ref(), headers, &shape, scopes) {
+        match resolve(server, &opts.sessions, opts.require_session, state.sessions.as_ref(), headers, &shape, grant) {
             Ok(s) => s,
             Err(e) => return error_response(StatusCode::OK, shape.id.as_deref(), &e),
         };

@@ -11,7 +11,7 @@ use rcp_wire::{ErrorCode, RcpError};
 
 use super::options::{SESSION_HEADER, SessionMode};
 use crate::server::Server;
-use crate::service::access::Scopes;
+use crate::service::access::Grant;
 use crate::service::dispatch::Shape;
 use crate::service::session::Session;
 
@@ -83,13 +83,13 @@ impl SessionManager for NoSessions {
     fn close(&self, _id: &str) {}
 }
 
-/// Picks the session a request of a caller holding `scopes` runs in; for a stateful
+/// Picks the session a request of a caller holding `grant` runs in; for a stateful
 /// `initialize` without a live token, also returns the new session's id, to
 /// [`SessionManager::register`] once its handshake succeeds.
 ///
-/// A new session takes the caller's scopes (§15.6). A live one keeps those it was opened with,
+/// A new session takes the caller's grant (§15.6). A live one keeps the one it was opened with,
 /// so that what its `initialize` advertised stays true (§13); a request on it whose credentials
-/// no longer grant all of them (the token was narrowed or replaced) is `-32012`.
+/// no longer grant all of it (the token was narrowed or replaced) is `-32012`.
 ///
 /// In stateful mode a request that carries no token is served statelessly (implicitly
 /// initialized at the advertised capabilities, as §5.2 permits), so clients that never send
@@ -103,9 +103,11 @@ pub(super) fn resolve(
     sessions: &dyn SessionManager,
     headers: &HeaderMap,
     shape: &Shape,
-    scopes: Scopes,
+    grant: &Grant,
 ) -> Result<(Arc<Session>, Option<String>), RcpError> {
-    let stateless = || Arc::new(Session::stateless(server.dispatcher().identity.stateless(scopes)).with_scopes(scopes));
+    let stateless = || {
+        Arc::new(Session::stateless(server.dispatcher().identity.stateless(grant.scopes())).with_grant(grant.clone()))
+    };
     if matches!(mode, SessionMode::Stateless) {
         return Ok((stateless(), None));
     }
@@ -113,10 +115,10 @@ pub(super) fn resolve(
     let is_initialize = shape.method.as_deref().and_then(Method::from_name) == Some(Method::Initialize);
     if let Some(token) = token {
         if let Some(s) = sessions.resume(token)? {
-            if !scopes.covers(s.scopes()) {
+            if !grant.covers(&s.grant()) {
                 return Err(RcpError::unauthorized().with_detail(format!(
-                    "this session was opened with the scopes '{}'; these credentials grant '{scopes}'",
-                    s.scopes()
+                    "this session was opened with the scopes '{}'; these credentials grant '{grant}'",
+                    s.grant()
                 )));
             }
             return Ok((s, None));
@@ -131,13 +133,13 @@ pub(super) fn resolve(
     }
     if is_initialize {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        return Ok((Arc::new(Session::with_id(id.clone()).with_scopes(scopes)), Some(id)));
+        return Ok((Arc::new(Session::with_id(id.clone()).with_grant(grant.clone())), Some(id)));
     }
     let stateless_revision = server.dispatcher().identity.revisions.latest().is_stateless();
     if token.is_none() && (!require_session || stateless_revision) {
         return Ok((stateless(), None));
     }
-    Ok((Arc::new(Session::new().with_scopes(scopes)), None))
+    Ok((Arc::new(Session::new().with_grant(grant.clone())), None))
 }
 
 #[cfg(test)]

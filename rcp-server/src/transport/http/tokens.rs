@@ -1,8 +1,9 @@
 //! Scoped bearer tokens (§15.6): the tokens file, and the table the HTTP transport
 //! authenticates against, which can be re-read while the server runs.
 //!
-//! The file holds one token a line, `SCOPES TOKEN`: SCOPES a comma-separated subset of
-//! `read,write,admin` ([`crate::access`]), TOKEN the secret itself or `sha256:<64 hex digits>`
+//! The file holds one token a line, `SCOPES TOKEN`: SCOPES a comma-separated list of
+//! `read`, `write` and `admin`, each of the first two either plain (every collection) or limited
+//! to one collection as `read@fruit` ([`crate::access::Grant`]), TOKEN the secret itself or `sha256:<64 hex digits>`
 //! of it (so the file need not hold the secret). Blank lines are skipped; `#` at the start of a
 //! line or after a space starts a comment. A line that is not so is refused with its line
 //! number, and no message ever repeats what the line holds.
@@ -15,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
-use subtle::{ConditionallySelectable, ConstantTimeEq};
+use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 
-use crate::service::access::Scopes;
+use crate::service::access::{Grant, Scopes};
 
 /// A SHA-256 digest.
 pub(super) type Sha256Digest = [u8; 32];
@@ -61,11 +62,11 @@ pub enum TokensError {
     NotAFile,
 }
 
-/// One token: its digest and the scopes it grants.
-#[derive(Clone, Copy)]
+/// One token: its digest and what it grants.
+#[derive(Clone)]
 struct Entry {
     digest: Sha256Digest,
-    scopes: Scopes,
+    grant: Grant,
 }
 
 /// Bearer tokens and the scopes each grants, shared by every clone: [`AccessTokens::reload`]
@@ -85,7 +86,7 @@ struct Shared {
 
 impl AccessTokens {
     /// Reads the tokens file at `path`: one `SCOPES TOKEN` a line, SCOPES a comma-separated
-    /// subset of `read,write,admin`, TOKEN the secret or `sha256:<64 hex digits>` of it; blank
+    /// list of `read`, `write` (each plain or `@collection`) and `admin`, TOKEN the secret or `sha256:<64 hex digits>` of it; blank
     /// lines skipped, `#` at the start or after a space starts a comment. A bad line is refused
     /// with its number (never its content), and a file without a single token is refused, so
     /// that a mistake never starts a server without authentication.
@@ -107,7 +108,7 @@ impl AccessTokens {
 
     /// Tokens that grant every scope (`--tokens-env`).
     pub fn full_access<S: AsRef<str>>(tokens: impl IntoIterator<Item = S>) -> Self {
-        let entries = tokens.into_iter().map(|t| Entry { digest: digest(t.as_ref().as_bytes()), scopes: Scopes::ALL });
+        let entries = tokens.into_iter().map(|t| Entry { digest: digest(t.as_ref().as_bytes()), grant: Grant::all() });
         Self::from_entries(None, entries.collect())
     }
 
@@ -146,15 +147,24 @@ impl AccessTokens {
         Arc::clone(&self.shared.table.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// The scopes of the token whose digest is `presented` (as bits, [`Scopes::bits`]); `0`
-    /// when no token matches. Every entry is compared, each in constant time.
-    pub(super) fn scope_bits(&self, presented: &Sha256Digest) -> u8 {
-        let mut bits = 0u8;
-        for entry in self.table().iter() {
+    /// Whether some token's grant reaches only named collections.
+    pub fn has_collection_grants(&self) -> bool {
+        self.table().iter().any(|e| e.grant.is_collection_limited())
+    }
+
+    /// The grant of the token whose digest is `presented`; `None` when no token matches.
+    /// Every entry is compared, each in constant time and none stopping early; only the
+    /// position of the match (never how much of a digest matched) decides what is read after.
+    pub(super) fn grant_of(&self, presented: &Sha256Digest) -> Option<Grant> {
+        let table = self.table();
+        let mut found = Choice::from(0);
+        let mut at = 0u32;
+        for (i, entry) in table.iter().enumerate() {
             let matched = entry.digest.ct_eq(presented);
-            bits |= u8::conditional_select(&0, &entry.scopes.bits(), matched);
+            at = u32::conditional_select(&at, &(i as u32), matched);
+            found |= matched;
         }
-        bits
+        bool::from(found).then(|| table[at as usize].grant.clone())
     }
 }
 
@@ -181,9 +191,15 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, TokensError> {
         let (Some(token), None) = (fields.next(), fields.next()) else {
             return Err(refuse("expected two fields, 'SCOPES TOKEN' (SCOPES like read,write)"));
         };
-        let scopes = Scopes::parse_list(scopes).map_err(|_| {
-            refuse("the first field must be scopes: read, write and/or admin, separated by commas, no spaces")
+        let grant = Grant::parse(scopes).map_err(|why| {
+            refuse(&format!(
+                "the first field must be scopes (read, write, admin; read@COLLECTION, write@COLLECTION), \
+                 separated by commas, no spaces: {why}"
+            ))
         })?;
+        if grant.scopes() == Scopes::NONE {
+            return Err(refuse("the line grants no scope"));
+        }
         let digest = match token.strip_prefix("sha256:") {
             Some(hex) => decode_hex(hex).ok_or_else(|| refuse("'sha256:' must be followed by 64 hex digits"))?,
             None => digest(token.as_bytes()),
@@ -191,7 +207,7 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, TokensError> {
         if let Some((first, _)) = entries.iter().find(|(_, e)| e.digest == digest) {
             return Err(refuse(&format!("the same token is already on line {first}")));
         }
-        entries.push((line, Entry { digest, scopes }));
+        entries.push((line, Entry { digest, grant }));
     }
     Ok(entries.into_iter().map(|(_, e)| e).collect())
 }
@@ -228,7 +244,7 @@ mod tests {
     use crate::service::access::Scope;
 
     fn scopes_of(tokens: &AccessTokens, token: &str) -> Scopes {
-        Scopes::from_bits(tokens.scope_bits(&digest(token.as_bytes())))
+        tokens.grant_of(&digest(token.as_bytes())).map_or(Scopes::NONE, |g| g.scopes())
     }
 
     fn hex(d: &Sha256Digest) -> String {
@@ -249,6 +265,21 @@ mod tests {
         assert_eq!(scopes_of(&tokens, "reader-toke"), Scopes::NONE);
         assert_eq!(scopes_of(&tokens, ""), Scopes::NONE);
         assert!(!format!("{tokens:?}").contains("token\""), "{tokens:?}");
+    }
+
+    #[test]
+    fn a_line_may_limit_its_scopes_to_collections() {
+        let tokens = AccessTokens::parse("read@fruit,write@fruit fruit-token\nread everything\n").expect("valid");
+        assert!(tokens.has_collection_grants());
+        let fruit = tokens.grant_of(&digest(b"fruit-token")).expect("known");
+        assert!(fruit.reaches(Scope::Write, "fruit") && !fruit.reaches(Scope::Read, "veg"));
+        let all = tokens.grant_of(&digest(b"everything")).expect("known");
+        assert!(all.reaches(Scope::Read, "veg") && !all.is_collection_limited());
+        assert!(!AccessTokens::parse("read plain").expect("valid").has_collection_grants());
+        for bad in ["admin@ops SECRET\n", "read,read@fruit SECRET\n", "read@ SECRET\n"] {
+            let err = AccessTokens::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains("<text>:1:") && !err.contains("SECRET"), "{err}");
+        }
     }
 
     #[test]

@@ -47,7 +47,7 @@ mod tests {
     }
 
     fn initialized_as(caps: Capabilities, scopes: crate::service::access::Scopes) -> Session {
-        let session = Session::new().with_scopes(scopes);
+        let session = Session::new().with_grant(scopes.into());
         let n = Negotiated {
             profile: Profile::latest(),
             capabilities: Arc::new(caps),

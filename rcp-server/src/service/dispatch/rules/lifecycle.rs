@@ -41,6 +41,8 @@ pub(crate) struct Identity {
     /// The latest profile's set and `info` result as seen with each set of scopes short of
     /// all (by [`Scopes::bits`]), made when first asked for.
     narrowed: [OnceLock<Advertised>; 8],
+    /// Whether the handlers apply collection grants (`ServerBuilder::collection_grants`).
+    pub collection_grants: bool,
 }
 
 /// A capability set and the `initialize`/`info` result advertising it.
@@ -64,6 +66,7 @@ impl Identity {
             default_info: Arc::from(Vec::new()),
             revisions,
             narrowed: Default::default(),
+            collection_grants: false,
         };
         identity.default_info = Arc::from(identity.result(profile, &identity.default_caps, None));
         identity

@@ -14,6 +14,14 @@
 //! session's scopes is `-32012` and runs nothing. A session's `initialize` advertises only what
 //! its scopes allow ([`Scopes::narrow`]). Sessions that no transport authenticated (stdio, a
 //! byte stream, [`crate::Server::connect`]) hold [`Scopes::ALL`].
+//!
+//! A [`Grant`] is the scopes of one caller with, for `read` and `write`, the collections each
+//! reaches (`read@fruit`); the framework gates methods by its scopes, the handlers of a server
+//! with collections decide what each call reaches.
+
+mod grant;
+
+pub use grant::{Grant, MAX_COLLECTION_NAME};
 
 use std::fmt;
 
@@ -96,15 +104,9 @@ impl Scopes {
         self.0 & other.0 == other.0
     }
 
-    /// The set as a bit mask (read 1, write 2, admin 4), for constant-time selection.
+    /// The set as a bit mask (read 1, write 2, admin 4): the slot of its advertised set.
     pub(crate) fn bits(self) -> u8 {
         self.0
-    }
-
-    /// The set of a bit mask ([`Scopes::bits`]); unknown bits are dropped.
-    #[cfg(feature = "http")]
-    pub(crate) fn from_bits(bits: u8) -> Self {
-        Scopes(bits & Self::ALL.0)
     }
 
     /// A comma-separated list of scope names (`read,write`), as a tokens file writes it.
