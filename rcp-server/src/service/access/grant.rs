@@ -76,7 +76,8 @@ impl Grant {
 
     /// A grant as a tokens file writes it: comma-separated `SCOPE` or `SCOPE@COLLECTION`
     /// items, no spaces (`read@fruit,write@fruit`). A plain scope and a limited one of the same
-    /// scope on one line, `admin@...`, or an empty or over-long collection name are refused.
+    /// scope on one line, `admin@...`, or an empty or over-long collection name are refused;
+    /// the reason never repeats the text (a line with its fields swapped holds a secret here).
     pub fn parse(list: &str) -> Result<Self, String> {
         let mut scopes = Scopes::NONE;
         let mut plain = Scopes::NONE;
@@ -87,8 +88,9 @@ impl Grant {
                 Some((name, collection)) => (name, Some(collection)),
                 None => (item, None),
             };
+            // Never repeats the item: a line with its fields swapped would put a secret here.
             let scope = Scope::parse(name.trim()).ok_or_else(|| {
-                format!("unknown scope '{}' (allowed: read, write, admin, separated by commas)", name.trim())
+                "an unknown scope (allowed: read, write, admin, read@COLLECTION, write@COLLECTION)".to_owned()
             })?;
             scopes = scopes.with(scope);
             let Some(collection) = collection else {
@@ -182,6 +184,10 @@ mod tests {
             assert!(Grant::parse(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(Grant::parse(&format!("read@{}", "x".repeat(MAX_COLLECTION_NAME + 1))).is_err());
+        for secret in ["SECRET-1", "read,SECRET-2", "SECRET-3@fruit", "admin@SECRET-4"] {
+            let why = Grant::parse(secret).expect_err(secret);
+            assert!(!why.contains("SECRET"), "the reason repeats the text: {why}");
+        }
     }
 
     #[test]

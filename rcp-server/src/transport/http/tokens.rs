@@ -191,12 +191,8 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, TokensError> {
         let (Some(token), None) = (fields.next(), fields.next()) else {
             return Err(refuse("expected two fields, 'SCOPES TOKEN' (SCOPES like read,write)"));
         };
-        let grant = Grant::parse(scopes).map_err(|why| {
-            refuse(&format!(
-                "the first field must be scopes (read, write, admin; read@COLLECTION, write@COLLECTION), \
-                 separated by commas, no spaces: {why}"
-            ))
-        })?;
+        let grant = Grant::parse(scopes)
+            .map_err(|why| refuse(&format!("the first field must be scopes, separated by commas, no spaces: {why}")))?;
         if grant.scopes() == Scopes::NONE {
             return Err(refuse("the line grants no scope"));
         }
