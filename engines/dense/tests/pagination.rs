@@ -92,7 +92,10 @@ fn pages_partition_one_ranking_on_an_approximate_index() {
             }
         }
     }
-    e.ok("index/add", json!({"documents": documents}));
+    // In batches: each call is answered within the test engine's 10 s even on a loaded machine.
+    for batch in documents.chunks(120) {
+        e.ok("index/add", json!({"documents": batch}));
+    }
     let q = "shock waves on a supersonic wing";
     // A candidate set of 60: the old depth rule searched 60, 70, ... 100 deep page after page.
     let whole = ids(&e.ok("retrieve", json!({"query": q, "k": 50, "candidateK": 60})));
