@@ -4,8 +4,8 @@
 //! What makes it fast is the memory layout, not cleverness in the algorithm:
 //!
 //! * each node is one record in a flat table: its level-0 neighbour list (plain `u32` slots)
-//!   and its vector side by side, so expanding a node touches one region, and the next
-//!   neighbour's record is prefetched while the current one is scored;
+//!   and its vector side by side, so expanding a node touches one region, and the records of
+//!   the next three neighbours are prefetched while the current one is scored;
 //! * vectors are stored as `f32` or as `f16` ([`Precision`]), and scored in place by
 //!   AVX2/FMA/F16C kernels chosen at run time ([`kernels::Simd`]);
 //! * a search walks level 0 on a second copy of each vector as `i8` codes and a scale, in

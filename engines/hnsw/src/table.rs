@@ -6,7 +6,9 @@
 //! [`CLAIMED`] while an insert writes the vector, and `level + 1` once the node is published;
 //! `count` and the links are the node's level-0 neighbour list; the vector is `dim` `f32` or
 //! `dim` `f16` packed two to a word. Scoring a node reads `state` and then the vector, so the
-//! two sit in the same cache lines; the links are read only when the node is expanded.
+//! two sit in the same cache lines; the links are read only when the node is expanded. The
+//! graph keeps a second table of [`Element::I8`] records without links (`m0` 0), each padded
+//! to whole cache lines, for the searches' `i8` walk.
 //!
 //! Chunks are anonymous memory maps aligned to 2 MiB and, on Linux, advised to use
 //! transparent huge pages: a search touches records all over the table, and with 4 KiB pages
