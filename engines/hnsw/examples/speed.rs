@@ -77,8 +77,12 @@ fn main() {
     let queries = clustered(&mut rng, &centroids, nq);
     let params = Params { precision, ..Params::default() };
     let graph_path = cache.join(format!("graph-{n}-{precision:?}"));
+    let t = Instant::now();
     let graph = match Hnsw::load(&graph_path, DIM, params) {
-        Ok(g) => g,
+        Ok(g) => {
+            eprintln!("loaded in {:.3} s", t.elapsed().as_secs_f64());
+            g
+        }
         Err(e) => {
             eprintln!("building ({e})");
             let g = Hnsw::new(DIM, params);
