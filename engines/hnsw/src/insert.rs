@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::Precision;
 use crate::beam::Cand;
 use crate::error::Error;
 use crate::graph::{Hnsw, LOCK_STRIPES, MAX_LEVEL, Upper, pack, unpack};
@@ -66,6 +67,14 @@ impl Hnsw {
         }
         let level = self.level_of(id);
         self.table.write_vector(record, vector);
+        // The codes are made from the vector as stored, as a load makes them from the file.
+        match self.params.precision {
+            Precision::F32 => self.write_coarse(id, vector),
+            Precision::F16 => {
+                let stored: Vec<f32> = vector.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect();
+                self.write_coarse(id, &stored);
+            }
+        }
         if level > 0 {
             let lists = table::zeroed_words(level * (self.params.m + 1));
             self.upper.write().unwrap_or_else(|p| p.into_inner()).insert(id, lists);
@@ -111,7 +120,7 @@ impl Hnsw {
             let upper = guard.as_deref();
             visited.reset(self.extent.load(Ordering::Acquire));
             let mut found = self
-                .search_level(q, cur, self.params.ef_construction, (l, upper), None, &mut visited)
+                .search_level(q, cur, self.params.ef_construction, (l, upper), None, &mut visited, false)
                 .into_sorted_vec();
             found.retain(|c| c.id != id);
             // At level 0 the node keeps up to `m0` (2M) neighbours of its own, as faiss does,

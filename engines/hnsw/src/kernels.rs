@@ -63,6 +63,20 @@ impl Simd {
         a.iter().zip(b).map(|(x, &y)| x * f16::from_bits(y).to_f32()).sum()
     }
 
+    /// `a · b` for an `f32` query and an `i8` row (its codes, not yet multiplied by the row's
+    /// scale), over the shorter length.
+    #[inline]
+    pub fn dot_f32_i8(self, a: &[f32], b: &[i8]) -> f32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        #[cfg(target_arch = "x86_64")]
+        if self == Simd::Avx2 {
+            // SAFETY: as in `dot_f32`.
+            return unsafe { avx2::dot(a, b) };
+        }
+        a.iter().zip(b).map(|(x, &y)| x * f32::from(y)).sum()
+    }
+
     /// `a · b` for two `f16` rows, over the shorter length.
     #[inline]
     pub fn dot_f16(self, a: &[u16], b: &[u16]) -> f32 {
@@ -75,6 +89,17 @@ impl Simd {
         }
         a.iter().zip(b).map(|(&x, &y)| f16::from_bits(x).to_f32() * f16::from_bits(y).to_f32()).sum()
     }
+}
+
+/// `v` as `i8` codes and one scale, `v ≈ scale × codes`: the scale maps the largest
+/// magnitude to 127, each code is rounded to nearest (an all-zero row has scale 0).
+pub fn to_i8(v: &[f32]) -> (Vec<i8>, f32) {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if !(max > 0.0 && max.is_finite()) {
+        return (vec![0; v.len()], 0.0);
+    }
+    let scale = max / 127.0;
+    (v.iter().map(|&x| (x / scale).round().clamp(-127.0, 127.0) as i8).collect(), scale)
 }
 
 /// `f32` to `f16` bits, round to nearest even.
@@ -156,6 +181,21 @@ mod avx2 {
         }
     }
 
+    impl Lanes for i8 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const i8) -> __m256 {
+            // SAFETY: the caller guarantees eight readable `i8` at `p`; `_mm_loadl_epi64`
+            // reads exactly eight bytes and has no alignment requirement.
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64(p.cast()) }))
+        }
+
+        #[inline]
+        fn to_f32(self) -> f32 {
+            f32::from(self)
+        }
+    }
+
     /// `a · b` with four independent accumulators of eight lanes, then a scalar tail.
     ///
     /// # Safety
@@ -204,8 +244,28 @@ mod tests {
             assert!(close(simd.dot_f32(&a, &b), Simd::Portable.dot_f32(&a, &b)), "f32 n={n}");
             assert!(close(simd.dot_f32_f16(&a, &bh), Simd::Portable.dot_f32_f16(&a, &bh)), "f32×f16 n={n}");
             assert!(close(simd.dot_f16(&ah, &bh), Simd::Portable.dot_f16(&ah, &bh)), "f16 n={n}");
+            let (bi, scale) = to_i8(&b);
+            assert!(close(simd.dot_f32_i8(&a, &bi), Simd::Portable.dot_f32_i8(&a, &bi)), "f32×i8 n={n}");
             let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((Simd::Portable.dot_f16(&ah, &bh) - exact).abs() < 1e-2, "f16 rounding n={n}");
+            // Each code is off by at most half a step, so the dot by at most that times Σ|a|.
+            let bound = 0.5 * scale * a.iter().map(|x| x.abs()).sum::<f32>() + 1e-5;
+            assert!((simd.dot_f32_i8(&a, &bi) * scale - exact).abs() <= bound, "i8 rounding n={n}");
         }
+    }
+
+    #[test]
+    fn int8_codes_round_trip_within_half_a_step() {
+        let v = rows(384, 5);
+        let (codes, scale) = to_i8(&v);
+        let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        assert!((scale * 127.0 - max).abs() < 1e-6);
+        assert!(codes.iter().any(|&c| c.unsigned_abs() == 127));
+        for (&c, &x) in codes.iter().zip(&v) {
+            assert!((f32::from(c) * scale - x).abs() <= scale * 0.5 + 1e-7);
+        }
+        assert_eq!(to_i8(&[0.0, 0.0]), (vec![0, 0], 0.0));
+        // A NaN (which no unit vector holds) neither sets the scale nor leaves a code but 0.
+        assert_eq!(to_i8(&[f32::NAN, 1.0]), (vec![0, 127], 1.0 / 127.0));
     }
 }

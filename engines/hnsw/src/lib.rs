@@ -4,10 +4,14 @@
 //! What makes it fast is the memory layout, not cleverness in the algorithm:
 //!
 //! * each node is one record in a flat table: its level-0 neighbour list (plain `u32` slots)
-//!   and its vector side by side, so expanding a node touches one region, and the next
-//!   neighbour's record is prefetched while the current one is scored;
-//! * vectors are stored once, as `f32` or as `f16` ([`Precision`]), and scored in place by
+//!   and its vector side by side, so expanding a node touches one region, and the records of
+//!   the next three neighbours are prefetched while the current one is scored;
+//! * vectors are stored as `f32` or as `f16` ([`Precision`]), and scored in place by
 //!   AVX2/FMA/F16C kernels chosen at run time ([`kernels::Simd`]);
+//! * a search walks level 0 on a second copy of each vector as `i8` codes and a scale, in
+//!   records of whole cache lines apart from the links (half the lines of an `f16` row), then
+//!   rescores its beam with the stored vectors ([`Hnsw::int8_walk`], on by default; inserts
+//!   always score the stored vectors, so the graph does not depend on it);
 //! * the visited set is an epoch-tagged array reused across searches, not a hash set;
 //! * inserts run in parallel: a neighbour list is rewritten under a striped lock, never a
 //!   global one, while searches read every list without locking;

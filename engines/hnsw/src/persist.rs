@@ -206,6 +206,12 @@ impl Hnsw {
         if present.len() as u64 != nodes {
             return Err(corrupt(format!("{} nodes present, the header says {nodes}", present.len())));
         }
+        // The `i8` codes are not in the file: they are made again from the stored vectors.
+        for &slot in &present {
+            if let Some(v) = g.vector_f32(slot) {
+                g.write_coarse(slot, &v);
+            }
+        }
         let level = |s: u32| states.get(s as usize).and_then(|&st| st.checked_sub(1)).map(usize::from);
         let link_ok = |s: u32, at: usize| level(s).is_some_and(|l| l >= at);
         for &slot in &present {

@@ -97,10 +97,18 @@ impl Hnsw {
     }
 
     /// The vector of a published node, as `f32`.
-    fn vector_f32(&self, slot: u32) -> Option<Vec<f32>> {
+    pub(crate) fn vector_f32(&self, slot: u32) -> Option<Vec<f32>> {
         Some(match self.table.row(self.table.get(slot)?)? {
             Row::F32(x) => x.to_vec(),
-            Row::F16(x) => x.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect(),
+            Row::F16(x) => {
+                use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+                // The slice conversion runs on F16C where the CPU has it (a load converts
+                // every stored vector once, to make its `i8` codes).
+                let mut out = vec![0.0; x.len()];
+                x.reinterpret_cast::<half::f16>().convert_to_f32_slice(&mut out);
+                out
+            }
+            Row::I8(x, scale) => x.iter().map(|&c| f32::from(c) * scale).collect(),
         })
     }
 

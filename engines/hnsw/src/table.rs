@@ -6,7 +6,9 @@
 //! [`CLAIMED`] while an insert writes the vector, and `level + 1` once the node is published;
 //! `count` and the links are the node's level-0 neighbour list; the vector is `dim` `f32` or
 //! `dim` `f16` packed two to a word. Scoring a node reads `state` and then the vector, so the
-//! two sit in the same cache lines; the links are read only when the node is expanded.
+//! two sit in the same cache lines; the links are read only when the node is expanded. The
+//! graph keeps a second table of [`Element::I8`] records without links (`m0` 0), each padded
+//! to whole cache lines, for the searches' `i8` walk.
 //!
 //! Chunks are anonymous memory maps aligned to 2 MiB and, on Linux, advised to use
 //! transparent huge pages: a search touches records all over the table, and with 4 KiB pages
@@ -47,6 +49,10 @@ pub(crate) enum Element {
     F32,
     /// Two `f16` per word.
     F16,
+    /// A scale (`f32` bits) in the first word, then four `i8` codes per word: `v ≈ scale ×
+    /// codes` ([`kernels::to_i8`](crate::kernels::to_i8)). Records are padded to whole cache
+    /// lines, so scoring one reads the fewest lines.
+    I8,
 }
 
 /// A published node's vector.
@@ -56,6 +62,8 @@ pub(crate) enum Row<'a> {
     F32(&'a [f32]),
     /// `f16` bits.
     F16(&'a [u16]),
+    /// `i8` codes and their scale.
+    I8(&'a [i8], f32),
 }
 
 /// The node table.
@@ -156,14 +164,12 @@ impl Table {
         let vector_words = match element {
             Element::F32 => dim,
             Element::F16 => dim.div_ceil(2),
+            Element::I8 => 1 + dim.div_ceil(4),
         };
-        Self {
-            words: VECTOR + vector_words + m0,
-            m0,
-            dim,
-            element,
-            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
-        }
+        let words = VECTOR + vector_words + m0;
+        // 16 words are one 64-byte line; the chunks start on a line.
+        let words = if element == Element::I8 { words.next_multiple_of(16) } else { words };
+        Self { words, m0, dim, element, chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect() }
     }
 
     /// Words per record.
@@ -216,6 +222,10 @@ impl Table {
             match self.element {
                 Element::F32 => Row::F32(std::slice::from_raw_parts(words.as_ptr().cast::<f32>(), self.dim)),
                 Element::F16 => Row::F16(std::slice::from_raw_parts(words.as_ptr().cast::<u16>(), self.dim)),
+                Element::I8 => Row::I8(
+                    std::slice::from_raw_parts(words[1..].as_ptr().cast::<i8>(), self.dim),
+                    f32::from_bits(words[0].load(Ordering::Relaxed)),
+                ),
             }
         })
     }
@@ -234,6 +244,14 @@ impl Table {
                     let lo = half::f16::from_f32(pair[0]).to_bits().to_ne_bytes();
                     let hi = half::f16::from_f32(pair.get(1).copied().unwrap_or(0.0)).to_bits().to_ne_bytes();
                     w.store(u32::from_ne_bytes([lo[0], lo[1], hi[0], hi[1]]), Ordering::Relaxed);
+                }
+            }
+            Element::I8 => {
+                let (codes, scale) = crate::kernels::to_i8(v);
+                words[0].store(scale.to_bits(), Ordering::Relaxed);
+                for (w, four) in words[1..].iter().zip(codes.chunks(4)) {
+                    let b = |i: usize| four.get(i).map_or(0, |&c| c.to_ne_bytes()[0]);
+                    w.store(u32::from_ne_bytes([b(0), b(1), b(2), b(3)]), Ordering::Relaxed);
                 }
             }
         }
@@ -267,7 +285,7 @@ mod tests {
 
     #[test]
     fn records_are_stable_and_vectors_read_back_once_published() {
-        for element in [Element::F32, Element::F16] {
+        for element in [Element::F32, Element::F16, Element::I8] {
             let t = Table::new(4, 5, element);
             assert!(t.get(5).is_none());
             let r = t.ensure(5).unwrap();
@@ -280,8 +298,15 @@ mod tests {
             let back: Vec<f32> = match t.row(r).unwrap() {
                 Row::F32(x) => x.to_vec(),
                 Row::F16(x) => x.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect(),
+                Row::I8(x, scale) => x.iter().map(|&c| f32::from(c) * scale).collect(),
             };
-            assert_eq!(back, v, "{element:?}");
+            if element == Element::I8 {
+                // Within half a step of 3.0 / 127; every record starts on a cache line.
+                assert!(back.iter().zip(&v).all(|(b, x)| (b - x).abs() <= 0.5 * 3.0 / 127.0 + 1e-6), "{back:?}");
+                assert_eq!(t.record_words() % 16, 0);
+            } else {
+                assert_eq!(back, v, "{element:?}");
+            }
             assert!(std::ptr::eq(t.get(5).unwrap(), r));
             assert_eq!(t.allocated_bytes(), CHUNK * t.record_words() * 4);
             assert!(t.ensure(u32::MAX).is_none());

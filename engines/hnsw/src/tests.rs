@@ -259,3 +259,65 @@ fn an_entry_point_without_a_level_is_no_entry_point() {
     assert_eq!(unpack(pack(5, 0)), Some((5, 0)));
     assert_eq!(unpack(pack(u32::MAX, MAX_LEVEL)), Some((u32::MAX, MAX_LEVEL)));
 }
+
+#[test]
+fn the_int8_walk_finds_what_the_stored_vectors_find_and_scores_with_them() {
+    let dim = 48;
+    let v = clustered(5000, dim, 11);
+    let queries = clustered(200, dim, 12);
+    for precision in [Precision::F32, Precision::F16] {
+        let g = build(&v, dim, Params { m: 12, ef_construction: 64, precision }, 2);
+        assert!(g.int8_walk(), "on by default");
+        // Every node has its codes, within half a step of the stored vector.
+        for slot in (0..5000u32).step_by(37) {
+            let stored = g.vector_f32(slot).unwrap();
+            let Some(crate::table::Row::I8(codes, scale)) = g.coarse.get(slot).and_then(|r| g.coarse.row(r)) else {
+                panic!("slot {slot} has no codes")
+            };
+            assert!(codes.iter().zip(&stored).all(|(&c, &x)| (f32::from(c) * scale - x).abs() <= 0.5 * scale + 1e-6));
+        }
+        for ef in [10, 20, 40, 80, 160] {
+            let coarse = recall(&g, &v, &queries, dim, ef);
+            g.set_int8_walk(false);
+            let exact = recall(&g, &v, &queries, dim, ef);
+            g.set_int8_walk(true);
+            assert!(coarse >= exact - 0.01, "{precision:?} ef {ef}: int8 walk {coarse}, stored vectors {exact}");
+            eprintln!("{precision:?} ef {ef}: int8 walk {coarse}, stored vectors {exact}");
+            assert!(ef < 160 || coarse > 0.9, "{precision:?} ef {ef}: {coarse}");
+        }
+        // The scores returned are those of the stored vectors, best first.
+        for q in queries.chunks_exact(dim).take(20) {
+            let found = g.search(q, 10, 40, None);
+            assert_eq!(found.len(), 10);
+            for w in found.windows(2) {
+                assert!(w[0].1 >= w[1].1);
+            }
+            for &(slot, score) in &found {
+                assert_eq!(score, 1.0 - (1.0 - g.dot_query(q, slot as u32)));
+            }
+        }
+        // A filter still applies to what the int8 walk returns.
+        let odd = |s: usize| s % 2 == 1;
+        for q in queries.chunks_exact(dim).take(20) {
+            assert!(g.search(q, 10, 40, Some(&odd)).iter().all(|&(s, _)| odd(s)));
+        }
+    }
+}
+
+#[test]
+fn a_loaded_graph_has_the_codes_of_its_vectors() {
+    let dim = 16;
+    let v = clustered(600, dim, 21);
+    let dir = tempfile::tempdir().unwrap();
+    let params = Params { m: 6, ef_construction: 30, precision: Precision::F16 };
+    let g = build(&v, dim, params, 1);
+    let path = dir.path().join("g.hnsw");
+    g.save(&path).unwrap();
+    let loaded = Hnsw::load(&path, dim, params).unwrap();
+    let words =
+        |h: &Hnsw, s: u32| -> Vec<u32> { h.coarse.get(s).unwrap().iter().map(|w| w.load(Ordering::Relaxed)).collect() };
+    for slot in 0..600u32 {
+        assert_eq!(words(&loaded, slot), words(&g, slot), "slot {slot}");
+    }
+    assert!(loaded.memory_bytes() >= loaded.coarse.allocated_bytes() + loaded.table.allocated_bytes());
+}
