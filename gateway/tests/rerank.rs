@@ -14,7 +14,12 @@ use serde_json::{Value, json};
 
 const QUERY: &str = "what is the capital of france";
 /// The cross-encoder's logit for (QUERY, the Paris passage): engines/rerank/tests/reference.rs.
-const PARIS_LOGIT: f64 = 8.047616;
+/// The cross-encoder's logit for the Paris passage, as the model's own Python runtime gave it.
+/// The int8 model's kernels differ by CPU (with and without AVX-512 VNNI the same passage
+/// scored 8.05 and 7.82), so the test takes the reranker's own answer as the exact value and
+/// holds it to this one loosely.
+const PARIS_LOGIT_PYTHON: f64 = 8.047616;
+const PARIS: &str = "Paris is the capital and most populous city of France.";
 
 /// Indexes `docs` (`(id, text)`) into a fresh `rcp-bm25` data directory; returns its entry.
 fn bm25_collection(dir: &Path, id: &str, docs: &[(&str, &str)]) -> Value {
@@ -39,11 +44,7 @@ async fn pipeline(dir: &Path) -> Client {
     let a = bm25_collection(
         dir,
         "a",
-        &[
-            ("stuffed", stuffed),
-            ("paris", "Paris is the capital and most populous city of France."),
-            ("eiffel", "The Eiffel Tower was completed in 1889."),
-        ],
+        &[("stuffed", stuffed), ("paris", PARIS), ("eiffel", "The Eiffel Tower was completed in 1889.")],
     );
     let b = bm25_collection(
         dir,
@@ -82,6 +83,12 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
         .collect();
     assert_eq!(listed, ["a", "b", "ce"], "the reranker is listed as an engine");
 
+    // `rerank` itself is forwarded to the reranker: its score of the Paris passage is the one
+    // the rerank stage must report.
+    let direct = gw.call("rerank", json!({"query": QUERY, "passages": [PARIS]})).await.expect("rerank");
+    let paris_logit = direct["scores"][0].as_f64().unwrap_or(f64::NAN);
+    assert!((paris_logit - PARIS_LOGIT_PYTHON).abs() < 0.5, "{direct}");
+
     // Without the stage, RRF ranks the passage both collections found first.
     let fused = gw.call("retrieve", json!({"query": QUERY, "k": 2, "rerank": false})).await.expect("retrieve");
     assert_eq!(ids(&fused)[0], "stuffed", "{fused}");
@@ -92,7 +99,7 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     let r = gw.call("retrieve", json!({"query": QUERY, "k": 2, "rerank": {"fusion": "none"}})).await.expect("retrieve");
     assert_eq!(ids(&r), ["paris", "guide"], "{r}");
     let top = &r["hits"][0];
-    assert!((top["scores"]["rerank"].as_f64().unwrap_or(f64::NAN) - PARIS_LOGIT).abs() < 1e-3, "{top}");
+    assert!((top["scores"]["rerank"].as_f64().unwrap_or(f64::NAN) - paris_logit).abs() < 1e-3, "{top}");
     assert_eq!(top["score"], top["scores"]["rerank"], "the final score is the reranker's");
     assert!(top["scores"]["fusion"].as_f64().is_some_and(|s| s > 0.0 && s < 1.0), "the RRF score kept: {top}");
     // BM25 finds the Eiffel passage nowhere: three fused candidates (from four engine hits).
@@ -109,7 +116,7 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     assert!(top["scores"]["rerank"].is_number() && top["scores"]["fusion"].is_number(), "{top}");
     // `minScore` is on the reranker's scale, once: the merged score (at most 1) does not hide a
     // hit whose reranker score clears it.
-    let floor = PARIS_LOGIT - 1.0;
+    let floor = paris_logit - 1.0;
     let r = gw.call("retrieve", json!({"query": QUERY, "k": 2, "minScore": floor})).await.expect("retrieve");
     assert_eq!(ids(&r), ["paris"], "{r}");
 
@@ -119,11 +126,4 @@ async fn the_fused_list_is_reranked_by_the_registrys_reranker() {
     // The funnel is checked: topN below k is refused.
     let err = gw.call("retrieve", json!({"query": QUERY, "k": 3, "rerank": {"topN": 2}})).await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::INVALID_PARAMS), "{err}");
-
-    // `rerank` itself is forwarded to the reranker.
-    let direct = gw
-        .call("rerank", json!({"query": QUERY, "passages": ["Paris is the capital and most populous city of France."]}))
-        .await
-        .expect("rerank");
-    assert!((direct["scores"][0].as_f64().unwrap_or(f64::NAN) - PARIS_LOGIT).abs() < 1e-3, "{direct}");
 }
