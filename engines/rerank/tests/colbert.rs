@@ -59,33 +59,42 @@ fn max_sim_matches_python_onnxruntime() {
         ("", "An empty query is still a pair.", 10, 30.321407),
         (Q, "", 3, 24.434025),
     ];
+    let tolerance = rcp_testkit::int8_tolerance(1e-3, 0.25);
+    let mut alone = Vec::new();
     for (query, passage, rows, expected) in cases {
         let got = colbert().score(query, &[passage], &|| false).expect("score");
-        assert!((got[0] - expected).abs() < 1e-3, "{query:?} / {passage:.40}: {} vs Python {expected}", got[0]);
+        assert!((got[0] - expected).abs() < tolerance, "{query:?} / {passage:.40}: {} vs Python {expected}", got[0]);
+        if query == Q {
+            alone.push(got[0]);
+        }
         let m = colbert().encode(&[passage], Kind::Document, &|| false).expect("encode").remove(0);
         assert_eq!(m.len(), rows, "{passage:.40}: rows after dropping punctuation");
     }
     // Several passages at once on parallel sessions: scores in passage order, each as alone.
     let passages: Vec<&str> = cases.iter().filter(|c| c.0 == Q).map(|c| c.1).collect();
-    let expected: Vec<f32> = cases.iter().filter(|c| c.0 == Q).map(|c| c.3).collect();
     let together = colbert().score(Q, &passages, &|| false).expect("score");
-    assert!(close(&together, &expected, 1e-3), "{together:?} vs {expected:?}");
+    assert!(close(&together, &alone, 1e-3), "{together:?} vs {alone:?}");
 }
 
 #[test]
 fn matrices_match_python_onnxruntime() {
+    let entry = rcp_testkit::int8_tolerance(1e-4, 0.02);
     let q = colbert().encode(&[Q], Kind::Query, &|| false).expect("encode").remove(0);
     assert_eq!(q.len(), QUERY_LENGTH, "a query matrix always has the [MASK]-augmented length");
     let rows: Vec<&[f32]> = q.rows().collect();
-    assert!(close(&rows[0][..4], &[-0.009196385, 0.004804555, 0.0157619, -0.01873107], 1e-4), "{:?}", &rows[0][..4]);
+    assert!(close(&rows[0][..4], &[-0.009196385, 0.004804555, 0.0157619, -0.01873107], entry), "{:?}", &rows[0][..4]);
     // A [MASK] row: not attended to, still encoded and kept.
-    assert!(close(&rows[31][..4], &[-0.02731764, 0.002924758, 0.002928982, -0.03100774], 1e-4), "{:?}", &rows[31][..4]);
+    assert!(
+        close(&rows[31][..4], &[-0.02731764, 0.002924758, 0.002928982, -0.03100774], entry),
+        "{:?}",
+        &rows[31][..4]
+    );
     let d = colbert().encode(&[PARIS], Kind::Document, &|| false).expect("encode").remove(0);
     let rows: Vec<&[f32]> = d.rows().collect();
     assert_eq!(rows.len(), 13, "[CLS] [D] 11 words [SEP], the final '.' dropped");
-    assert!(close(&rows[1][..4], &[-0.03555784, 0.001513183, 0.01196719, -0.002200852], 1e-4), "{:?}", &rows[1][..4]);
+    assert!(close(&rows[1][..4], &[-0.03555784, 0.001513183, 0.01196719, -0.002200852], entry), "{:?}", &rows[1][..4]);
     assert!(
-        close(&rows[12][..4], &[-0.009868235, -0.0007535022, 0.01713529, -0.01363487], 1e-4),
+        close(&rows[12][..4], &[-0.009868235, -0.0007535022, 0.01713529, -0.01363487], entry),
         "{:?}",
         &rows[12][..4]
     );

@@ -44,16 +44,21 @@ fn logits_match_python_onnxruntime() {
         ("", "An empty query is still a pair.", 0.462297),
         (q, "", -9.690441),
     ];
-    // All at once, so the parallel sessions' results must come back in passage order too.
+    let tolerance = rcp_testkit::int8_tolerance(1e-3, 0.5);
+    let mut alone = Vec::new();
     for (query, passage, expected) in cases {
         let got = encoder().score(query, &[passage], &|| false).expect("score");
-        assert!((got[0] - expected).abs() < 1e-3, "{query:?} / {:.40}: {} vs Python {expected}", passage, got[0]);
+        assert!((got[0] - expected).abs() < tolerance, "{query:?} / {:.40}: {} vs Python {expected}", passage, got[0]);
+        if query == q {
+            alone.push(got[0]);
+        }
     }
+    // All at once, so the parallel sessions' results must come back in passage order too, each
+    // as it scored alone.
     let passages: Vec<&str> = cases.iter().filter(|c| c.0 == q).map(|c| c.1).collect();
     let together = encoder().score(q, &passages, &|| false).expect("score");
-    let expected: Vec<f32> = cases.iter().filter(|c| c.0 == q).map(|c| c.2).collect();
-    for (g, e) in together.iter().zip(&expected) {
-        assert!((g - e).abs() < 1e-3, "{together:?} vs {expected:?}: a pair's score depends on its neighbours");
+    for (g, e) in together.iter().zip(&alone) {
+        assert!((g - e).abs() < 1e-3, "{together:?} vs {alone:?}: a pair's score depends on its neighbours");
     }
 }
 
