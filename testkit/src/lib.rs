@@ -339,6 +339,21 @@ pub fn kill9(engine: &mut Engine) {
     engine.child.kill_now();
 }
 
+/// How far an int8-quantised model's output may stand from a reference that ONNX Runtime gave
+/// on the machine where it was recorded, one with AVX-512 VNNI: `recorded` there, `elsewhere`
+/// on any other CPU. ONNX Runtime's int8 matrix products take another path without VNNI (on
+/// AVX2 the pairwise products saturate), and the same model scores the same pair a little
+/// differently: a cross-encoder logit by about 0.2 (8.05 against 7.82), a ColBERT MaxSim by
+/// about 0.05, a matrix entry by a few thousandths. `elsewhere` still catches a wrong model, a
+/// wrong tokenisation or a wrong layout, which move these by whole units or reorder them.
+pub fn int8_tolerance(recorded: f32, elsewhere: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512vnni") {
+        return recorded;
+    }
+    elsewhere
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,19 +388,4 @@ mod tests {
     fn a_hit_without_score_fails() {
         assert_valid_result("retrieve", &json!({"hits": [{"id": "a"}]}));
     }
-}
-
-/// How far an int8-quantised model's output may stand from a reference that ONNX Runtime gave
-/// on the machine where it was recorded, one with AVX-512 VNNI: `recorded` there, `elsewhere`
-/// on any other CPU. ONNX Runtime's int8 matrix products take another path without VNNI (on
-/// AVX2 the pairwise products saturate), and the same model scores the same pair a little
-/// differently: a cross-encoder logit by about 0.2 (8.05 against 7.82), a ColBERT MaxSim by
-/// about 0.05, a matrix entry by a few thousandths. `elsewhere` still catches a wrong model, a
-/// wrong tokenisation or a wrong layout, which move these by whole units or reorder them.
-pub fn int8_tolerance(recorded: f32, elsewhere: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512vnni") {
-        return recorded;
-    }
-    elsewhere
 }
