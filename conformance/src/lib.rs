@@ -88,6 +88,7 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
         timeout: config.timeout,
         schemas,
         sink: Arc::new(Mutex::new(Vec::new())),
+        throttles: Arc::default(),
     };
     // Fail fast when the server cannot even be started (and stop that process before any other).
     conn::Conn::open(&env).await.map_err(Error::Target)?.close().await;

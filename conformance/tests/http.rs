@@ -304,3 +304,169 @@ async fn an_https_engine_certifies_with_its_ca_at_the_plain_http_level() {
     let (level, stderr) = certify_over_https(&pki.ca, &https).await;
     assert_eq!(level, Some(json!(plain.map_or("NONE", Level::as_str))), "{stderr}");
 }
+
+/// The HTTP mapping's details (§5.2) on our server with CORS and a rate limit: the preflight,
+/// `Retry-After` on every `429` the run meets (the suite waits and sends again, so a
+/// rate-limited server still certifies) and the SSE framing all pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_rate_limits_and_sse_pass_on_our_server() {
+    let opts = HttpOptions {
+        cors_origins: Some(vec!["*".into()]),
+        rate_limit: Some(rcp_server::http::RateLimit { per_second: 200.0, burst: 40.0 }),
+        ..HttpOptions::default()
+    };
+    let report = certify(opts).await;
+    let text = report.render_text();
+    assert_eq!(common::failed(&report), Vec::<&str>::new(), "{text}");
+    assert!(report.certified() >= Some(Level::L1), "{text}");
+    for id in ["http.cors-preflight", "http.retry-after", "http.sse-framing"] {
+        assert_eq!(report.check(id).map(|c| c.status), Some(rcp_conformance::Status::Pass), "{id}\n{text}");
+    }
+}
+
+/// Without CORS and a rate limit there is nothing to judge: the two SHOULD checks skip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_and_retry_after_skip_where_they_do_not_apply() {
+    let report = certify(HttpOptions::default()).await;
+    for id in ["http.cors-preflight", "http.retry-after"] {
+        let c = report.check(id).expect(id);
+        assert_eq!(c.status, rcp_conformance::Status::Skip, "{id}: {c:?}");
+    }
+    assert_eq!(report.check("http.sse-framing").map(|c| c.status), Some(rcp_conformance::Status::Pass));
+}
+
+/// Our server behind a front that breaks one HTTP detail at a time: each check of the detail
+/// reports it (WARN for the SHOULDs, FAIL for the SSE framing), and nothing else fails.
+mod broken_front {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::body::Body;
+    use axum::extract::{Request, State};
+    use axum::http::{HeaderValue, Method, StatusCode, header};
+    use axum::middleware::{self, Next};
+    use axum::response::{IntoResponse, Response};
+
+    use super::*;
+
+    #[derive(Clone, Copy, Debug)]
+    pub(super) enum Defect {
+        /// Cross-origin answers carry `Access-Control-Allow-Origin`, but `OPTIONS` is 405.
+        NoPreflight,
+        /// Every fifth `POST` is `429` without `Retry-After`.
+        BareThrottle,
+        /// A progress frame after the final response frame.
+        FrameAfterFinal,
+        /// The final response split over two `data:` lines.
+        SplitData,
+    }
+
+    struct Front {
+        defect: Defect,
+        posts: AtomicUsize,
+    }
+
+    fn is_sse(req: &Request) -> bool {
+        req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"))
+    }
+
+    /// Whether `req` is the SSE framing check's own request (the SSE defects touch only that one,
+    /// so no other check sees them), and the request rebuilt after reading its body.
+    async fn framing_probe(req: Request) -> (bool, Request) {
+        if !is_sse(&req) {
+            return (false, req);
+        }
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+        let probe = String::from_utf8_lossy(&bytes).contains("\"sse-framing-1\"");
+        (probe, Request::from_parts(parts, Body::from(bytes)))
+    }
+
+    /// `res`'s SSE body rewritten by `edit`.
+    async fn rewrite(res: Response, edit: impl FnOnce(String) -> String) -> Response {
+        let (mut parts, body) = res.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(edit(String::from_utf8_lossy(&bytes).into_owned())))
+    }
+
+    async fn misbehave(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+        match front.defect {
+            Defect::NoPreflight if req.method() == Method::OPTIONS => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+            Defect::NoPreflight => {
+                let mut res = next.run(req).await;
+                res.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+                res
+            }
+            Defect::BareThrottle if req.method() == Method::POST => {
+                if front.posts.fetch_add(1, Ordering::SeqCst) % 5 == 4 {
+                    return StatusCode::TOO_MANY_REQUESTS.into_response();
+                }
+                next.run(req).await
+            }
+            Defect::FrameAfterFinal | Defect::SplitData => {
+                let (probe, req) = framing_probe(req).await;
+                let res = next.run(req).await;
+                match front.defect {
+                    _ if !probe => res,
+                    Defect::FrameAfterFinal => {
+                        let late = r#"data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"sse-framing","progress":1.0}}"#;
+                        rewrite(res, |body| format!("{body}{late}\n\n")).await
+                    }
+                    _ => {
+                        let split = |body: String| {
+                            let Some(at) = body.rfind("data: {\"jsonrpc\":\"2.0\",\"id\"") else { return body };
+                            let cut = at + body[at..].find(",\"").map_or(10, |i| i + 1);
+                            format!("{}\ndata: {}", &body[..cut], &body[cut..])
+                        };
+                        rewrite(res, split).await
+                    }
+                }
+            }
+            _ => next.run(req).await,
+        }
+    }
+
+    /// Our shelf engine behind `defect`, until the sender is dropped.
+    pub(super) async fn start(defect: Defect) -> (String, tokio::sync::oneshot::Sender<()>) {
+        let server = shelf_server(true);
+        let front = Arc::new(Front { defect, posts: AtomicUsize::new(0) });
+        let app = rcp_server::http::router(&server, HttpOptions::default())
+            .layer(middleware::from_fn_with_state(front, misbehave));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+            drop(server);
+        });
+        (format!("http://{addr}/rcp"), stop)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_broken_http_detail_is_reported_by_its_check() {
+    use broken_front::Defect;
+    use rcp_conformance::Status::{Fail, Warn};
+    let cases = [
+        (Defect::NoPreflight, "http.cors-preflight", Warn, "preflight was answered HTTP 405"),
+        (Defect::BareThrottle, "http.retry-after", Warn, "carried no Retry-After"),
+        (Defect::FrameAfterFinal, "http.sse-framing", Fail, "follows the final response frame"),
+        (Defect::SplitData, "http.sse-framing", Fail, "2 data: lines"),
+    ];
+    for (defect, id, status, says) in cases {
+        let (base, _stop) = broken_front::start(defect).await;
+        let report = run(&Config::http(base).with_schema(common::schema())).await.expect("the suite runs");
+        let text = report.render_text();
+        common::assert_verdicts_follow_keywords(&report);
+        let c = report.check(id).expect(id);
+        assert_eq!(c.status, status, "{defect:?}: {c:?}");
+        assert!(c.detail.contains(says), "{defect:?}: {}", c.detail);
+        let expected: Vec<&str> = if status == Fail { vec![id] } else { Vec::new() };
+        assert_eq!(common::failed(&report), expected, "{defect:?}\n{text}");
+    }
+}

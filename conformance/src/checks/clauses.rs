@@ -215,6 +215,23 @@ pub(crate) const TABLE: &[(&str, Basis)] = &[
             "A server that rejects a caller MUST answer `-32012` (`Unauthorized`) rather than a bare transport error",
         ),
     ),
+    (
+        "http.cors-preflight",
+        b(
+            "§5.2",
+            Should,
+            "A browser-facing server SHOULD set appropriate `Access-Control-Allow-*` headers and handle `OPTIONS` preflight",
+        ),
+    ),
+    (
+        "http.sse-framing",
+        b(
+            "§5.2",
+            Must,
+            "… emit zero or more `notifications/progress` frames followed by exactly one final frame carrying the JSON-RPC response. Each frame is one SSE `data:` line whose payload is a compact JSON object, terminated by a blank line. The stream ends after the final response frame.",
+        ),
+    ),
+    ("http.retry-after", b("§5.2", Should, "`429` | Transport-level rate limiting; SHOULD carry `Retry-After`.")),
     ("retrieve.basic", b("§7.7, §6", Must, PRESENCE)),
     (
         "retrieve.hit-shape",
@@ -616,6 +633,8 @@ mod tests {
         "transform.methods-served",
         "catalog.list",
         "index.add-readonly",
+        // §5.2 defines the stream a server that chooses SSE sends (the MAY is whether to stream).
+        "http.sse-framing",
         // §16.2/§16.3 define a federated query: one answering engine makes it a success, and
         // one document is one fused entry (RRF sums over the engines for a document d).
         "federation.partial",

@@ -63,6 +63,8 @@ pub(crate) struct Env {
     pub timeout: Duration,
     pub schemas: Option<Arc<Schemas>>,
     pub sink: Sink,
+    /// Every `429` an HTTP request met during the run, with its `Retry-After`.
+    pub throttles: crate::transport::Throttles,
 }
 
 impl Env {

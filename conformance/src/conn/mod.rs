@@ -9,6 +9,7 @@ mod frame;
 mod watch;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -59,7 +60,7 @@ impl Conn {
                 StdioTransport::spawn(program, args).map_err(|e| format!("cannot start `{program}`: {e}"))?,
             ),
             Target::Http { base, headers } => {
-                Transport::Http(HttpTransport::new(base, headers, env.timeout, &env.http)?)
+                Transport::Http(HttpTransport::new(base, headers, env.timeout, &env.http, Arc::clone(&env.throttles))?)
             }
         };
         Ok(Conn {
@@ -97,6 +98,14 @@ impl Conn {
     pub(crate) async fn close(&mut self) {
         if let Transport::Stdio(s) = &mut self.t {
             s.close(CLOSE_GRACE).await;
+        }
+    }
+
+    /// The HTTP transport, when that is the transport.
+    pub(crate) fn http(&self) -> Option<&HttpTransport> {
+        match &self.t {
+            Transport::Http(h) => Some(h),
+            Transport::Stdio(_) => None,
         }
     }
 
