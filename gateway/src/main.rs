@@ -178,10 +178,11 @@ struct McpCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match &cli.command {
-        Command::Serve(args) => args.serve.init_logging(),
-        Command::Mcp(_) => rcp_server::init_tracing(),
-    }
+    // Held until `main` returns: dropping it sends the spans not yet exported.
+    let _telemetry = match &cli.command {
+        Command::Serve(args) => args.serve.init_telemetry("rcp-gateway"),
+        Command::Mcp(_) => rcp_server::init_telemetry(rcp_server::LogFormat::Text, None, "rcp-gateway"),
+    };
     let runtime = match &cli.command {
         Command::Serve(args) => args.serve.runtime(),
         Command::Mcp(_) => rcp_server::exec::Scheduling { io_nice: 0, event_interval: Some(8) }.runtime(false),

@@ -72,6 +72,7 @@ pub mod transport;
 
 #[cfg(feature = "cli")]
 pub use crate::operations::cli;
+pub use crate::operations::telemetry;
 pub use crate::retrieval::{budget, cursor, feedback};
 pub use crate::server::exec;
 pub use crate::service::access;
@@ -83,7 +84,7 @@ pub use crate::handler::{
     RequestContext, Rerank, RerankRequest, Retrieve, RetrieveRequest, SessionScope, SparseEmbed, Transform,
 };
 #[cfg(feature = "cli")]
-pub use crate::operations::logging::{LogFormat, init_logging, init_tracing};
+pub use crate::operations::logging::{LogFormat, init_logging, init_telemetry, init_tracing};
 pub use crate::operations::status::{EngineStats, NotReady, ReadyError, Status};
 pub use crate::retrieval::budget::TokenCounter;
 pub use crate::retrieval::rerank::Funnel;

@@ -76,8 +76,7 @@ impl Gateway {
         }
         out.insert("federation".into(), next.to_value());
         out.insert("deadlineMs".into(), json!(budget.as_millis() as u64));
-        // The request's trace id, the caller's or the one this gateway assigned (§17.2).
-        out.insert("traceId".into(), json!(ctx.trace_id()));
+        out.extend(trace_meta(ctx));
         if let Some(level) = log_level(ctx) {
             out.insert("logLevel".into(), json!(level.as_str()));
         }
@@ -109,6 +108,18 @@ impl Gateway {
         let forwarded = self.forwarded_meta(meta, &next, budget, ctx);
         Ok((self.relay(ctx), forwarded, budget))
     }
+}
+
+/// The trace a call to another server continues (§17.2): the request's trace id (the caller's
+/// or the one this gateway assigned) as `_meta.traceId`, and with span export the current span
+/// as `_meta.traceparent`, so the engine's spans hang under the call that reached it.
+pub(super) fn trace_meta(ctx: &RequestContext) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert("traceId".into(), json!(ctx.trace_id()));
+    if let Some(parent) = rcp_server::telemetry::traceparent() {
+        meta.insert(rcp_server::telemetry::TRACEPARENT_KEY.into(), json!(parent));
+    }
+    meta
 }
 
 /// The lowest level of log frame that reaches the caller of `ctx`, if any does.

@@ -19,7 +19,7 @@ use rcp_wire::rerank::RerankParams;
 use rcp_wire::{RcpError, RetrieveParams, RetrieveResult};
 use serde_json::json;
 
-use super::forward::unless_cancelled;
+use super::forward::{trace_meta, unless_cancelled};
 use super::startup::Gateway;
 
 impl Gateway {
@@ -102,7 +102,11 @@ impl Gateway {
         let n = call.passages.len();
         let client = self.relay(ctx).wrap(self.pool.client(index).await.map_err(|e| e.to_rcp())?);
         let budget = self.options.engine_timeout.min(ctx.remaining()).max(Duration::from_millis(1));
-        let result = unless_cancelled(ctx, "rerank", tokio::time::timeout(budget, client.rerank(call))).await?;
+        let span = tracing::info_span!("rerank", engine = %self.pool.entries()[index].spec.id, passages = n);
+        // The reranker joins the request's trace under this stage's span.
+        let call = RerankParams { meta: Some(span.in_scope(|| trace_meta(ctx))), ..call };
+        let reply = tracing::Instrument::instrument(tokio::time::timeout(budget, client.rerank(call)), span);
+        let result = unless_cancelled(ctx, "rerank", reply).await?;
         let result = result
             .map_err(|_| RcpError::backend_unavailable(format!("no rerank answer within {} ms", budget.as_millis())))?
             .map_err(|e| e.to_rcp())?;

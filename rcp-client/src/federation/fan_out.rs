@@ -162,7 +162,10 @@ impl FanOut {
                 }
             };
             clients.push((key.clone(), client.clone()));
-            let params = match plan(&key, &client) {
+            // One span per engine call: the params are planned inside it, so what they carry of
+            // the trace (`_meta.traceparent`) names this call.
+            let span = tracing::info_span!("engine", engine = %id);
+            let params = match span.in_scope(|| plan(&key, &client)) {
                 Ok(p) => p,
                 Err(reason) => {
                     replies.push((position, key, Reply::Skipped(reason)));
@@ -171,7 +174,7 @@ impl FanOut {
             };
             let pending = call(id.clone(), client, params);
             let done = &done;
-            calls.push(async move {
+            let call = async move {
                 let started = Instant::now();
                 let r = match tokio::time::timeout(self.timeout, pending).await {
                     Ok(r) => r,
@@ -183,7 +186,8 @@ impl FanOut {
                     progress(n as f64 / total.max(1) as f64, "fan-out", format!("engine '{id}' done"));
                 }
                 (position, key, id, required, r.map(|result| (result, latency)))
-            });
+            };
+            calls.push(tracing::Instrument::instrument(call, span));
         }
         let asked = calls.len();
         while let Some((position, key, id, required, r)) = calls.next().await {

@@ -4,7 +4,11 @@
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+use crate::operations::telemetry::Telemetry;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -50,17 +54,52 @@ fn env_filter() -> EnvFilter {
 /// Installs the global `tracing` subscriber writing `format` lines to stderr. A second call
 /// (or a subscriber installed by the embedder) is left alone.
 pub fn init_logging(format: LogFormat) {
-    let ansi = std::io::stderr().is_terminal();
-    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(env_filter());
-    let _ = match format {
-        LogFormat::Text => builder.with_ansi(ansi).try_init(),
-        LogFormat::Json => builder.json().with_ansi(false).try_init(),
-    };
+    install::<NoExport>(format, None);
 }
 
 /// [`init_logging`] with text lines.
 pub fn init_tracing() {
     init_logging(LogFormat::Text);
+}
+
+/// [`init_logging`], and with the `otlp` feature the export of spans over OTLP/HTTP to the
+/// collector at `otlp_endpoint` (its base URL), or to the one `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// names, as `service` (unless `OTEL_SERVICE_NAME` names it). Returns the guard that keeps the
+/// export running: hold it until the process ends. Without a collector (or the feature) the
+/// guard exports nothing; a collector that cannot be configured is reported on stderr and
+/// the logs are installed anyway.
+pub fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>, service: &str) -> Telemetry {
+    #[cfg(feature = "otlp")]
+    match crate::operations::telemetry::export::provider(otlp_endpoint, service) {
+        Ok(Some(provider)) => {
+            let layer = crate::operations::telemetry::export::layer(&provider);
+            install(format, Some(layer));
+            return Telemetry { provider: Some(provider) };
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!("{service}: spans not exported: {e}"),
+    }
+    let _ = (otlp_endpoint, service);
+    init_logging(format);
+    Telemetry::default()
+}
+
+/// A layer type for [`install`] calls without an exporter.
+type NoExport = tracing_subscriber::layer::Identity;
+
+/// The global subscriber: `export` (if any), the stderr lines, the filter from the environment.
+fn install<L>(format: LogFormat, export: Option<L>)
+where
+    L: Layer<Registry> + Send + Sync,
+{
+    let ansi = std::io::stderr().is_terminal();
+    let lines = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi).boxed(),
+        LogFormat::Json => {
+            tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).with_ansi(false).boxed()
+        }
+    };
+    let _ = tracing_subscriber::registry().with(export).with(lines).with(env_filter()).try_init();
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! - [`observe`]: what the server counts (requests by method and outcome, latency,
 //!   rejections), recorded where each decision is made;
 //! - `logging`: diagnostics on stderr, never stdout (which carries protocol frames only);
+//! - [`telemetry`]: traces across hops (the trace id, W3C `traceparent`, and with the `otlp`
+//!   feature OpenTelemetry spans exported over OTLP);
 //! - `cli`: the engine-binary scaffold (`serve` flags, data directories, the `quarantine`
 //!   command), so every engine binary is run the same way.
 //!
@@ -16,3 +18,4 @@ pub mod cli;
 pub(crate) mod logging;
 pub(crate) mod observe;
 pub(crate) mod status;
+pub mod telemetry;

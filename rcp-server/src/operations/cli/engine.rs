@@ -44,13 +44,16 @@ pub fn main<C: EngineCli>() -> ExitCode {
 /// several engines, each run as a child process of itself (the federation example).
 pub fn run<C: EngineCli>(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
     let cli = C::parse_from(args);
-    if let Some(format) = cli.serve_args().map_or(C::LOGS, |serve| Some(serve.log_format)) {
-        crate::init_logging(format);
-    }
+    let name = C::command().get_name().to_owned();
+    // Held until the command has run: dropping it sends the spans not yet exported.
+    let _telemetry = match cli.serve_args() {
+        Some(serve) => Some(serve.init_telemetry(&name)),
+        None => C::LOGS.map(|format| crate::init_telemetry(format, None, &name)),
+    };
     match cli.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}: {e:#}", C::command().get_name());
+            eprintln!("{name}: {e:#}");
             ExitCode::from(C::FAILURE)
         }
     }

@@ -159,6 +159,11 @@ pub struct ServeArgs {
     /// Log line format on stderr (filter with RCP_LOG or RUST_LOG; default info).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Export OpenTelemetry spans over OTLP/HTTP (JSON) to the collector at this base URL
+    /// (`<URL>/v1/traces`); `OTEL_EXPORTER_OTLP_ENDPOINT` does the same without the flag.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 
     /// Per-request deadline in milliseconds (`_meta.deadlineMs` may only shorten it).
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
@@ -262,6 +267,17 @@ impl ServeArgs {
     /// Installs the stderr log subscriber in the format `--log-format` names.
     pub fn init_logging(&self) {
         crate::init_logging(self.log_format);
+    }
+
+    /// [`Self::init_logging`], and (with the `otlp` feature) the span export to the collector
+    /// `--otlp-endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT` names, as `service`
+    /// ([`crate::init_telemetry`]). Hold the guard until the process ends.
+    pub fn init_telemetry(&self, service: &str) -> crate::telemetry::Telemetry {
+        #[cfg(feature = "otlp")]
+        let endpoint = self.otlp_endpoint.as_deref();
+        #[cfg(not(feature = "otlp"))]
+        let endpoint = None;
+        crate::init_telemetry(self.log_format, endpoint, service)
     }
 
     /// The operations endpoints these arguments describe.

@@ -122,7 +122,8 @@ pub(crate) async fn run<T: Retrieve>(
         let call =
             RerankRequest { query, passages, method: funnel.method.clone(), model: funnel.model.clone(), meta: None };
         let timing = reranker.costs.time(&funnel.method, n);
-        match (reranker.call)(call, ctx.clone()).await {
+        let span = tracing::info_span!("rerank", method = %funnel.method, passages = n);
+        match tracing::Instrument::instrument((reranker.call)(call, ctx.clone()), span).await {
             Ok(scores) => {
                 timing.finish();
                 scores

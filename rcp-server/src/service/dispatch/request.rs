@@ -115,6 +115,7 @@ fn call(
     let request_id = in_flight::parse_id(id)?;
     let meta = meta::parse(params)?;
     let trace_id = trace::trace_id(meta.as_ref());
+    let traceparent = trace::traceparent(meta.as_ref());
     let deadline = Deadline::of(&dispatcher.options, m, meta.as_ref())?;
     let in_flight = in_flight::enter(session, &request_id)?;
     let caps = &negotiated.capabilities;
@@ -137,6 +138,7 @@ fn call(
     });
     // Every line the request logs, its handler's included, names its method, id and trace id.
     let span = tracing::info_span!("request", method = m.name(), id = %id, trace_id = %ctx.trace_id());
+    crate::telemetry::continue_trace(&span, ctx.trace_id(), traceparent.as_deref());
     let call = span.in_scope(|| dispatcher.routes.start(m, params, ctx.clone()))?;
     let id = id.to_owned();
     let answered = async move {

@@ -3,7 +3,8 @@
 //! characters, else one this server assigns: 32 hex digits, as W3C trace ids, a per-process
 //! random half and a counter, so assigning costs no system call. Every log line of the request
 //! carries it (the `request` span), and a forwarding engine (the gateway) passes it on in the
-//! `_meta` of its engines' calls, so one request can be followed across hops.
+//! `_meta` of its engines' calls, so one request can be followed across hops; a caller's W3C
+//! `_meta.traceparent` is read here too, for the exported spans ([`crate::telemetry`]).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -30,6 +31,15 @@ pub(crate) fn trace_id(meta: Option<&Meta>) -> String {
             fresh
         }
         None => fresh(),
+    }
+}
+
+/// The caller's W3C `traceparent` (`_meta.traceparent`), when it is a short string; whether it
+/// is well-formed is judged where it is used ([`crate::telemetry`]).
+pub(crate) fn traceparent(meta: Option<&Meta>) -> Option<String> {
+    match meta?.get(crate::telemetry::TRACEPARENT_KEY)? {
+        serde_json::Value::String(s) if s.len() <= 64 => Some(s.clone()),
+        _ => None,
     }
 }
 
