@@ -125,3 +125,57 @@ async fn the_trace_id_reaches_every_engine() {
     assert_eq!(a[1], b[1], "one id for the whole request");
     assert_eq!(a[1].len(), 32, "assigned by the gateway: {a:?}");
 }
+
+/// §7.7.1 through the gateway: with every engine offering snapshots, the fused answer's
+/// `indexVersion` names each engine's snapshot; pinning it serves exactly that snapshot after
+/// later writes, a client-side `Federation` mints the same token, and anything but the pinned
+/// snapshot is -32010.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_index_version_serves_every_engines_snapshot() {
+    let dir = tempdir();
+    let bm25 = bm25_bin();
+    let engine = |id: &str| {
+        let data = dir.path().join(id);
+        json!({"id": id, "collection": id,
+               "command": [bm25.clone(), "serve", "--data-dir", data.to_string_lossy(), "--create", "--keep-snapshots", "4"]})
+    };
+    let reg = write_registry(dir.path(), "rcp.json", vec![engine("a"), engine("b")]);
+    let gw = gateway(&reg, &[]).await;
+    assert_eq!(gw.capabilities().retrieve.and_then(|r| r.snapshots), Some(true), "both engines keep snapshots");
+    let add = |collection: &str, id: &str, text: &str| json!({"documents": [{"id": id, "text": text}], "_meta": {"collection": collection}});
+    gw.call("index/add", add("a", "a1", "kiwi fruit")).await.expect("add a1");
+    gw.call("index/add", add("b", "b1", "kiwi bird")).await.expect("add b1");
+    let before = gw.call("retrieve", json!({"query": "kiwi", "k": 10})).await.expect("retrieve");
+    let token = before["indexVersion"].as_str().expect("the fused answer names its snapshot").to_owned();
+    assert!(token.starts_with("fed1:") && token.contains("\"a\"") && token.contains("\"b\""), "{token}");
+
+    gw.call("index/add", add("a", "a2", "kiwi jam")).await.expect("add a2");
+    let now = gw.call("retrieve", json!({"query": "kiwi", "k": 10})).await.expect("retrieve");
+    assert_eq!(ids(&now).len(), 3, "{now}");
+    assert_ne!(now["indexVersion"].as_str(), Some(token.as_str()), "a write makes a new snapshot");
+    let pinned = gw.call("retrieve", json!({"query": "kiwi", "k": 10, "indexVersion": token})).await.expect("pinned");
+    let (mut got, mut want) = (ids(&pinned), ids(&before));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "the pinned snapshot of each engine, not the current one: {pinned}");
+    assert_eq!(pinned["indexVersion"].as_str(), Some(token.as_str()));
+
+    // A client fusing the same engines itself names the same snapshot.
+    drop(gw);
+    let fed = Federation::new(Registry::load(&reg).expect("registry"), FederationOptions::default());
+    let local = fed.retrieve(RetrieveParams::new("kiwi", 10)).await.expect("federated retrieve");
+    assert_eq!(local.result.index_version.as_deref(), now["indexVersion"].as_str());
+    drop(fed);
+
+    let gw = gateway(&reg, &[]).await;
+    // Engine a's snapshot replaced by one it never had; b's kept.
+    let mut versions: serde_json::Map<String, Value> =
+        serde_json::from_str(token.trim_start_matches("fed1:")).expect("the token's versions");
+    versions.insert("a".into(), json!("deadbeef-1"));
+    let gone = format!("fed1:{}", Value::Object(versions));
+    let only_a = format!("fed1:{{\"a\":{}}}", serde_json::to_string(&json!("1")).unwrap_or_default());
+    for bad in ["nope".to_owned(), only_a, gone] {
+        let e = gw.call("retrieve", json!({"query": "kiwi", "k": 10, "indexVersion": bad})).await.expect_err(&bad);
+        assert_eq!(e.code(), Some(rcp_wire::ErrorCode::BACKEND_UNAVAILABLE), "{bad}: {e}");
+    }
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rcp_client::Client;
 use rcp_client::federation::{
-    FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target, diversify_fused, mmr_pool,
+    FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Snapshot, Target, diversify_fused, mmr_pool,
 };
 use rcp_server::access::Scope;
 use rcp_server::{HandlerResult, Honours, RequestContext, Retrieve, RetrieveRequest};
@@ -94,9 +94,17 @@ impl Gateway {
                 as ProgressSink
         });
         let fan_out = FanOut { timeout: budget, progress };
-        let gathered = fan_out.run(targets, |_, client| match self.skip_reason(client, &params, &next) {
+        // A pinned `indexVersion` names each engine's own snapshot (§7.7.1).
+        let pin = params.index_version.as_deref().map(Snapshot::parse).transpose()?;
+        let gathered = fan_out.run(targets, |index, client| match self.skip_reason(client, &params, &next) {
             Some(reason) => Err(reason),
-            None => Ok(self.engine_params(client, &params, recall as u64, (&next, budget, ctx), funnel.is_some())),
+            None => {
+                let mut p = self.engine_params(client, &params, recall as u64, (&next, budget, ctx), funnel.is_some());
+                if let Some(pin) = &pin {
+                    pin.pin(&self.pool.entries()[*index].spec.id, &mut p);
+                }
+                Ok(p)
+            }
         });
         // Dropping the pending calls (cancellation, or this future being dropped by the
         // framework) drops their client futures, which cancels them downstream (§7.14).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use rcp_client::Client;
-use rcp_client::federation::{Gathered, Reply, fusion_method, no_answer};
+use rcp_client::federation::{Gathered, Reply, Snapshot, fusion_method, no_answer};
 use rcp_server::HandlerResult;
 use rcp_wire::fusion::{self, EngineList, FusionMethod};
 use rcp_wire::{Hit, Meta, RcpError, RetrieveParams, RetrieveResult, Usage};
@@ -61,6 +61,7 @@ impl Gateway {
             }
             return Ok(empty_result(notes, &degraded, started));
         }
+        let index_version = self.snapshot_served(&answers, params)?;
         let mut lists = Vec::new();
         let mut candidates = 0u64;
         for (owner, c) in self.collections.iter().enumerate() {
@@ -132,7 +133,34 @@ impl Gateway {
             notes,
             ..Usage::default()
         };
-        Ok(RetrieveResult { hits: fused.hits, usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() })
+        Ok(RetrieveResult {
+            hits: fused.hits,
+            usage: Some(usage),
+            meta: Some(meta),
+            index_version,
+            ..RetrieveResult::default()
+        })
+    }
+
+    /// The `indexVersion` of the answers (§7.7.1): the snapshot each engine served, when the
+    /// gateway offers snapshots and every answer echoed one; a pinned request fails (`-32010`)
+    /// unless that is exactly the pinned snapshot ([`Snapshot`]).
+    fn snapshot_served(
+        &self,
+        answers: &BTreeMap<usize, RetrieveResult>,
+        params: &RetrieveParams,
+    ) -> HandlerResult<Option<String>> {
+        let offered = self.retrieval.as_ref().is_some_and(|f| f.retrieve.snapshots == Some(true));
+        if !offered {
+            return Ok(None);
+        }
+        let served = Snapshot::of(
+            answers.iter().map(|(i, r)| (self.pool.entries()[*i].spec.id.as_str(), r.index_version.as_deref())),
+        );
+        if let Some(pinned) = params.index_version.as_deref() {
+            Snapshot::parse(pinned)?.check_served(served.as_ref())?;
+        }
+        Ok(served.map(|s| s.token()))
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! | key | rule |
 //! |---|---|
-//! | `retrieve` | fanned out: `mmr` the federation's own (applied to the fused list); `modes` and `units` united (an engine lacking the requested one is skipped with a note); `confidence` when every engine gives it (a fused hit keeps the highest); `maxK` the largest (fusion can return that many), `modalities` and `deterministic` intersected; `fusion` the federation's own strategies (§16.3); the params every engine honours beyond its flags (`x-rcp-honours`: `recency`, `includeVectors`) intersected; `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
+//! | `retrieve` | fanned out: `mmr` the federation's own (applied to the fused list); `modes` and `units` united (an engine lacking the requested one is skipped with a note); `confidence` when every engine gives it (a fused hit keeps the highest); `maxK` the largest (fusion can return that many), `modalities`, `deterministic` and `snapshots` intersected (a federation's `indexVersion` names each engine's snapshot: `Snapshot`); `fusion` the federation's own strategies (§16.3); the params every engine honours beyond its flags (`x-rcp-honours`: `recency`, `includeVectors`) intersected; `rerankBuiltin` when any engine has it (those engines rerank their own candidates before fusion, the others' hits are fused as retrieved, with a note) unless the front end reranks the fused list itself |
 //! | `filter`, `citations` | intersected: a filtered `retrieve` reaches every engine, so only fields (typed alike) and operators all of them accept; citations only when every engine's hits carry them |
 //! | `embed`, `sparseEmbed`, `multiVector` | routed to one engine: the descriptor of the engine a call without `_meta.engine` reaches (highest `priority`), so the advertised `dimension` and `identity` are what such a call returns |
 //! | `rerank` | routed by method: `methods` and `models` united (in priority order), `maxCandidates` the smallest, so every engine a method may reach can take that many |
@@ -161,6 +161,8 @@ pub fn federate_retrieve(engines: &[&Capabilities]) -> Option<FederatedRetrieve>
         // Fused hits keep the highest confidence an engine gave them (`fusion::fuse`).
         confidence: rcs.iter().all(|r| r.confidence == Some(true)).then_some(true),
         deterministic,
+        // One token names every engine's snapshot (`Snapshot`).
+        snapshots: rcs.iter().all(|r| r.snapshots == Some(true)).then_some(true),
         extra,
         ..RetrieveCapability::default()
     };

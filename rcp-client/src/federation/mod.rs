@@ -45,11 +45,13 @@ pub mod merge;
 pub mod origin;
 mod params;
 pub mod route;
+mod snapshot;
 
 pub use diversify::{MAX_MMR_POOL, diversify_fused, mmr_pool};
 pub use failure::no_answer;
 pub use fan_out::{FanOut, Gathered, ProgressSink, Reply, RequiredFailed, Target};
 pub use params::{engine_params, fusion_method, preferred_fusion, unsuited};
+pub use snapshot::Snapshot;
 
 /// Options of a federation.
 #[derive(Debug, Clone)]
@@ -326,12 +328,18 @@ impl Federation {
                 Target { key: id.clone(), id, required, client }
             })
             .collect();
+        // A pinned `indexVersion` names each engine's own snapshot (§7.7.1, `Snapshot`).
+        let pin = params.index_version.as_deref().map(Snapshot::parse).transpose().map_err(ClientError::Rpc)?;
         let gathered = FanOut::new(self.options.engine_timeout)
-            .run(targets, |_, client| {
+            .run(targets, |id, client| {
                 if let Some(why) = unsuited(&client.capabilities(), &params) {
                     return Err(why);
                 }
-                Ok(self.engine_params(client, &params, asked_k))
+                let mut p = self.engine_params(client, &params, asked_k);
+                if let Some(pin) = &pin {
+                    pin.pin(id, &mut p);
+                }
+                Ok(p)
             })
             .await
             .map_err(|failed| failed.error)?;
@@ -346,9 +354,11 @@ impl Federation {
         let mut outcomes: Vec<(String, EngineOutcome)> = Vec::new();
         let mut lists = Vec::new();
         let mut candidates = 0u64;
+        let mut versions: Vec<(String, Option<String>)> = Vec::new();
         for (id, reply) in gathered.replies {
             let outcome = match reply {
                 Reply::Answered { result, latency } => {
+                    versions.push((id.clone(), result.index_version.clone()));
                     candidates += result.usage.as_ref().and_then(|u| u.candidates).unwrap_or(result.hits.len() as u64);
                     let weight = self.registry.get(&id).map_or(1.0, |s| s.weight);
                     let index = self.registry.engines.iter().position(|e| e.id == id).unwrap_or_default();
@@ -391,6 +401,10 @@ impl Federation {
             });
             return Err(ClientError::Rpc(no_answer(failures)));
         }
+        let served = Snapshot::of(versions.iter().map(|(id, v)| (id.as_str(), v.as_deref())));
+        if let Some(pin) = &pin {
+            pin.check_served(served.as_ref()).map_err(ClientError::Rpc)?;
+        }
         let method = fusion_method(&self.options.fusion, &params);
         let fused = fusion::fuse_or_fallback(&lists, &method, pool).map_err(|e| ClientError::Rpc(e.into()))?;
         notes.extend(fused.note.clone());
@@ -411,7 +425,13 @@ impl Federation {
             notes,
             ..Usage::default()
         };
-        let result = RetrieveResult { hits, usage: Some(usage), meta: Some(meta), ..RetrieveResult::default() };
+        let result = RetrieveResult {
+            hits,
+            usage: Some(usage),
+            meta: Some(meta),
+            index_version: served.map(|s| s.token()),
+            ..RetrieveResult::default()
+        };
         Ok(FederatedResult { result, engines: outcomes, fusion: fused.method })
     }
 
