@@ -137,6 +137,23 @@ async fn start(opts: HttpOptions) -> (String, tokio::sync::oneshot::Sender<()>) 
     (format!("http://{addr}/rcp"), stop)
 }
 
+/// Serves `app` (fronting `server`, kept alive as long as it) on 127.0.0.1:0 until the returned
+/// sender is dropped.
+async fn serve_app(app: axum::Router, server: Server) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
+        drop(server);
+    });
+    (format!("http://{addr}/rcp"), stop)
+}
+
 async fn certify(opts: HttpOptions) -> rcp_conformance::Report {
     let (base, _stop) = start(opts).await;
     let cfg = Config::http(base).with_schema(common::schema());
@@ -246,18 +263,7 @@ mod global {
         let conn = Arc::new(server.connect(|_| {}));
         let app =
             axum::Router::new().route("/rcp", post(at_base)).route("/rcp/{*method}", post(at_method)).with_state(conn);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
-            drop(server);
-        });
-        (format!("http://{addr}/rcp"), stop)
+        super::serve_app(app, server).await
     }
 }
 
@@ -433,18 +439,7 @@ mod broken_front {
         let front = Arc::new(Front { defect, posts: AtomicUsize::new(0) });
         let app = rcp_server::http::router(&server, HttpOptions::default())
             .layer(middleware::from_fn_with_state(front, misbehave));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
-            drop(server);
-        });
-        (format!("http://{addr}/rcp"), stop)
+        super::serve_app(app, server).await
     }
 }
 

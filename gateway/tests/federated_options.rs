@@ -97,26 +97,10 @@ async fn a_unit_goes_to_the_engines_that_offer_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_id_reaches_every_engine() {
     let dir = tempdir();
-    // One events file per engine: two processes appending to one file may interleave a line.
-    let (ev_a, ev_b) = (dir.path().join("a.events"), dir.path().join("b.events"));
-    let reg = write_registry(
-        dir.path(),
-        "rcp.json",
-        vec![
-            fixture("a", &["--events", ev_a.to_str().expect("utf-8 path"), "--doc", "a1:wing lift"]),
-            fixture("b", &["--events", ev_b.to_str().expect("utf-8 path"), "--doc", "b1:wing flutter"]),
-        ],
-    );
+    let (reg, ev_a, ev_b) = recording_pair(dir.path());
     let gw = gateway(&reg, &[]).await;
     // The trace ids one engine received, in order.
-    let received = |events: &std::path::Path| -> Vec<String> {
-        common::events(events)
-            .iter()
-            .filter_map(|l| l.split_once(" meta ").map(|(_, m)| m.to_owned()))
-            .filter_map(|m| serde_json::from_str::<Value>(&m).ok())
-            .filter_map(|m| m["traceId"].as_str().map(str::to_owned))
-            .collect()
-    };
+    let received = |events: &std::path::Path| received_meta(events, "traceId");
     gw.call("retrieve", json!({"query": "wing", "k": 2, "_meta": {"traceId": "trace-7f3a"}})).await.expect("retrieve");
     assert_eq!((received(&ev_a), received(&ev_b)), (vec!["trace-7f3a".to_owned()], vec!["trace-7f3a".to_owned()]));
     gw.call("retrieve", json!({"query": "wing", "k": 2})).await.expect("retrieve");

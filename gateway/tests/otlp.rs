@@ -49,29 +49,11 @@ fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a str> {
     span["attributes"].as_array()?.iter().find(|a| a["key"] == key)?["value"]["stringValue"].as_str()
 }
 
-/// The `_meta.traceparent` values one fixture engine received, in order.
-fn traceparents(events: &std::path::Path) -> Vec<String> {
-    common::events(events)
-        .iter()
-        .filter_map(|l| l.split_once(" meta ").map(|(_, m)| m.to_owned()))
-        .filter_map(|m| serde_json::from_str::<Value>(&m).ok())
-        .filter_map(|m| m["traceparent"].as_str().map(str::to_owned))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_federated_retrieve_is_one_trace_from_the_caller_through_each_engine_call() {
     let (endpoint, received) = receiver().await;
     let dir = tempfile::Builder::new().prefix("rcp-gateway-otlp").tempdir().expect("tempdir");
-    let (ev_a, ev_b) = (dir.path().join("a.events"), dir.path().join("b.events"));
-    let reg = write_registry(
-        dir.path(),
-        "rcp.json",
-        vec![
-            fixture("a", &["--events", ev_a.to_str().expect("utf-8 path"), "--doc", "a1:wing lift"]),
-            fixture("b", &["--events", ev_b.to_str().expect("utf-8 path"), "--doc", "b1:wing flutter"]),
-        ],
-    );
+    let (reg, ev_a, ev_b) = recording_pair(dir.path());
     let cmd = gateway_cmd(&reg, &["--otlp-endpoint", &endpoint]);
     let gw = Client::connect_stdio(&cmd, ClientOptions::default()).await.expect("connect to the gateway");
     let (trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
@@ -105,6 +87,6 @@ async fn a_federated_retrieve_is_one_trace_from_the_caller_through_each_engine_c
         assert_eq!(span["traceId"], trace, "{span}");
         assert_eq!(span["parentSpanId"], request_span, "{span}");
         let id = span["spanId"].as_str().expect("span id");
-        assert_eq!(traceparents(events), vec![format!("00-{trace}-{id}-01")], "engine '{engine}'");
+        assert_eq!(received_meta(events, "traceparent"), vec![format!("00-{trace}-{id}-01")], "engine '{engine}'");
     }
 }

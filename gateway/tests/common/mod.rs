@@ -77,6 +77,32 @@ pub(crate) fn write_registry(dir: &Path, name: &str, entries: Vec<Value>) -> Pat
     path
 }
 
+/// A registry of two fixture engines, `a` and `b`, each recording what it receives in its own
+/// events file (two processes appending to one file may interleave a line): the registry, then
+/// the events files of `a` and `b`.
+pub(crate) fn recording_pair(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (ev_a, ev_b) = (dir.join("a.events"), dir.join("b.events"));
+    let reg = write_registry(
+        dir,
+        "rcp.json",
+        vec![
+            fixture("a", &["--events", &ev_a.to_string_lossy(), "--doc", "a1:wing lift"]),
+            fixture("b", &["--events", &ev_b.to_string_lossy(), "--doc", "b1:wing flutter"]),
+        ],
+    );
+    (reg, ev_a, ev_b)
+}
+
+/// The string values of `_meta.<key>` a fixture engine recorded in `events`, in order.
+pub(crate) fn received_meta(events: &Path, key: &str) -> Vec<String> {
+    self::events(events)
+        .iter()
+        .filter_map(|l| l.split_once(" meta ").map(|(_, m)| m.to_owned()))
+        .filter_map(|m| serde_json::from_str::<Value>(&m).ok())
+        .filter_map(|m| m[key].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The command line of `rcp-gateway serve --registry PATH` plus `extra`.
 pub(crate) fn gateway_cmd(registry: &Path, extra: &[&str]) -> Vec<String> {
     let mut cmd = vec![gateway_bin(), "serve".into(), "--registry".into(), registry.to_string_lossy().into_owned()];
