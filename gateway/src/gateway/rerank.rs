@@ -51,7 +51,7 @@ impl Gateway {
         let (passages, missing) = funnel.passages(&fused.hits);
         let n = passages.len();
         if missing > 0 {
-            fused.note(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
+            fused.note(format!("{missing} reranked hit(s) carry no text or title and were scored as empty passages"));
         }
         let call = RerankParams {
             query: params.query.clone(),

@@ -255,6 +255,12 @@ pub trait Retrieve: Send + Sync + 'static {
         Honours::NONE
     }
 
+    /// The `meta` key of a hit's title, which the framework's rerank stage puts before the
+    /// hit's text ([`crate::Funnel::passage`]); `"title"` unless the engine keeps it elsewhere.
+    fn title_field(&self) -> &str {
+        crate::Funnel::DEFAULT_TITLE_FIELD
+    }
+
     /// Serves one request. At most `request.k` hits are returned (the framework truncates).
     fn retrieve(
         &self,
@@ -279,6 +285,9 @@ impl<T: Retrieve> Retrieve for Arc<T> {
     }
     fn honours(&self) -> Honours {
         (**self).honours()
+    }
+    fn title_field(&self) -> &str {
+        (**self).title_field()
     }
     fn retrieve(
         &self,

@@ -69,6 +69,8 @@ pub struct Funnel {
     /// How the reranker's ranking is merged with the first stage's (`rerank.fusion`; by
     /// default [`Funnel::DEFAULT_FUSION`], the convex combination).
     pub fusion: RerankFusion,
+    /// The `meta` key of a hit's title, read before its text ([`Funnel::passage`]).
+    pub title_field: String,
 }
 
 /// What of a request decides its funnel.
@@ -158,6 +160,7 @@ impl Funnel {
             first_stage,
             diversify: None,
             fusion: stage.fusion.unwrap_or(Self::DEFAULT_FUSION),
+            title_field: Self::DEFAULT_TITLE_FIELD.to_owned(),
         })
     }
 
@@ -177,12 +180,31 @@ impl Funnel {
         self
     }
 
-    /// The passages the reranker scores: the texts of the top `top_n` hits, and how many of
-    /// them carry no text (scored as empty passages).
+    /// The `meta` key of a hit's title unless the engine declares another
+    /// ([`crate::Retrieve::title_field`]).
+    pub const DEFAULT_TITLE_FIELD: &'static str = "title";
+
+    /// The passages the reranker scores: [`Funnel::passage`] of each of the top `top_n` hits,
+    /// and how many of them carry neither text nor title (scored as empty passages).
     pub fn passages(&self, hits: &[Hit]) -> (Vec<InputItem>, usize) {
         let head = &hits[..self.top_n.min(hits.len())];
-        let missing = head.iter().filter(|h| h.text.is_none()).count();
-        (head.iter().map(|h| InputItem::Text(h.text.clone().unwrap_or_default())).collect(), missing)
+        let passages: Vec<String> = head.iter().map(|h| Self::passage(h, &self.title_field)).collect();
+        let missing = passages.iter().filter(|p| p.is_empty()).count();
+        (passages.into_iter().map(InputItem::Text).collect(), missing)
+    }
+
+    /// What a reranker reads of `hit`, the passage a person would: its title (the string at
+    /// `meta.<title_field>`), a line break, then its text; the text alone when it already begins
+    /// with the title (as many collections store it), the title alone when there is no text.
+    /// One rule for every engine's inline stage and the gateway's.
+    pub fn passage(hit: &Hit, title_field: &str) -> String {
+        let text = hit.text.as_deref().unwrap_or_default();
+        let title = hit.meta.as_ref().and_then(|m| m.get(title_field)).and_then(|t| t.as_str()).map(str::trim);
+        match title.filter(|t| !t.is_empty() && !text.trim_start().starts_with(t)) {
+            Some(t) if text.trim().is_empty() => t.to_owned(),
+            Some(t) => format!("{t}\n{text}"),
+            None => text.to_owned(),
+        }
     }
 
     /// Applies the reranker's `scores` to the recall stage's `result`: one score per passage of

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use rcp_wire::retrieve::RerankOption;
-use rcp_wire::{RcpError, RetrieveResult};
+use rcp_wire::{InputItem, RcpError, RetrieveResult};
 
 use super::Funnel;
 use super::deadline::{self, RerankCosts};
@@ -88,6 +88,7 @@ pub(crate) async fn run<T: Retrieve>(
     req.k = funnel.candidates;
     req.candidate_k = req.candidate_k.max(funnel.candidates);
     let mut res = handler.retrieve(req, ctx.clone()).await?;
+    funnel.title_field = handler.title_field().to_owned();
     let (mut passages, _) = funnel.passages(&res.hits);
     let planned = passages.len();
     let cost = reranker.costs.estimate(&funnel.method);
@@ -112,9 +113,9 @@ pub(crate) async fn run<T: Retrieve>(
             )
         });
     }
-    let missing = res.hits.iter().take(n).filter(|h| h.text.is_none()).count();
+    let missing = passages.iter().filter(|p| matches!(p, InputItem::Text(t) if t.is_empty())).count();
     if missing > 0 {
-        res.note(format!("{missing} reranked hit(s) carry no text and were scored as empty passages"));
+        res.note(format!("{missing} reranked hit(s) carry no text or title and were scored as empty passages"));
     }
     let scores = if n == 0 {
         Vec::new()
