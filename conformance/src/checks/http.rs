@@ -1,13 +1,11 @@
 //! The HTTP mapping (§5.2): status codes, the path, buffered answers, credentials, CORS, rate
 //! limiting and the framing of an SSE stream. Each check is skipped over stdio.
 
-use std::time::Duration;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::session::Main;
-use crate::transport::{Reply, Send, retry_after};
+use crate::transport::{Reply, Send, retry_after, wait_after};
 use crate::verdict::{Res, expect_code, fail, pass, pass_note, skip, warn};
 
 const HTTP_ONLY: &str = "HTTP transport only";
@@ -194,9 +192,9 @@ pub(crate) async fn retry_after_429(m: &mut Main) -> Res {
             "no 429 in the run nor in a burst of {BURST} pings ({BURST_WIDTH} at once): no rate limit reached"
         ));
     }
-    // Let the limit refill before the checks that follow.
-    let longest = seen.iter().flatten().filter_map(|v| retry_after(v)).max().unwrap_or(Duration::from_secs(1));
-    tokio::time::sleep(longest.min(crate::transport::MAX_WAIT)).await;
+    // Let the limit refill before the checks that follow, as the transport waits after a 429.
+    let longest = seen.iter().map(|v| wait_after(v.as_deref())).max().unwrap_or_default();
+    tokio::time::sleep(longest).await;
     let bare = seen.iter().filter(|v| v.is_none()).count();
     let unreadable: Vec<&str> =
         seen.iter().flatten().map(String::as_str).filter(|v| retry_after(v).is_none()).collect();
@@ -245,14 +243,7 @@ pub(crate) async fn sse_framing(m: &mut Main) -> Res {
     if !m.caps.has("streaming") {
         return skip("streaming not advertised");
     }
-    let (method, mut params) = if m.caps.has("retrieve") {
-        ("retrieve", json!({"query": m.broad, "k": m.k(10)}))
-    } else {
-        match m.some_gated_call() {
-            Some(call) => call,
-            None => return skip("no gated method to run"),
-        }
-    };
+    let Some((method, mut params)) = super::streaming::workload(m) else { return skip("no gated method to run") };
     params["_meta"] = json!({"progressToken": "sse-framing"});
     let body = json!({"jsonrpc": "2.0", "id": SSE_ID, "method": method, "params": params}).to_string();
     let reply = h.probe(Method::POST, method, &[("accept", "text/event-stream")], Some(body)).await?;

@@ -21,7 +21,7 @@ fn frames_in(conn: &Conn, from: usize, to: usize, method: &str) -> Vec<Value> {
 }
 
 /// The call used to provoke progress: the broad retrieve, else any advertised gated method.
-fn workload(m: &Main) -> Option<(&'static str, Value)> {
+pub(super) fn workload(m: &Main) -> Option<(&'static str, Value)> {
     if m.caps.has("retrieve") {
         return Some(("retrieve", json!({"query": m.broad, "k": m.k(10)})));
     }

@@ -37,6 +37,9 @@ pub(crate) type Throttles = Arc<Mutex<Vec<Option<String>>>>;
 /// The longest wait a `Retry-After` earns before a request is sent again.
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(5);
 
+/// The header that carries the stateful session token (§5.2).
+const SESSION_HEADER: &str = "RCP-Session";
+
 /// How many times a request answered `429` is sent again.
 const RETRIES: usize = 3;
 
@@ -53,6 +56,12 @@ impl Reply {
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// How long the suite waits after a `429` carrying `header` (its `Retry-After`) before it sends
+/// again: what the header asks, 1 s when it is missing or unreadable, at most [`MAX_WAIT`].
+pub(crate) fn wait_after(header: Option<&str>) -> Duration {
+    header.and_then(retry_after).unwrap_or(Duration::from_secs(1)).min(MAX_WAIT)
 }
 
 /// How long a `Retry-After` asks to wait: delay-seconds, or an HTTP-date; `None` when it is
@@ -98,15 +107,8 @@ impl HttpTransport {
             Some(m) => format!("{}/{}", self.base, m),
             None => self.base.clone(),
         };
-        let mut req = self.client.post(url).header("content-type", "application/json").body(body);
-        if !how.no_auth {
-            for (k, v) in &self.headers {
-                req = req.header(k.as_str(), v.as_str());
-            }
-        }
-        if let Some(s) = &self.session {
-            req = req.header("RCP-Session", s.as_str());
-        }
+        let req = self.client.post(url).header("content-type", "application/json").body(body);
+        let mut req = self.identified(req, !how.no_auth);
         if how.sse {
             req = req.header("accept", "text/event-stream");
         }
@@ -130,13 +132,7 @@ impl HttpTransport {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Result<Reply, String> {
-        let mut req = self.client.request(verb, format!("{}/{method}", self.base));
-        for (k, v) in &self.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(s) = &self.session {
-            req = req.header("RCP-Session", s.as_str());
-        }
+        let mut req = self.identified(self.client.request(verb, format!("{}/{method}", self.base)), true);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -149,11 +145,26 @@ impl HttpTransport {
         Ok(Reply { status, headers, body })
     }
 
-    /// The names of the configured headers (what a browser would list in a preflight).
+    /// `req` with what identifies this client on every request: the configured headers (when
+    /// `configured`; left out to probe authentication) and the session token.
+    fn identified(&self, mut req: reqwest::RequestBuilder, configured: bool) -> reqwest::RequestBuilder {
+        if configured {
+            for (k, v) in &self.headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+        }
+        if let Some(s) = &self.session {
+            req = req.header(SESSION_HEADER, s.as_str());
+        }
+        req
+    }
+
+    /// The names of the headers [`Self::identified`] adds (what a browser would list in a
+    /// preflight).
     pub(crate) fn header_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.headers.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
         if self.session.is_some() {
-            names.push("rcp-session".into());
+            names.push(SESSION_HEADER.to_ascii_lowercase());
         }
         names
     }
@@ -176,7 +187,7 @@ async fn send_paced(req: reqwest::RequestBuilder, throttles: &Throttles) -> reqw
             return Ok(resp);
         }
         let header = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let wait = header.as_deref().and_then(retry_after).unwrap_or(Duration::from_secs(1)).min(MAX_WAIT);
+        let wait = wait_after(header.as_deref());
         if let Ok(mut t) = throttles.lock() {
             t.push(header);
         }

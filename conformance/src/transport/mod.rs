@@ -14,7 +14,7 @@ mod stdio;
 
 use tokio::time::Instant;
 
-pub(crate) use http::{HttpTransport, MAX_WAIT, Reply, Throttles, retry_after};
+pub(crate) use http::{HttpTransport, Reply, Throttles, retry_after, wait_after};
 pub(crate) use stdio::StdioTransport;
 
 /// Something the server said.
