@@ -144,11 +144,12 @@ async fn a_pinned_index_version_serves_every_engines_snapshot() {
     assert_eq!(got, want, "the pinned snapshot of each engine, not the current one: {pinned}");
     assert_eq!(pinned["indexVersion"].as_str(), Some(token.as_str()));
 
-    // A client fusing the same engines itself names the same snapshot.
-    drop(gw);
+    // A client fusing the same engines itself names the same snapshot (once the gateway and its
+    // engines have exited and released the data directories).
+    gw.shutdown().await.expect("shutdown");
     let fed = Federation::new(Registry::load(&reg).expect("registry"), FederationOptions::default());
     let local = fed.retrieve(RetrieveParams::new("kiwi", 10)).await.expect("federated retrieve");
-    assert_eq!(local.result.index_version.as_deref(), now["indexVersion"].as_str());
+    assert_eq!(local.result.index_version.as_deref(), now["indexVersion"].as_str(), "{:?}", local.engines);
     drop(fed);
 
     let gw = gateway(&reg, &[]).await;
