@@ -122,7 +122,7 @@ impl Gateway {
         )?;
         let Some(funnel) = funnel else {
             notes.extend(unreranked(&params, &gathered));
-            let mut fused = self.fuse(gathered, notes, started, &params, pool)?;
+            let mut fused = self.fuse(gathered, notes, started, &params, pin.as_ref(), pool)?;
             // Pages of a diversified ranking end with its pool (`mmr_pool`).
             let (hits, mmr_note) = diversify_fused(std::mem::take(&mut fused.hits), &params, want.min(pool));
             fused.hits = hits;
@@ -132,8 +132,8 @@ impl Gateway {
             return Ok(pages::page(fused, &params, offset, k));
         };
         // `minScore` is on the reranker's scale then: applied after the rerank.
-        let fused =
-            self.fuse(gathered, notes, started, &RetrieveParams { min_score: None, ..params.clone() }, recall)?;
+        let unfloored = RetrieveParams { min_score: None, ..params.clone() };
+        let fused = self.fuse(gathered, notes, started, &unfloored, pin.as_ref(), recall)?;
         let mut result = self.rerank_fused(fused, &params, &funnel, k, ctx).await?;
         if params.include_vectors != Some(true) {
             // Asked of the engines for the stage's MMR only.

@@ -16,13 +16,15 @@ use super::startup::{Collection, Gateway};
 use crate::shard;
 
 impl Gateway {
-    /// Merges the shards of each collection and fuses the collections (§16.3).
+    /// Merges the shards of each collection and fuses the collections (§16.3); the answer names
+    /// the snapshot served, which must be `pin` when the request pinned one.
     pub(super) fn fuse(
         &self,
         gathered: Gathered<usize>,
         mut notes: Vec<String>,
         started: Instant,
         params: &RetrieveParams,
+        pin: Option<&Snapshot>,
         k: usize,
     ) -> HandlerResult<RetrieveResult> {
         let Gathered { mut replies, clients, asked } = gathered;
@@ -61,7 +63,7 @@ impl Gateway {
             }
             return Ok(empty_result(notes, &degraded, started));
         }
-        let index_version = self.snapshot_served(&answers, params)?;
+        let index_version = self.snapshot_served(&answers, pin)?;
         let mut lists = Vec::new();
         let mut candidates = 0u64;
         for (owner, c) in self.collections.iter().enumerate() {
@@ -143,12 +145,12 @@ impl Gateway {
     }
 
     /// The `indexVersion` of the answers (§7.7.1): the snapshot each engine served, when the
-    /// gateway offers snapshots and every answer echoed one; a pinned request fails (`-32010`)
-    /// unless that is exactly the pinned snapshot ([`Snapshot`]).
+    /// gateway offers snapshots and every answer echoed one; a request pinned to `pin` fails
+    /// (`-32010`) unless that is exactly the pinned snapshot ([`Snapshot::settle`]).
     fn snapshot_served(
         &self,
         answers: &BTreeMap<usize, RetrieveResult>,
-        params: &RetrieveParams,
+        pin: Option<&Snapshot>,
     ) -> HandlerResult<Option<String>> {
         let offered = self.retrieval.as_ref().is_some_and(|f| f.retrieve.snapshots == Some(true));
         if !offered {
@@ -157,10 +159,7 @@ impl Gateway {
         let served = Snapshot::of(
             answers.iter().map(|(i, r)| (self.pool.entries()[*i].spec.id.as_str(), r.index_version.as_deref())),
         );
-        if let Some(pinned) = params.index_version.as_deref() {
-            Snapshot::parse(pinned)?.check_served(served.as_ref())?;
-        }
-        Ok(served.map(|s| s.token()))
+        Snapshot::settle(pin, served)
     }
 }
 

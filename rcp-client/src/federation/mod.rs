@@ -402,9 +402,7 @@ impl Federation {
             return Err(ClientError::Rpc(no_answer(failures)));
         }
         let served = Snapshot::of(versions.iter().map(|(id, v)| (id.as_str(), v.as_deref())));
-        if let Some(pin) = &pin {
-            pin.check_served(served.as_ref()).map_err(ClientError::Rpc)?;
-        }
+        let index_version = Snapshot::settle(pin.as_ref(), served).map_err(ClientError::Rpc)?;
         let method = fusion_method(&self.options.fusion, &params);
         let fused = fusion::fuse_or_fallback(&lists, &method, pool).map_err(|e| ClientError::Rpc(e.into()))?;
         notes.extend(fused.note.clone());
@@ -425,13 +423,8 @@ impl Federation {
             notes,
             ..Usage::default()
         };
-        let result = RetrieveResult {
-            hits,
-            usage: Some(usage),
-            meta: Some(meta),
-            index_version: served.map(|s| s.token()),
-            ..RetrieveResult::default()
-        };
+        let result =
+            RetrieveResult { hits, usage: Some(usage), meta: Some(meta), index_version, ..RetrieveResult::default() };
         Ok(FederatedResult { result, engines: outcomes, fusion: fused.method })
     }
 

@@ -64,6 +64,16 @@ impl Snapshot {
         params.index_version = self.version_of(engine).map(str::to_owned);
     }
 
+    /// The `indexVersion` of an answer whose engines served `served`, under the request's
+    /// `pin`: the token of `served`, or `-32010` when a pin was asked and `served` is not
+    /// exactly it ([`Self::check_served`]).
+    pub fn settle(pin: Option<&Snapshot>, served: Option<Snapshot>) -> Result<Option<String>, RcpError> {
+        if let Some(pin) = pin {
+            pin.check_served(served.as_ref())?;
+        }
+        Ok(served.map(|s| s.token()))
+    }
+
     /// `Ok` when `served` (the snapshot of the answers) is this pinned one; `-32010` naming the
     /// first difference otherwise.
     pub fn check_served(&self, served: Option<&Snapshot>) -> Result<(), RcpError> {
